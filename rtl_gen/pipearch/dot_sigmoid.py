@@ -6,7 +6,8 @@ optionally the piecewise-linear sigmoid.  Bit-exact with
 ``golden.pipearch_ops.dot_sigmoid``.
 
 Pipeline (global stall on the registered not-full flag ``en`` of the output FIFO):
-input register -> LANES full-width products -> registered adder tree (one level per
+input register -> LANES full-width products in two stages (``split_mul_reg``: partial
+products, then their sum) -> registered adder tree (one level per
 stage, each level one bit wider) -> accumulator (exact, no wrap) -> one round+saturate
 -> PWL sigmoid (bypassed by a matching delay when ``cfg_sigmoid`` is 0) -> 2-entry FIFO.
 """
@@ -15,12 +16,13 @@ from __future__ import annotations
 from myhdl import always_comb, always_seq, block, concat
 
 from golden.fixedpoint import QFormat, sigmoid_table
-from rtl_gen.common.blocks import add_reg, mul_reg, out_fifo2, pass_reg, round_sat, sext
+from rtl_gen.common.blocks import add_reg, out_fifo2, pass_reg, round_sat, sext
 from rtl_gen.common.core import CoreDef, Datasheet, Port
 from rtl_gen.common.hdl import sig_b, sig_s, sig_u
 from rtl_gen.common.ports import make_factory
 from rtl_gen.common.sigmoid import SIGMOID_LATENCY, sigmoid_pipe
 
+from .split_mul import SPLIT_MUL_LATENCY, split_mul_reg
 from .subroutine import bits_for, control, delay_flags, field_bits, make_params
 
 KIND = "dot_sigmoid"
@@ -34,7 +36,7 @@ def widths(p: dict) -> dict:
     # one more bit is the headroom the rounding add needs (never wraps).
     aw = 2 * W + bits_for(p["MAX_DIM"] * L) + 1
     return {"levels": levels, "pw": 2 * W, "tw": 2 * W + levels, "aw": aw,
-            "lat": 1 + levels + 1 + 1 + SIGMOID_LATENCY}
+            "lat": SPLIT_MUL_LATENCY + levels + 1 + 1 + SIGMOID_LATENCY}
 
 
 def ports_of(p: dict) -> list[Port]:
@@ -111,7 +113,8 @@ def build(p):
         prods = [sig_s(pw) for _ in range(L)]
         insts = []
         for i in range(L):
-            insts.append(mul_reg(clk, rst, en, ar((i + 1) * W, i * W), br((i + 1) * W, i * W), prods[i]))
+            insts.append(split_mul_reg(clk, rst, en, None, ar((i + 1) * W, i * W), br((i + 1) * W, i * W),
+                                       prods[i]))
         level = prods
         w = pw
         while len(level) > 1:
@@ -128,7 +131,7 @@ def build(p):
             level = nxt
         tsum = level[0]
         vt = sig_u(3)
-        dly_t = delay_flags(clk, rst, en, v0, vt, 1 + levels)
+        dly_t = delay_flags(clk, rst, en, v0, vt, SPLIT_MUL_LATENCY + levels)
 
         # ---- accumulator -------------------------------------------------------
         tsum_e = sig_s(aw)
@@ -214,7 +217,8 @@ def datasheet(p):
                 "subroutine of PipeArch (section 6.2.1, Fig. 5; Alg. 1 line 11, Alg. 2 line 11, "
                 "Alg. 3 line 12).",
         latency=f"{wd['lat'] + 2} cycles from the handshake of an iteration's last input line to the "
-                f"handshake of its result on an always-ready sink (input register, product, "
+                f"handshake of its result on an always-ready sink (input register, "
+                f"{SPLIT_MUL_LATENCY} product stages (partial products, their sum), "
                 f"{wd['levels']} adder-tree level(s), accumulator, round/saturate, "
                 f"{SIGMOID_LATENCY} sigmoid stages -- also taken with the sigmoid off -- and the "
                 f"output FIFO)",

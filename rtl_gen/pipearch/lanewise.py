@@ -12,58 +12,66 @@ from __future__ import annotations
 from myhdl import ConcatSignal, always_comb, always_seq, block, concat
 
 from golden.fixedpoint import QFormat, sigmoid_table
-from rtl_gen.common.blocks import out_fifo2, round_sat, sat
+from rtl_gen.common.blocks import out_fifo2, sat
 from rtl_gen.common.core import Datasheet, Port
 from rtl_gen.common.hdl import new_reset, sig_b, sig_s, sig_u
 from rtl_gen.common.sigmoid import SIGMOID_LATENCY, sigmoid_pipe
 
+from .split_mul import SPLIT_MUL_LATENCY, split_mul_reg
 from .subroutine import control, delay_flags, field_bits
 
-SUB_MUL_LATENCY = 2
+SUB_MUL_LATENCY = SPLIT_MUL_LATENCY + 1
 
 
 @block
-def lane_sub_mul(clk, rst, en, x_u, v_u, k, y):
-    """``y = sat(x - sat(round(k*v)))`` over SUB_MUL_LATENCY enabled cycles."""
+def lane_sub_mul(clk, rst, en, x_u, v_u, k_u, kz, y):
+    """``y = sat(x - sat(round(k*v)))`` over SUB_MUL_LATENCY enabled cycles.
+
+    ``k_u`` and its zero flag ``kz`` come from this lane's ``factor_reg`` (the zero test
+    is registered, off the product path; Yosys' ``synth_ecp5`` merges the identical
+    per-lane copies into one register, and the factor's fan-out to the 64 multipliers
+    fits the cycle once the product is split: 119 MHz, README).  Stages: partial products, their sum with the rounding half
+    (``split_mul_reg``), then saturate, subtract and saturate."""
     W = len(y)
     F = lane_sub_mul.F
     x = sig_s(W)
-    v = sig_s(W)
-    p_c = sig_s(2 * W + 1)
-    p1 = sig_s(2 * W + 1)
     x1 = sig_s(W)
+    x2 = sig_s(W)
+    p2 = sig_s(2 * W)
+    q = sig_s(2 * W)
     kv = sig_s(W)
     d = sig_s(W + 1)
 
     @always_comb
     def cast():
         x.next = x_u.signed()
-        v.next = v_u.signed()
 
-    @always_comb
-    def mul():
-        p_c.next = k * v
-
-    # k == 0 registers a zero product whatever v holds: the same value as k*v for every
-    # defined v, and v may be a region line the program never wrote (an L2REG with
+    # k == 0 registers zero partial products whatever v holds: the same value as k*v for
+    # every defined v, and v may be a region line the program never wrote (an L2REG with
     # cfg_reg = 0 is the PipeArch copy idiom, golden/pipearch_programs.py's LRMF gather
     # reads such a line as x_old), so an unknown v does not reach y in a 4-state
     # simulation (it did: X written to memory by a Store on Icarus).  A synchronous
-    # clear of the product register, no DSP or adder change.
-    @always_seq(clk.posedge, reset=rst)
-    def s1():
-        if en:
-            if k == 0:
-                p1.next = 0
-            else:
-                p1.next = p_c
-            x1.next = x
+    # clear of the partial-product registers, no DSP or adder change.
+    # The rounding half rides in the product's sum (stage 2): p2 = k*v + 2**(F-1), so
+    # round(k*v) = p2 >> F, the repository rule (ties toward +inf) without an adder in
+    # stage 3.  |k*v| <= 2**(2W-2), so p2 fits 2W signed bits.
+    mul = split_mul_reg(clk, rst, en, kz, k_u, v_u, p2, bias=(1 << (F - 1)) if F else 0)
 
-    rs = round_sat(p1, kv, F)
+    @always_seq(clk.posedge, reset=rst)
+    def xdl():
+        if en:
+            x1.next = x
+            x2.next = x1
+
+    @always_comb
+    def shr():
+        q.next = p2 >> F
+
+    rs = sat(q, kv)
 
     @always_comb
     def subc():
-        d.next = x1 - kv
+        d.next = x2 - kv
 
     yc = sig_s(W)
     st = sat(d, yc)
@@ -71,7 +79,7 @@ def lane_sub_mul(clk, rst, en, x_u, v_u, k, y):
     yr = sig_s(W)
 
     @always_seq(clk.posedge, reset=rst)
-    def s2():
+    def s3():
         if en:
             yr.next = yc
 
@@ -79,7 +87,19 @@ def lane_sub_mul(clk, rst, en, x_u, v_u, k, y):
     def outc():
         y.next = yr
 
-    return cast, mul, s1, rs, subc, st, s2, outc
+    return cast, mul, xdl, shr, rs, subc, st, s3, outc
+
+
+@block
+def factor_reg(clk, rst, load, d_u, k, kz):
+    """One lane's copy of the factor ``k`` and its zero flag ``kz``, loaded on ``load``."""
+    @always_seq(clk.posedge, reset=rst)
+    def st():
+        if load:
+            k.next = d_u
+            kz.next = d_u == 0
+
+    return st
 
 
 @block
@@ -191,7 +211,7 @@ def build_lanewise(p: dict, kind: str):
                       p["MAX_DIM"], p["MAX_ITER"])
         ar = sig_u(L * W)
         br = sig_u(L * W)
-        kr = sig_s(W)
+        kload = sig_b()
         use_sig = sig_b()
         v0 = sig_u(3)      # {final, line_last, valid} of the input register stage
         vout = sig_u(3)
@@ -218,16 +238,20 @@ def build_lanewise(p: dict, kind: str):
                     br.next = b_tdata
                 v0.next = concat(final, line_last, fire)
 
+        # the factor: one copy per lane (factor_reg), loaded with the line for
+        # multiply_subtract, at the initiation for l2reg
         if kind == "multiply_subtract":
-            @always_seq(clk.posedge, reset=rst)
+            kdata = s_tdata
+
+            @always_comb
             def kreg():
-                if en and fire:
-                    kr.next = s_tdata.signed()
+                kload.next = en and fire
         elif kind == "l2reg":
-            @always_seq(clk.posedge, reset=rst)
+            kdata = extra_cfg
+
+            @always_comb
             def kreg():
-                if start and not busy:
-                    kr.next = extra_cfg.signed()
+                kload.next = start and not busy
         else:
             @always_seq(clk.posedge, reset=rst)
             def kreg():
@@ -244,7 +268,10 @@ def build_lanewise(p: dict, kind: str):
             if kind == "sigmoid_delta":
                 lanes.append(lane_sig_delta(clk, rst, en, xa, xb, use_sig, ylanes[i], table))
             else:
-                lanes.append(lane_sub_mul(clk, rst, en, xa, xb, kr, ylanes[i]))
+                k_i = sig_u(W)
+                kz_i = sig_b(True)
+                lanes.append(factor_reg(clk, rst, kload, kdata, k_i, kz_i))
+                lanes.append(lane_sub_mul(clk, rst, en, xa, xb, k_i, kz_i, ylanes[i]))
         ycat = ConcatSignal(*reversed(ylanes)) if L > 1 else ylanes[0]
         ybits = sig_u(L * W)
         push = sig_b()

@@ -89,54 +89,358 @@ reg [10:0] control0_dim_r;
 reg [12:0] control0_icnt;
 reg [12:0] control0_it_r;
 reg [10:0] control0_lcnt;
-reg signed [63:0] mul_reg0_p;
-wire signed [31:0] mul_reg0_a;
-wire signed [31:0] mul_reg0_b;
-reg signed [63:0] mul_reg1_p;
-wire signed [31:0] mul_reg1_a;
-wire signed [31:0] mul_reg1_b;
-reg signed [63:0] mul_reg2_p;
-wire signed [31:0] mul_reg2_a;
-wire signed [31:0] mul_reg2_b;
-reg signed [63:0] mul_reg3_p;
-wire signed [31:0] mul_reg3_a;
-wire signed [31:0] mul_reg3_b;
-reg signed [63:0] mul_reg4_p;
-wire signed [31:0] mul_reg4_a;
-wire signed [31:0] mul_reg4_b;
-reg signed [63:0] mul_reg5_p;
-wire signed [31:0] mul_reg5_a;
-wire signed [31:0] mul_reg5_b;
-reg signed [63:0] mul_reg6_p;
-wire signed [31:0] mul_reg6_a;
-wire signed [31:0] mul_reg6_b;
-reg signed [63:0] mul_reg7_p;
-wire signed [31:0] mul_reg7_a;
-wire signed [31:0] mul_reg7_b;
-reg signed [63:0] mul_reg8_p;
-wire signed [31:0] mul_reg8_a;
-wire signed [31:0] mul_reg8_b;
-reg signed [63:0] mul_reg9_p;
-wire signed [31:0] mul_reg9_a;
-wire signed [31:0] mul_reg9_b;
-reg signed [63:0] mul_reg10_p;
-wire signed [31:0] mul_reg10_a;
-wire signed [31:0] mul_reg10_b;
-reg signed [63:0] mul_reg11_p;
-wire signed [31:0] mul_reg11_a;
-wire signed [31:0] mul_reg11_b;
-reg signed [63:0] mul_reg12_p;
-wire signed [31:0] mul_reg12_a;
-wire signed [31:0] mul_reg12_b;
-reg signed [63:0] mul_reg13_p;
-wire signed [31:0] mul_reg13_a;
-wire signed [31:0] mul_reg13_b;
-reg signed [63:0] mul_reg14_p;
-wire signed [31:0] mul_reg14_a;
-wire signed [31:0] mul_reg14_b;
-reg signed [63:0] mul_reg15_p;
-wire signed [31:0] mul_reg15_a;
-wire signed [31:0] mul_reg15_b;
+reg signed [63:0] split_mul_reg0_p;
+wire [31:0] split_mul_reg0_ac;
+wire [31:0] split_mul_reg0_bc;
+wire [15:0] split_mul_reg0_alu;
+wire [15:0] split_mul_reg0_blu;
+wire signed [16:0] split_mul_reg0_al;
+wire signed [16:0] split_mul_reg0_bl;
+wire signed [15:0] split_mul_reg0_ah;
+wire signed [15:0] split_mul_reg0_bh;
+reg [31:0] split_mul_reg0_ll;
+reg signed [32:0] split_mul_reg0_lh;
+reg signed [32:0] split_mul_reg0_hl;
+reg signed [31:0] split_mul_reg0_hh;
+wire signed [33:0] split_mul_reg0_mid;
+wire signed [33:0] split_mul_reg0_lhe;
+wire signed [33:0] split_mul_reg0_hle;
+wire signed [63:0] split_mul_reg0_outer;
+wire signed [49:0] split_mul_reg0_mid_sh;
+wire signed [63:0] split_mul_reg0_mid_e;
+reg [0:0] split_mul_reg0_sext0_sgn;
+reg [0:0] split_mul_reg0_sext1_sgn;
+reg [13:0] split_mul_reg0_sext2_sgn;
+reg signed [63:0] split_mul_reg1_p;
+wire [31:0] split_mul_reg1_ac;
+wire [31:0] split_mul_reg1_bc;
+wire [15:0] split_mul_reg1_alu;
+wire [15:0] split_mul_reg1_blu;
+wire signed [16:0] split_mul_reg1_al;
+wire signed [16:0] split_mul_reg1_bl;
+wire signed [15:0] split_mul_reg1_ah;
+wire signed [15:0] split_mul_reg1_bh;
+reg [31:0] split_mul_reg1_ll;
+reg signed [32:0] split_mul_reg1_lh;
+reg signed [32:0] split_mul_reg1_hl;
+reg signed [31:0] split_mul_reg1_hh;
+wire signed [33:0] split_mul_reg1_mid;
+wire signed [33:0] split_mul_reg1_lhe;
+wire signed [33:0] split_mul_reg1_hle;
+wire signed [63:0] split_mul_reg1_outer;
+wire signed [49:0] split_mul_reg1_mid_sh;
+wire signed [63:0] split_mul_reg1_mid_e;
+reg [0:0] split_mul_reg1_sext3_sgn;
+reg [0:0] split_mul_reg1_sext4_sgn;
+reg [13:0] split_mul_reg1_sext5_sgn;
+reg signed [63:0] split_mul_reg2_p;
+wire [31:0] split_mul_reg2_ac;
+wire [31:0] split_mul_reg2_bc;
+wire [15:0] split_mul_reg2_alu;
+wire [15:0] split_mul_reg2_blu;
+wire signed [16:0] split_mul_reg2_al;
+wire signed [16:0] split_mul_reg2_bl;
+wire signed [15:0] split_mul_reg2_ah;
+wire signed [15:0] split_mul_reg2_bh;
+reg [31:0] split_mul_reg2_ll;
+reg signed [32:0] split_mul_reg2_lh;
+reg signed [32:0] split_mul_reg2_hl;
+reg signed [31:0] split_mul_reg2_hh;
+wire signed [33:0] split_mul_reg2_mid;
+wire signed [33:0] split_mul_reg2_lhe;
+wire signed [33:0] split_mul_reg2_hle;
+wire signed [63:0] split_mul_reg2_outer;
+wire signed [49:0] split_mul_reg2_mid_sh;
+wire signed [63:0] split_mul_reg2_mid_e;
+reg [0:0] split_mul_reg2_sext6_sgn;
+reg [0:0] split_mul_reg2_sext7_sgn;
+reg [13:0] split_mul_reg2_sext8_sgn;
+reg signed [63:0] split_mul_reg3_p;
+wire [31:0] split_mul_reg3_ac;
+wire [31:0] split_mul_reg3_bc;
+wire [15:0] split_mul_reg3_alu;
+wire [15:0] split_mul_reg3_blu;
+wire signed [16:0] split_mul_reg3_al;
+wire signed [16:0] split_mul_reg3_bl;
+wire signed [15:0] split_mul_reg3_ah;
+wire signed [15:0] split_mul_reg3_bh;
+reg [31:0] split_mul_reg3_ll;
+reg signed [32:0] split_mul_reg3_lh;
+reg signed [32:0] split_mul_reg3_hl;
+reg signed [31:0] split_mul_reg3_hh;
+wire signed [33:0] split_mul_reg3_mid;
+wire signed [33:0] split_mul_reg3_lhe;
+wire signed [33:0] split_mul_reg3_hle;
+wire signed [63:0] split_mul_reg3_outer;
+wire signed [49:0] split_mul_reg3_mid_sh;
+wire signed [63:0] split_mul_reg3_mid_e;
+reg [0:0] split_mul_reg3_sext9_sgn;
+reg [0:0] split_mul_reg3_sext10_sgn;
+reg [13:0] split_mul_reg3_sext11_sgn;
+reg signed [63:0] split_mul_reg4_p;
+wire [31:0] split_mul_reg4_ac;
+wire [31:0] split_mul_reg4_bc;
+wire [15:0] split_mul_reg4_alu;
+wire [15:0] split_mul_reg4_blu;
+wire signed [16:0] split_mul_reg4_al;
+wire signed [16:0] split_mul_reg4_bl;
+wire signed [15:0] split_mul_reg4_ah;
+wire signed [15:0] split_mul_reg4_bh;
+reg [31:0] split_mul_reg4_ll;
+reg signed [32:0] split_mul_reg4_lh;
+reg signed [32:0] split_mul_reg4_hl;
+reg signed [31:0] split_mul_reg4_hh;
+wire signed [33:0] split_mul_reg4_mid;
+wire signed [33:0] split_mul_reg4_lhe;
+wire signed [33:0] split_mul_reg4_hle;
+wire signed [63:0] split_mul_reg4_outer;
+wire signed [49:0] split_mul_reg4_mid_sh;
+wire signed [63:0] split_mul_reg4_mid_e;
+reg [0:0] split_mul_reg4_sext12_sgn;
+reg [0:0] split_mul_reg4_sext13_sgn;
+reg [13:0] split_mul_reg4_sext14_sgn;
+reg signed [63:0] split_mul_reg5_p;
+wire [31:0] split_mul_reg5_ac;
+wire [31:0] split_mul_reg5_bc;
+wire [15:0] split_mul_reg5_alu;
+wire [15:0] split_mul_reg5_blu;
+wire signed [16:0] split_mul_reg5_al;
+wire signed [16:0] split_mul_reg5_bl;
+wire signed [15:0] split_mul_reg5_ah;
+wire signed [15:0] split_mul_reg5_bh;
+reg [31:0] split_mul_reg5_ll;
+reg signed [32:0] split_mul_reg5_lh;
+reg signed [32:0] split_mul_reg5_hl;
+reg signed [31:0] split_mul_reg5_hh;
+wire signed [33:0] split_mul_reg5_mid;
+wire signed [33:0] split_mul_reg5_lhe;
+wire signed [33:0] split_mul_reg5_hle;
+wire signed [63:0] split_mul_reg5_outer;
+wire signed [49:0] split_mul_reg5_mid_sh;
+wire signed [63:0] split_mul_reg5_mid_e;
+reg [0:0] split_mul_reg5_sext15_sgn;
+reg [0:0] split_mul_reg5_sext16_sgn;
+reg [13:0] split_mul_reg5_sext17_sgn;
+reg signed [63:0] split_mul_reg6_p;
+wire [31:0] split_mul_reg6_ac;
+wire [31:0] split_mul_reg6_bc;
+wire [15:0] split_mul_reg6_alu;
+wire [15:0] split_mul_reg6_blu;
+wire signed [16:0] split_mul_reg6_al;
+wire signed [16:0] split_mul_reg6_bl;
+wire signed [15:0] split_mul_reg6_ah;
+wire signed [15:0] split_mul_reg6_bh;
+reg [31:0] split_mul_reg6_ll;
+reg signed [32:0] split_mul_reg6_lh;
+reg signed [32:0] split_mul_reg6_hl;
+reg signed [31:0] split_mul_reg6_hh;
+wire signed [33:0] split_mul_reg6_mid;
+wire signed [33:0] split_mul_reg6_lhe;
+wire signed [33:0] split_mul_reg6_hle;
+wire signed [63:0] split_mul_reg6_outer;
+wire signed [49:0] split_mul_reg6_mid_sh;
+wire signed [63:0] split_mul_reg6_mid_e;
+reg [0:0] split_mul_reg6_sext18_sgn;
+reg [0:0] split_mul_reg6_sext19_sgn;
+reg [13:0] split_mul_reg6_sext20_sgn;
+reg signed [63:0] split_mul_reg7_p;
+wire [31:0] split_mul_reg7_ac;
+wire [31:0] split_mul_reg7_bc;
+wire [15:0] split_mul_reg7_alu;
+wire [15:0] split_mul_reg7_blu;
+wire signed [16:0] split_mul_reg7_al;
+wire signed [16:0] split_mul_reg7_bl;
+wire signed [15:0] split_mul_reg7_ah;
+wire signed [15:0] split_mul_reg7_bh;
+reg [31:0] split_mul_reg7_ll;
+reg signed [32:0] split_mul_reg7_lh;
+reg signed [32:0] split_mul_reg7_hl;
+reg signed [31:0] split_mul_reg7_hh;
+wire signed [33:0] split_mul_reg7_mid;
+wire signed [33:0] split_mul_reg7_lhe;
+wire signed [33:0] split_mul_reg7_hle;
+wire signed [63:0] split_mul_reg7_outer;
+wire signed [49:0] split_mul_reg7_mid_sh;
+wire signed [63:0] split_mul_reg7_mid_e;
+reg [0:0] split_mul_reg7_sext21_sgn;
+reg [0:0] split_mul_reg7_sext22_sgn;
+reg [13:0] split_mul_reg7_sext23_sgn;
+reg signed [63:0] split_mul_reg8_p;
+wire [31:0] split_mul_reg8_ac;
+wire [31:0] split_mul_reg8_bc;
+wire [15:0] split_mul_reg8_alu;
+wire [15:0] split_mul_reg8_blu;
+wire signed [16:0] split_mul_reg8_al;
+wire signed [16:0] split_mul_reg8_bl;
+wire signed [15:0] split_mul_reg8_ah;
+wire signed [15:0] split_mul_reg8_bh;
+reg [31:0] split_mul_reg8_ll;
+reg signed [32:0] split_mul_reg8_lh;
+reg signed [32:0] split_mul_reg8_hl;
+reg signed [31:0] split_mul_reg8_hh;
+wire signed [33:0] split_mul_reg8_mid;
+wire signed [33:0] split_mul_reg8_lhe;
+wire signed [33:0] split_mul_reg8_hle;
+wire signed [63:0] split_mul_reg8_outer;
+wire signed [49:0] split_mul_reg8_mid_sh;
+wire signed [63:0] split_mul_reg8_mid_e;
+reg [0:0] split_mul_reg8_sext24_sgn;
+reg [0:0] split_mul_reg8_sext25_sgn;
+reg [13:0] split_mul_reg8_sext26_sgn;
+reg signed [63:0] split_mul_reg9_p;
+wire [31:0] split_mul_reg9_ac;
+wire [31:0] split_mul_reg9_bc;
+wire [15:0] split_mul_reg9_alu;
+wire [15:0] split_mul_reg9_blu;
+wire signed [16:0] split_mul_reg9_al;
+wire signed [16:0] split_mul_reg9_bl;
+wire signed [15:0] split_mul_reg9_ah;
+wire signed [15:0] split_mul_reg9_bh;
+reg [31:0] split_mul_reg9_ll;
+reg signed [32:0] split_mul_reg9_lh;
+reg signed [32:0] split_mul_reg9_hl;
+reg signed [31:0] split_mul_reg9_hh;
+wire signed [33:0] split_mul_reg9_mid;
+wire signed [33:0] split_mul_reg9_lhe;
+wire signed [33:0] split_mul_reg9_hle;
+wire signed [63:0] split_mul_reg9_outer;
+wire signed [49:0] split_mul_reg9_mid_sh;
+wire signed [63:0] split_mul_reg9_mid_e;
+reg [0:0] split_mul_reg9_sext27_sgn;
+reg [0:0] split_mul_reg9_sext28_sgn;
+reg [13:0] split_mul_reg9_sext29_sgn;
+reg signed [63:0] split_mul_reg10_p;
+wire [31:0] split_mul_reg10_ac;
+wire [31:0] split_mul_reg10_bc;
+wire [15:0] split_mul_reg10_alu;
+wire [15:0] split_mul_reg10_blu;
+wire signed [16:0] split_mul_reg10_al;
+wire signed [16:0] split_mul_reg10_bl;
+wire signed [15:0] split_mul_reg10_ah;
+wire signed [15:0] split_mul_reg10_bh;
+reg [31:0] split_mul_reg10_ll;
+reg signed [32:0] split_mul_reg10_lh;
+reg signed [32:0] split_mul_reg10_hl;
+reg signed [31:0] split_mul_reg10_hh;
+wire signed [33:0] split_mul_reg10_mid;
+wire signed [33:0] split_mul_reg10_lhe;
+wire signed [33:0] split_mul_reg10_hle;
+wire signed [63:0] split_mul_reg10_outer;
+wire signed [49:0] split_mul_reg10_mid_sh;
+wire signed [63:0] split_mul_reg10_mid_e;
+reg [0:0] split_mul_reg10_sext30_sgn;
+reg [0:0] split_mul_reg10_sext31_sgn;
+reg [13:0] split_mul_reg10_sext32_sgn;
+reg signed [63:0] split_mul_reg11_p;
+wire [31:0] split_mul_reg11_ac;
+wire [31:0] split_mul_reg11_bc;
+wire [15:0] split_mul_reg11_alu;
+wire [15:0] split_mul_reg11_blu;
+wire signed [16:0] split_mul_reg11_al;
+wire signed [16:0] split_mul_reg11_bl;
+wire signed [15:0] split_mul_reg11_ah;
+wire signed [15:0] split_mul_reg11_bh;
+reg [31:0] split_mul_reg11_ll;
+reg signed [32:0] split_mul_reg11_lh;
+reg signed [32:0] split_mul_reg11_hl;
+reg signed [31:0] split_mul_reg11_hh;
+wire signed [33:0] split_mul_reg11_mid;
+wire signed [33:0] split_mul_reg11_lhe;
+wire signed [33:0] split_mul_reg11_hle;
+wire signed [63:0] split_mul_reg11_outer;
+wire signed [49:0] split_mul_reg11_mid_sh;
+wire signed [63:0] split_mul_reg11_mid_e;
+reg [0:0] split_mul_reg11_sext33_sgn;
+reg [0:0] split_mul_reg11_sext34_sgn;
+reg [13:0] split_mul_reg11_sext35_sgn;
+reg signed [63:0] split_mul_reg12_p;
+wire [31:0] split_mul_reg12_ac;
+wire [31:0] split_mul_reg12_bc;
+wire [15:0] split_mul_reg12_alu;
+wire [15:0] split_mul_reg12_blu;
+wire signed [16:0] split_mul_reg12_al;
+wire signed [16:0] split_mul_reg12_bl;
+wire signed [15:0] split_mul_reg12_ah;
+wire signed [15:0] split_mul_reg12_bh;
+reg [31:0] split_mul_reg12_ll;
+reg signed [32:0] split_mul_reg12_lh;
+reg signed [32:0] split_mul_reg12_hl;
+reg signed [31:0] split_mul_reg12_hh;
+wire signed [33:0] split_mul_reg12_mid;
+wire signed [33:0] split_mul_reg12_lhe;
+wire signed [33:0] split_mul_reg12_hle;
+wire signed [63:0] split_mul_reg12_outer;
+wire signed [49:0] split_mul_reg12_mid_sh;
+wire signed [63:0] split_mul_reg12_mid_e;
+reg [0:0] split_mul_reg12_sext36_sgn;
+reg [0:0] split_mul_reg12_sext37_sgn;
+reg [13:0] split_mul_reg12_sext38_sgn;
+reg signed [63:0] split_mul_reg13_p;
+wire [31:0] split_mul_reg13_ac;
+wire [31:0] split_mul_reg13_bc;
+wire [15:0] split_mul_reg13_alu;
+wire [15:0] split_mul_reg13_blu;
+wire signed [16:0] split_mul_reg13_al;
+wire signed [16:0] split_mul_reg13_bl;
+wire signed [15:0] split_mul_reg13_ah;
+wire signed [15:0] split_mul_reg13_bh;
+reg [31:0] split_mul_reg13_ll;
+reg signed [32:0] split_mul_reg13_lh;
+reg signed [32:0] split_mul_reg13_hl;
+reg signed [31:0] split_mul_reg13_hh;
+wire signed [33:0] split_mul_reg13_mid;
+wire signed [33:0] split_mul_reg13_lhe;
+wire signed [33:0] split_mul_reg13_hle;
+wire signed [63:0] split_mul_reg13_outer;
+wire signed [49:0] split_mul_reg13_mid_sh;
+wire signed [63:0] split_mul_reg13_mid_e;
+reg [0:0] split_mul_reg13_sext39_sgn;
+reg [0:0] split_mul_reg13_sext40_sgn;
+reg [13:0] split_mul_reg13_sext41_sgn;
+reg signed [63:0] split_mul_reg14_p;
+wire [31:0] split_mul_reg14_ac;
+wire [31:0] split_mul_reg14_bc;
+wire [15:0] split_mul_reg14_alu;
+wire [15:0] split_mul_reg14_blu;
+wire signed [16:0] split_mul_reg14_al;
+wire signed [16:0] split_mul_reg14_bl;
+wire signed [15:0] split_mul_reg14_ah;
+wire signed [15:0] split_mul_reg14_bh;
+reg [31:0] split_mul_reg14_ll;
+reg signed [32:0] split_mul_reg14_lh;
+reg signed [32:0] split_mul_reg14_hl;
+reg signed [31:0] split_mul_reg14_hh;
+wire signed [33:0] split_mul_reg14_mid;
+wire signed [33:0] split_mul_reg14_lhe;
+wire signed [33:0] split_mul_reg14_hle;
+wire signed [63:0] split_mul_reg14_outer;
+wire signed [49:0] split_mul_reg14_mid_sh;
+wire signed [63:0] split_mul_reg14_mid_e;
+reg [0:0] split_mul_reg14_sext42_sgn;
+reg [0:0] split_mul_reg14_sext43_sgn;
+reg [13:0] split_mul_reg14_sext44_sgn;
+reg signed [63:0] split_mul_reg15_p;
+wire [31:0] split_mul_reg15_ac;
+wire [31:0] split_mul_reg15_bc;
+wire [15:0] split_mul_reg15_alu;
+wire [15:0] split_mul_reg15_blu;
+wire signed [16:0] split_mul_reg15_al;
+wire signed [16:0] split_mul_reg15_bl;
+wire signed [15:0] split_mul_reg15_ah;
+wire signed [15:0] split_mul_reg15_bh;
+reg [31:0] split_mul_reg15_ll;
+reg signed [32:0] split_mul_reg15_lh;
+reg signed [32:0] split_mul_reg15_hl;
+reg signed [31:0] split_mul_reg15_hh;
+wire signed [33:0] split_mul_reg15_mid;
+wire signed [33:0] split_mul_reg15_lhe;
+wire signed [33:0] split_mul_reg15_hle;
+wire signed [63:0] split_mul_reg15_outer;
+wire signed [49:0] split_mul_reg15_mid_sh;
+wire signed [63:0] split_mul_reg15_mid_e;
+reg [0:0] split_mul_reg15_sext45_sgn;
+reg [0:0] split_mul_reg15_sext46_sgn;
+reg [13:0] split_mul_reg15_sext47_sgn;
 reg signed [64:0] add_reg0_y;
 reg signed [64:0] add_reg1_y;
 reg signed [64:0] add_reg2_y;
@@ -152,8 +456,8 @@ reg signed [65:0] add_reg11_y;
 reg signed [66:0] add_reg12_y;
 reg signed [66:0] add_reg13_y;
 reg signed [67:0] add_reg14_y;
-reg [14:0] delay_flags0_sr;
-reg [11:0] sext0_sgn;
+reg [17:0] delay_flags0_sr;
+reg [11:0] sext48_sgn;
 wire signed [79:0] round_sat0_r;
 wire signed [79:0] round_sat0_rb;
 wire signed [79:0] round_sat0_t;
@@ -347,272 +651,1520 @@ end
 
 
 
-assign mul_reg0_a = $signed(ar[32-1:0]);
-assign mul_reg0_b = $signed(br[32-1:0]);
+assign split_mul_reg0_ac = ar[32-1:0];
+assign split_mul_reg0_bc = br[32-1:0];
 
 
-always @(posedge clk) begin: mul_reg0_st
+
+assign split_mul_reg0_alu = split_mul_reg0_ac[16-1:0];
+assign split_mul_reg0_blu = split_mul_reg0_bc[16-1:0];
+assign split_mul_reg0_al = $signed({1'b0, split_mul_reg0_ac[16-1:0]});
+assign split_mul_reg0_bl = $signed({1'b0, split_mul_reg0_bc[16-1:0]});
+assign split_mul_reg0_ah = $signed(split_mul_reg0_ac[32-1:16]);
+assign split_mul_reg0_bh = $signed(split_mul_reg0_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg0_st1
     if (rst == 1) begin
-        mul_reg0_p <= 0;
+        split_mul_reg0_hl <= 0;
+        split_mul_reg0_hh <= 0;
+        split_mul_reg0_ll <= 0;
+        split_mul_reg0_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg0_p <= (mul_reg0_a * mul_reg0_b);
+            split_mul_reg0_ll <= (split_mul_reg0_alu * split_mul_reg0_blu);
+            split_mul_reg0_lh <= (split_mul_reg0_al * split_mul_reg0_bh);
+            split_mul_reg0_hl <= (split_mul_reg0_ah * split_mul_reg0_bl);
+            split_mul_reg0_hh <= (split_mul_reg0_ah * split_mul_reg0_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg0_lh) begin: split_mul_reg0_sext0_fill
+    if (split_mul_reg0_lh[(33 - 1)]) begin
+        split_mul_reg0_sext0_sgn = 1;
+    end
+    else begin
+        split_mul_reg0_sext0_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg0_lhe = $signed({split_mul_reg0_sext0_sgn, split_mul_reg0_lh});
+
+
+always @(split_mul_reg0_hl) begin: split_mul_reg0_sext1_fill
+    if (split_mul_reg0_hl[(33 - 1)]) begin
+        split_mul_reg0_sext1_sgn = 1;
+    end
+    else begin
+        split_mul_reg0_sext1_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg0_hle = $signed({split_mul_reg0_sext1_sgn, split_mul_reg0_hl});
+
+
+
+assign split_mul_reg0_mid = (split_mul_reg0_lhe + split_mul_reg0_hle);
+
+
+
+assign split_mul_reg0_outer = $signed({split_mul_reg0_hh, split_mul_reg0_ll});
+assign split_mul_reg0_mid_sh = $signed({split_mul_reg0_mid, 16'h0});
+
+
+always @(split_mul_reg0_mid_sh) begin: split_mul_reg0_sext2_fill
+    if (split_mul_reg0_mid_sh[(50 - 1)]) begin
+        split_mul_reg0_sext2_sgn = 16383;
+    end
+    else begin
+        split_mul_reg0_sext2_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg0_mid_e = $signed({split_mul_reg0_sext2_sgn, split_mul_reg0_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg0_st2
+    if (rst == 1) begin
+        split_mul_reg0_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg0_p <= (split_mul_reg0_outer + split_mul_reg0_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg1_a = $signed(ar[64-1:32]);
-assign mul_reg1_b = $signed(br[64-1:32]);
+assign split_mul_reg1_ac = ar[64-1:32];
+assign split_mul_reg1_bc = br[64-1:32];
 
 
-always @(posedge clk) begin: mul_reg1_st
+
+assign split_mul_reg1_alu = split_mul_reg1_ac[16-1:0];
+assign split_mul_reg1_blu = split_mul_reg1_bc[16-1:0];
+assign split_mul_reg1_al = $signed({1'b0, split_mul_reg1_ac[16-1:0]});
+assign split_mul_reg1_bl = $signed({1'b0, split_mul_reg1_bc[16-1:0]});
+assign split_mul_reg1_ah = $signed(split_mul_reg1_ac[32-1:16]);
+assign split_mul_reg1_bh = $signed(split_mul_reg1_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg1_st1
     if (rst == 1) begin
-        mul_reg1_p <= 0;
+        split_mul_reg1_hl <= 0;
+        split_mul_reg1_hh <= 0;
+        split_mul_reg1_ll <= 0;
+        split_mul_reg1_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg1_p <= (mul_reg1_a * mul_reg1_b);
+            split_mul_reg1_ll <= (split_mul_reg1_alu * split_mul_reg1_blu);
+            split_mul_reg1_lh <= (split_mul_reg1_al * split_mul_reg1_bh);
+            split_mul_reg1_hl <= (split_mul_reg1_ah * split_mul_reg1_bl);
+            split_mul_reg1_hh <= (split_mul_reg1_ah * split_mul_reg1_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg1_lh) begin: split_mul_reg1_sext3_fill
+    if (split_mul_reg1_lh[(33 - 1)]) begin
+        split_mul_reg1_sext3_sgn = 1;
+    end
+    else begin
+        split_mul_reg1_sext3_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg1_lhe = $signed({split_mul_reg1_sext3_sgn, split_mul_reg1_lh});
+
+
+always @(split_mul_reg1_hl) begin: split_mul_reg1_sext4_fill
+    if (split_mul_reg1_hl[(33 - 1)]) begin
+        split_mul_reg1_sext4_sgn = 1;
+    end
+    else begin
+        split_mul_reg1_sext4_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg1_hle = $signed({split_mul_reg1_sext4_sgn, split_mul_reg1_hl});
+
+
+
+assign split_mul_reg1_mid = (split_mul_reg1_lhe + split_mul_reg1_hle);
+
+
+
+assign split_mul_reg1_outer = $signed({split_mul_reg1_hh, split_mul_reg1_ll});
+assign split_mul_reg1_mid_sh = $signed({split_mul_reg1_mid, 16'h0});
+
+
+always @(split_mul_reg1_mid_sh) begin: split_mul_reg1_sext5_fill
+    if (split_mul_reg1_mid_sh[(50 - 1)]) begin
+        split_mul_reg1_sext5_sgn = 16383;
+    end
+    else begin
+        split_mul_reg1_sext5_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg1_mid_e = $signed({split_mul_reg1_sext5_sgn, split_mul_reg1_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg1_st2
+    if (rst == 1) begin
+        split_mul_reg1_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg1_p <= (split_mul_reg1_outer + split_mul_reg1_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg2_a = $signed(ar[96-1:64]);
-assign mul_reg2_b = $signed(br[96-1:64]);
+assign split_mul_reg2_ac = ar[96-1:64];
+assign split_mul_reg2_bc = br[96-1:64];
 
 
-always @(posedge clk) begin: mul_reg2_st
+
+assign split_mul_reg2_alu = split_mul_reg2_ac[16-1:0];
+assign split_mul_reg2_blu = split_mul_reg2_bc[16-1:0];
+assign split_mul_reg2_al = $signed({1'b0, split_mul_reg2_ac[16-1:0]});
+assign split_mul_reg2_bl = $signed({1'b0, split_mul_reg2_bc[16-1:0]});
+assign split_mul_reg2_ah = $signed(split_mul_reg2_ac[32-1:16]);
+assign split_mul_reg2_bh = $signed(split_mul_reg2_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg2_st1
     if (rst == 1) begin
-        mul_reg2_p <= 0;
+        split_mul_reg2_hl <= 0;
+        split_mul_reg2_hh <= 0;
+        split_mul_reg2_ll <= 0;
+        split_mul_reg2_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg2_p <= (mul_reg2_a * mul_reg2_b);
+            split_mul_reg2_ll <= (split_mul_reg2_alu * split_mul_reg2_blu);
+            split_mul_reg2_lh <= (split_mul_reg2_al * split_mul_reg2_bh);
+            split_mul_reg2_hl <= (split_mul_reg2_ah * split_mul_reg2_bl);
+            split_mul_reg2_hh <= (split_mul_reg2_ah * split_mul_reg2_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg2_lh) begin: split_mul_reg2_sext6_fill
+    if (split_mul_reg2_lh[(33 - 1)]) begin
+        split_mul_reg2_sext6_sgn = 1;
+    end
+    else begin
+        split_mul_reg2_sext6_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg2_lhe = $signed({split_mul_reg2_sext6_sgn, split_mul_reg2_lh});
+
+
+always @(split_mul_reg2_hl) begin: split_mul_reg2_sext7_fill
+    if (split_mul_reg2_hl[(33 - 1)]) begin
+        split_mul_reg2_sext7_sgn = 1;
+    end
+    else begin
+        split_mul_reg2_sext7_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg2_hle = $signed({split_mul_reg2_sext7_sgn, split_mul_reg2_hl});
+
+
+
+assign split_mul_reg2_mid = (split_mul_reg2_lhe + split_mul_reg2_hle);
+
+
+
+assign split_mul_reg2_outer = $signed({split_mul_reg2_hh, split_mul_reg2_ll});
+assign split_mul_reg2_mid_sh = $signed({split_mul_reg2_mid, 16'h0});
+
+
+always @(split_mul_reg2_mid_sh) begin: split_mul_reg2_sext8_fill
+    if (split_mul_reg2_mid_sh[(50 - 1)]) begin
+        split_mul_reg2_sext8_sgn = 16383;
+    end
+    else begin
+        split_mul_reg2_sext8_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg2_mid_e = $signed({split_mul_reg2_sext8_sgn, split_mul_reg2_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg2_st2
+    if (rst == 1) begin
+        split_mul_reg2_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg2_p <= (split_mul_reg2_outer + split_mul_reg2_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg3_a = $signed(ar[128-1:96]);
-assign mul_reg3_b = $signed(br[128-1:96]);
+assign split_mul_reg3_ac = ar[128-1:96];
+assign split_mul_reg3_bc = br[128-1:96];
 
 
-always @(posedge clk) begin: mul_reg3_st
+
+assign split_mul_reg3_alu = split_mul_reg3_ac[16-1:0];
+assign split_mul_reg3_blu = split_mul_reg3_bc[16-1:0];
+assign split_mul_reg3_al = $signed({1'b0, split_mul_reg3_ac[16-1:0]});
+assign split_mul_reg3_bl = $signed({1'b0, split_mul_reg3_bc[16-1:0]});
+assign split_mul_reg3_ah = $signed(split_mul_reg3_ac[32-1:16]);
+assign split_mul_reg3_bh = $signed(split_mul_reg3_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg3_st1
     if (rst == 1) begin
-        mul_reg3_p <= 0;
+        split_mul_reg3_hl <= 0;
+        split_mul_reg3_hh <= 0;
+        split_mul_reg3_ll <= 0;
+        split_mul_reg3_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg3_p <= (mul_reg3_a * mul_reg3_b);
+            split_mul_reg3_ll <= (split_mul_reg3_alu * split_mul_reg3_blu);
+            split_mul_reg3_lh <= (split_mul_reg3_al * split_mul_reg3_bh);
+            split_mul_reg3_hl <= (split_mul_reg3_ah * split_mul_reg3_bl);
+            split_mul_reg3_hh <= (split_mul_reg3_ah * split_mul_reg3_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg3_lh) begin: split_mul_reg3_sext9_fill
+    if (split_mul_reg3_lh[(33 - 1)]) begin
+        split_mul_reg3_sext9_sgn = 1;
+    end
+    else begin
+        split_mul_reg3_sext9_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg3_lhe = $signed({split_mul_reg3_sext9_sgn, split_mul_reg3_lh});
+
+
+always @(split_mul_reg3_hl) begin: split_mul_reg3_sext10_fill
+    if (split_mul_reg3_hl[(33 - 1)]) begin
+        split_mul_reg3_sext10_sgn = 1;
+    end
+    else begin
+        split_mul_reg3_sext10_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg3_hle = $signed({split_mul_reg3_sext10_sgn, split_mul_reg3_hl});
+
+
+
+assign split_mul_reg3_mid = (split_mul_reg3_lhe + split_mul_reg3_hle);
+
+
+
+assign split_mul_reg3_outer = $signed({split_mul_reg3_hh, split_mul_reg3_ll});
+assign split_mul_reg3_mid_sh = $signed({split_mul_reg3_mid, 16'h0});
+
+
+always @(split_mul_reg3_mid_sh) begin: split_mul_reg3_sext11_fill
+    if (split_mul_reg3_mid_sh[(50 - 1)]) begin
+        split_mul_reg3_sext11_sgn = 16383;
+    end
+    else begin
+        split_mul_reg3_sext11_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg3_mid_e = $signed({split_mul_reg3_sext11_sgn, split_mul_reg3_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg3_st2
+    if (rst == 1) begin
+        split_mul_reg3_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg3_p <= (split_mul_reg3_outer + split_mul_reg3_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg4_a = $signed(ar[160-1:128]);
-assign mul_reg4_b = $signed(br[160-1:128]);
+assign split_mul_reg4_ac = ar[160-1:128];
+assign split_mul_reg4_bc = br[160-1:128];
 
 
-always @(posedge clk) begin: mul_reg4_st
+
+assign split_mul_reg4_alu = split_mul_reg4_ac[16-1:0];
+assign split_mul_reg4_blu = split_mul_reg4_bc[16-1:0];
+assign split_mul_reg4_al = $signed({1'b0, split_mul_reg4_ac[16-1:0]});
+assign split_mul_reg4_bl = $signed({1'b0, split_mul_reg4_bc[16-1:0]});
+assign split_mul_reg4_ah = $signed(split_mul_reg4_ac[32-1:16]);
+assign split_mul_reg4_bh = $signed(split_mul_reg4_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg4_st1
     if (rst == 1) begin
-        mul_reg4_p <= 0;
+        split_mul_reg4_hl <= 0;
+        split_mul_reg4_hh <= 0;
+        split_mul_reg4_ll <= 0;
+        split_mul_reg4_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg4_p <= (mul_reg4_a * mul_reg4_b);
+            split_mul_reg4_ll <= (split_mul_reg4_alu * split_mul_reg4_blu);
+            split_mul_reg4_lh <= (split_mul_reg4_al * split_mul_reg4_bh);
+            split_mul_reg4_hl <= (split_mul_reg4_ah * split_mul_reg4_bl);
+            split_mul_reg4_hh <= (split_mul_reg4_ah * split_mul_reg4_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg4_lh) begin: split_mul_reg4_sext12_fill
+    if (split_mul_reg4_lh[(33 - 1)]) begin
+        split_mul_reg4_sext12_sgn = 1;
+    end
+    else begin
+        split_mul_reg4_sext12_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg4_lhe = $signed({split_mul_reg4_sext12_sgn, split_mul_reg4_lh});
+
+
+always @(split_mul_reg4_hl) begin: split_mul_reg4_sext13_fill
+    if (split_mul_reg4_hl[(33 - 1)]) begin
+        split_mul_reg4_sext13_sgn = 1;
+    end
+    else begin
+        split_mul_reg4_sext13_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg4_hle = $signed({split_mul_reg4_sext13_sgn, split_mul_reg4_hl});
+
+
+
+assign split_mul_reg4_mid = (split_mul_reg4_lhe + split_mul_reg4_hle);
+
+
+
+assign split_mul_reg4_outer = $signed({split_mul_reg4_hh, split_mul_reg4_ll});
+assign split_mul_reg4_mid_sh = $signed({split_mul_reg4_mid, 16'h0});
+
+
+always @(split_mul_reg4_mid_sh) begin: split_mul_reg4_sext14_fill
+    if (split_mul_reg4_mid_sh[(50 - 1)]) begin
+        split_mul_reg4_sext14_sgn = 16383;
+    end
+    else begin
+        split_mul_reg4_sext14_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg4_mid_e = $signed({split_mul_reg4_sext14_sgn, split_mul_reg4_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg4_st2
+    if (rst == 1) begin
+        split_mul_reg4_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg4_p <= (split_mul_reg4_outer + split_mul_reg4_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg5_a = $signed(ar[192-1:160]);
-assign mul_reg5_b = $signed(br[192-1:160]);
+assign split_mul_reg5_ac = ar[192-1:160];
+assign split_mul_reg5_bc = br[192-1:160];
 
 
-always @(posedge clk) begin: mul_reg5_st
+
+assign split_mul_reg5_alu = split_mul_reg5_ac[16-1:0];
+assign split_mul_reg5_blu = split_mul_reg5_bc[16-1:0];
+assign split_mul_reg5_al = $signed({1'b0, split_mul_reg5_ac[16-1:0]});
+assign split_mul_reg5_bl = $signed({1'b0, split_mul_reg5_bc[16-1:0]});
+assign split_mul_reg5_ah = $signed(split_mul_reg5_ac[32-1:16]);
+assign split_mul_reg5_bh = $signed(split_mul_reg5_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg5_st1
     if (rst == 1) begin
-        mul_reg5_p <= 0;
+        split_mul_reg5_hl <= 0;
+        split_mul_reg5_hh <= 0;
+        split_mul_reg5_ll <= 0;
+        split_mul_reg5_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg5_p <= (mul_reg5_a * mul_reg5_b);
+            split_mul_reg5_ll <= (split_mul_reg5_alu * split_mul_reg5_blu);
+            split_mul_reg5_lh <= (split_mul_reg5_al * split_mul_reg5_bh);
+            split_mul_reg5_hl <= (split_mul_reg5_ah * split_mul_reg5_bl);
+            split_mul_reg5_hh <= (split_mul_reg5_ah * split_mul_reg5_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg5_lh) begin: split_mul_reg5_sext15_fill
+    if (split_mul_reg5_lh[(33 - 1)]) begin
+        split_mul_reg5_sext15_sgn = 1;
+    end
+    else begin
+        split_mul_reg5_sext15_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg5_lhe = $signed({split_mul_reg5_sext15_sgn, split_mul_reg5_lh});
+
+
+always @(split_mul_reg5_hl) begin: split_mul_reg5_sext16_fill
+    if (split_mul_reg5_hl[(33 - 1)]) begin
+        split_mul_reg5_sext16_sgn = 1;
+    end
+    else begin
+        split_mul_reg5_sext16_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg5_hle = $signed({split_mul_reg5_sext16_sgn, split_mul_reg5_hl});
+
+
+
+assign split_mul_reg5_mid = (split_mul_reg5_lhe + split_mul_reg5_hle);
+
+
+
+assign split_mul_reg5_outer = $signed({split_mul_reg5_hh, split_mul_reg5_ll});
+assign split_mul_reg5_mid_sh = $signed({split_mul_reg5_mid, 16'h0});
+
+
+always @(split_mul_reg5_mid_sh) begin: split_mul_reg5_sext17_fill
+    if (split_mul_reg5_mid_sh[(50 - 1)]) begin
+        split_mul_reg5_sext17_sgn = 16383;
+    end
+    else begin
+        split_mul_reg5_sext17_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg5_mid_e = $signed({split_mul_reg5_sext17_sgn, split_mul_reg5_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg5_st2
+    if (rst == 1) begin
+        split_mul_reg5_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg5_p <= (split_mul_reg5_outer + split_mul_reg5_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg6_a = $signed(ar[224-1:192]);
-assign mul_reg6_b = $signed(br[224-1:192]);
+assign split_mul_reg6_ac = ar[224-1:192];
+assign split_mul_reg6_bc = br[224-1:192];
 
 
-always @(posedge clk) begin: mul_reg6_st
+
+assign split_mul_reg6_alu = split_mul_reg6_ac[16-1:0];
+assign split_mul_reg6_blu = split_mul_reg6_bc[16-1:0];
+assign split_mul_reg6_al = $signed({1'b0, split_mul_reg6_ac[16-1:0]});
+assign split_mul_reg6_bl = $signed({1'b0, split_mul_reg6_bc[16-1:0]});
+assign split_mul_reg6_ah = $signed(split_mul_reg6_ac[32-1:16]);
+assign split_mul_reg6_bh = $signed(split_mul_reg6_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg6_st1
     if (rst == 1) begin
-        mul_reg6_p <= 0;
+        split_mul_reg6_hl <= 0;
+        split_mul_reg6_hh <= 0;
+        split_mul_reg6_ll <= 0;
+        split_mul_reg6_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg6_p <= (mul_reg6_a * mul_reg6_b);
+            split_mul_reg6_ll <= (split_mul_reg6_alu * split_mul_reg6_blu);
+            split_mul_reg6_lh <= (split_mul_reg6_al * split_mul_reg6_bh);
+            split_mul_reg6_hl <= (split_mul_reg6_ah * split_mul_reg6_bl);
+            split_mul_reg6_hh <= (split_mul_reg6_ah * split_mul_reg6_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg6_lh) begin: split_mul_reg6_sext18_fill
+    if (split_mul_reg6_lh[(33 - 1)]) begin
+        split_mul_reg6_sext18_sgn = 1;
+    end
+    else begin
+        split_mul_reg6_sext18_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg6_lhe = $signed({split_mul_reg6_sext18_sgn, split_mul_reg6_lh});
+
+
+always @(split_mul_reg6_hl) begin: split_mul_reg6_sext19_fill
+    if (split_mul_reg6_hl[(33 - 1)]) begin
+        split_mul_reg6_sext19_sgn = 1;
+    end
+    else begin
+        split_mul_reg6_sext19_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg6_hle = $signed({split_mul_reg6_sext19_sgn, split_mul_reg6_hl});
+
+
+
+assign split_mul_reg6_mid = (split_mul_reg6_lhe + split_mul_reg6_hle);
+
+
+
+assign split_mul_reg6_outer = $signed({split_mul_reg6_hh, split_mul_reg6_ll});
+assign split_mul_reg6_mid_sh = $signed({split_mul_reg6_mid, 16'h0});
+
+
+always @(split_mul_reg6_mid_sh) begin: split_mul_reg6_sext20_fill
+    if (split_mul_reg6_mid_sh[(50 - 1)]) begin
+        split_mul_reg6_sext20_sgn = 16383;
+    end
+    else begin
+        split_mul_reg6_sext20_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg6_mid_e = $signed({split_mul_reg6_sext20_sgn, split_mul_reg6_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg6_st2
+    if (rst == 1) begin
+        split_mul_reg6_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg6_p <= (split_mul_reg6_outer + split_mul_reg6_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg7_a = $signed(ar[256-1:224]);
-assign mul_reg7_b = $signed(br[256-1:224]);
+assign split_mul_reg7_ac = ar[256-1:224];
+assign split_mul_reg7_bc = br[256-1:224];
 
 
-always @(posedge clk) begin: mul_reg7_st
+
+assign split_mul_reg7_alu = split_mul_reg7_ac[16-1:0];
+assign split_mul_reg7_blu = split_mul_reg7_bc[16-1:0];
+assign split_mul_reg7_al = $signed({1'b0, split_mul_reg7_ac[16-1:0]});
+assign split_mul_reg7_bl = $signed({1'b0, split_mul_reg7_bc[16-1:0]});
+assign split_mul_reg7_ah = $signed(split_mul_reg7_ac[32-1:16]);
+assign split_mul_reg7_bh = $signed(split_mul_reg7_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg7_st1
     if (rst == 1) begin
-        mul_reg7_p <= 0;
+        split_mul_reg7_hl <= 0;
+        split_mul_reg7_hh <= 0;
+        split_mul_reg7_ll <= 0;
+        split_mul_reg7_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg7_p <= (mul_reg7_a * mul_reg7_b);
+            split_mul_reg7_ll <= (split_mul_reg7_alu * split_mul_reg7_blu);
+            split_mul_reg7_lh <= (split_mul_reg7_al * split_mul_reg7_bh);
+            split_mul_reg7_hl <= (split_mul_reg7_ah * split_mul_reg7_bl);
+            split_mul_reg7_hh <= (split_mul_reg7_ah * split_mul_reg7_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg7_lh) begin: split_mul_reg7_sext21_fill
+    if (split_mul_reg7_lh[(33 - 1)]) begin
+        split_mul_reg7_sext21_sgn = 1;
+    end
+    else begin
+        split_mul_reg7_sext21_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg7_lhe = $signed({split_mul_reg7_sext21_sgn, split_mul_reg7_lh});
+
+
+always @(split_mul_reg7_hl) begin: split_mul_reg7_sext22_fill
+    if (split_mul_reg7_hl[(33 - 1)]) begin
+        split_mul_reg7_sext22_sgn = 1;
+    end
+    else begin
+        split_mul_reg7_sext22_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg7_hle = $signed({split_mul_reg7_sext22_sgn, split_mul_reg7_hl});
+
+
+
+assign split_mul_reg7_mid = (split_mul_reg7_lhe + split_mul_reg7_hle);
+
+
+
+assign split_mul_reg7_outer = $signed({split_mul_reg7_hh, split_mul_reg7_ll});
+assign split_mul_reg7_mid_sh = $signed({split_mul_reg7_mid, 16'h0});
+
+
+always @(split_mul_reg7_mid_sh) begin: split_mul_reg7_sext23_fill
+    if (split_mul_reg7_mid_sh[(50 - 1)]) begin
+        split_mul_reg7_sext23_sgn = 16383;
+    end
+    else begin
+        split_mul_reg7_sext23_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg7_mid_e = $signed({split_mul_reg7_sext23_sgn, split_mul_reg7_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg7_st2
+    if (rst == 1) begin
+        split_mul_reg7_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg7_p <= (split_mul_reg7_outer + split_mul_reg7_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg8_a = $signed(ar[288-1:256]);
-assign mul_reg8_b = $signed(br[288-1:256]);
+assign split_mul_reg8_ac = ar[288-1:256];
+assign split_mul_reg8_bc = br[288-1:256];
 
 
-always @(posedge clk) begin: mul_reg8_st
+
+assign split_mul_reg8_alu = split_mul_reg8_ac[16-1:0];
+assign split_mul_reg8_blu = split_mul_reg8_bc[16-1:0];
+assign split_mul_reg8_al = $signed({1'b0, split_mul_reg8_ac[16-1:0]});
+assign split_mul_reg8_bl = $signed({1'b0, split_mul_reg8_bc[16-1:0]});
+assign split_mul_reg8_ah = $signed(split_mul_reg8_ac[32-1:16]);
+assign split_mul_reg8_bh = $signed(split_mul_reg8_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg8_st1
     if (rst == 1) begin
-        mul_reg8_p <= 0;
+        split_mul_reg8_hl <= 0;
+        split_mul_reg8_hh <= 0;
+        split_mul_reg8_ll <= 0;
+        split_mul_reg8_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg8_p <= (mul_reg8_a * mul_reg8_b);
+            split_mul_reg8_ll <= (split_mul_reg8_alu * split_mul_reg8_blu);
+            split_mul_reg8_lh <= (split_mul_reg8_al * split_mul_reg8_bh);
+            split_mul_reg8_hl <= (split_mul_reg8_ah * split_mul_reg8_bl);
+            split_mul_reg8_hh <= (split_mul_reg8_ah * split_mul_reg8_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg8_lh) begin: split_mul_reg8_sext24_fill
+    if (split_mul_reg8_lh[(33 - 1)]) begin
+        split_mul_reg8_sext24_sgn = 1;
+    end
+    else begin
+        split_mul_reg8_sext24_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg8_lhe = $signed({split_mul_reg8_sext24_sgn, split_mul_reg8_lh});
+
+
+always @(split_mul_reg8_hl) begin: split_mul_reg8_sext25_fill
+    if (split_mul_reg8_hl[(33 - 1)]) begin
+        split_mul_reg8_sext25_sgn = 1;
+    end
+    else begin
+        split_mul_reg8_sext25_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg8_hle = $signed({split_mul_reg8_sext25_sgn, split_mul_reg8_hl});
+
+
+
+assign split_mul_reg8_mid = (split_mul_reg8_lhe + split_mul_reg8_hle);
+
+
+
+assign split_mul_reg8_outer = $signed({split_mul_reg8_hh, split_mul_reg8_ll});
+assign split_mul_reg8_mid_sh = $signed({split_mul_reg8_mid, 16'h0});
+
+
+always @(split_mul_reg8_mid_sh) begin: split_mul_reg8_sext26_fill
+    if (split_mul_reg8_mid_sh[(50 - 1)]) begin
+        split_mul_reg8_sext26_sgn = 16383;
+    end
+    else begin
+        split_mul_reg8_sext26_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg8_mid_e = $signed({split_mul_reg8_sext26_sgn, split_mul_reg8_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg8_st2
+    if (rst == 1) begin
+        split_mul_reg8_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg8_p <= (split_mul_reg8_outer + split_mul_reg8_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg9_a = $signed(ar[320-1:288]);
-assign mul_reg9_b = $signed(br[320-1:288]);
+assign split_mul_reg9_ac = ar[320-1:288];
+assign split_mul_reg9_bc = br[320-1:288];
 
 
-always @(posedge clk) begin: mul_reg9_st
+
+assign split_mul_reg9_alu = split_mul_reg9_ac[16-1:0];
+assign split_mul_reg9_blu = split_mul_reg9_bc[16-1:0];
+assign split_mul_reg9_al = $signed({1'b0, split_mul_reg9_ac[16-1:0]});
+assign split_mul_reg9_bl = $signed({1'b0, split_mul_reg9_bc[16-1:0]});
+assign split_mul_reg9_ah = $signed(split_mul_reg9_ac[32-1:16]);
+assign split_mul_reg9_bh = $signed(split_mul_reg9_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg9_st1
     if (rst == 1) begin
-        mul_reg9_p <= 0;
+        split_mul_reg9_hl <= 0;
+        split_mul_reg9_hh <= 0;
+        split_mul_reg9_ll <= 0;
+        split_mul_reg9_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg9_p <= (mul_reg9_a * mul_reg9_b);
+            split_mul_reg9_ll <= (split_mul_reg9_alu * split_mul_reg9_blu);
+            split_mul_reg9_lh <= (split_mul_reg9_al * split_mul_reg9_bh);
+            split_mul_reg9_hl <= (split_mul_reg9_ah * split_mul_reg9_bl);
+            split_mul_reg9_hh <= (split_mul_reg9_ah * split_mul_reg9_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg9_lh) begin: split_mul_reg9_sext27_fill
+    if (split_mul_reg9_lh[(33 - 1)]) begin
+        split_mul_reg9_sext27_sgn = 1;
+    end
+    else begin
+        split_mul_reg9_sext27_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg9_lhe = $signed({split_mul_reg9_sext27_sgn, split_mul_reg9_lh});
+
+
+always @(split_mul_reg9_hl) begin: split_mul_reg9_sext28_fill
+    if (split_mul_reg9_hl[(33 - 1)]) begin
+        split_mul_reg9_sext28_sgn = 1;
+    end
+    else begin
+        split_mul_reg9_sext28_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg9_hle = $signed({split_mul_reg9_sext28_sgn, split_mul_reg9_hl});
+
+
+
+assign split_mul_reg9_mid = (split_mul_reg9_lhe + split_mul_reg9_hle);
+
+
+
+assign split_mul_reg9_outer = $signed({split_mul_reg9_hh, split_mul_reg9_ll});
+assign split_mul_reg9_mid_sh = $signed({split_mul_reg9_mid, 16'h0});
+
+
+always @(split_mul_reg9_mid_sh) begin: split_mul_reg9_sext29_fill
+    if (split_mul_reg9_mid_sh[(50 - 1)]) begin
+        split_mul_reg9_sext29_sgn = 16383;
+    end
+    else begin
+        split_mul_reg9_sext29_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg9_mid_e = $signed({split_mul_reg9_sext29_sgn, split_mul_reg9_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg9_st2
+    if (rst == 1) begin
+        split_mul_reg9_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg9_p <= (split_mul_reg9_outer + split_mul_reg9_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg10_a = $signed(ar[352-1:320]);
-assign mul_reg10_b = $signed(br[352-1:320]);
+assign split_mul_reg10_ac = ar[352-1:320];
+assign split_mul_reg10_bc = br[352-1:320];
 
 
-always @(posedge clk) begin: mul_reg10_st
+
+assign split_mul_reg10_alu = split_mul_reg10_ac[16-1:0];
+assign split_mul_reg10_blu = split_mul_reg10_bc[16-1:0];
+assign split_mul_reg10_al = $signed({1'b0, split_mul_reg10_ac[16-1:0]});
+assign split_mul_reg10_bl = $signed({1'b0, split_mul_reg10_bc[16-1:0]});
+assign split_mul_reg10_ah = $signed(split_mul_reg10_ac[32-1:16]);
+assign split_mul_reg10_bh = $signed(split_mul_reg10_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg10_st1
     if (rst == 1) begin
-        mul_reg10_p <= 0;
+        split_mul_reg10_hl <= 0;
+        split_mul_reg10_hh <= 0;
+        split_mul_reg10_ll <= 0;
+        split_mul_reg10_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg10_p <= (mul_reg10_a * mul_reg10_b);
+            split_mul_reg10_ll <= (split_mul_reg10_alu * split_mul_reg10_blu);
+            split_mul_reg10_lh <= (split_mul_reg10_al * split_mul_reg10_bh);
+            split_mul_reg10_hl <= (split_mul_reg10_ah * split_mul_reg10_bl);
+            split_mul_reg10_hh <= (split_mul_reg10_ah * split_mul_reg10_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg10_lh) begin: split_mul_reg10_sext30_fill
+    if (split_mul_reg10_lh[(33 - 1)]) begin
+        split_mul_reg10_sext30_sgn = 1;
+    end
+    else begin
+        split_mul_reg10_sext30_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg10_lhe = $signed({split_mul_reg10_sext30_sgn, split_mul_reg10_lh});
+
+
+always @(split_mul_reg10_hl) begin: split_mul_reg10_sext31_fill
+    if (split_mul_reg10_hl[(33 - 1)]) begin
+        split_mul_reg10_sext31_sgn = 1;
+    end
+    else begin
+        split_mul_reg10_sext31_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg10_hle = $signed({split_mul_reg10_sext31_sgn, split_mul_reg10_hl});
+
+
+
+assign split_mul_reg10_mid = (split_mul_reg10_lhe + split_mul_reg10_hle);
+
+
+
+assign split_mul_reg10_outer = $signed({split_mul_reg10_hh, split_mul_reg10_ll});
+assign split_mul_reg10_mid_sh = $signed({split_mul_reg10_mid, 16'h0});
+
+
+always @(split_mul_reg10_mid_sh) begin: split_mul_reg10_sext32_fill
+    if (split_mul_reg10_mid_sh[(50 - 1)]) begin
+        split_mul_reg10_sext32_sgn = 16383;
+    end
+    else begin
+        split_mul_reg10_sext32_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg10_mid_e = $signed({split_mul_reg10_sext32_sgn, split_mul_reg10_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg10_st2
+    if (rst == 1) begin
+        split_mul_reg10_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg10_p <= (split_mul_reg10_outer + split_mul_reg10_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg11_a = $signed(ar[384-1:352]);
-assign mul_reg11_b = $signed(br[384-1:352]);
+assign split_mul_reg11_ac = ar[384-1:352];
+assign split_mul_reg11_bc = br[384-1:352];
 
 
-always @(posedge clk) begin: mul_reg11_st
+
+assign split_mul_reg11_alu = split_mul_reg11_ac[16-1:0];
+assign split_mul_reg11_blu = split_mul_reg11_bc[16-1:0];
+assign split_mul_reg11_al = $signed({1'b0, split_mul_reg11_ac[16-1:0]});
+assign split_mul_reg11_bl = $signed({1'b0, split_mul_reg11_bc[16-1:0]});
+assign split_mul_reg11_ah = $signed(split_mul_reg11_ac[32-1:16]);
+assign split_mul_reg11_bh = $signed(split_mul_reg11_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg11_st1
     if (rst == 1) begin
-        mul_reg11_p <= 0;
+        split_mul_reg11_hl <= 0;
+        split_mul_reg11_hh <= 0;
+        split_mul_reg11_ll <= 0;
+        split_mul_reg11_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg11_p <= (mul_reg11_a * mul_reg11_b);
+            split_mul_reg11_ll <= (split_mul_reg11_alu * split_mul_reg11_blu);
+            split_mul_reg11_lh <= (split_mul_reg11_al * split_mul_reg11_bh);
+            split_mul_reg11_hl <= (split_mul_reg11_ah * split_mul_reg11_bl);
+            split_mul_reg11_hh <= (split_mul_reg11_ah * split_mul_reg11_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg11_lh) begin: split_mul_reg11_sext33_fill
+    if (split_mul_reg11_lh[(33 - 1)]) begin
+        split_mul_reg11_sext33_sgn = 1;
+    end
+    else begin
+        split_mul_reg11_sext33_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg11_lhe = $signed({split_mul_reg11_sext33_sgn, split_mul_reg11_lh});
+
+
+always @(split_mul_reg11_hl) begin: split_mul_reg11_sext34_fill
+    if (split_mul_reg11_hl[(33 - 1)]) begin
+        split_mul_reg11_sext34_sgn = 1;
+    end
+    else begin
+        split_mul_reg11_sext34_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg11_hle = $signed({split_mul_reg11_sext34_sgn, split_mul_reg11_hl});
+
+
+
+assign split_mul_reg11_mid = (split_mul_reg11_lhe + split_mul_reg11_hle);
+
+
+
+assign split_mul_reg11_outer = $signed({split_mul_reg11_hh, split_mul_reg11_ll});
+assign split_mul_reg11_mid_sh = $signed({split_mul_reg11_mid, 16'h0});
+
+
+always @(split_mul_reg11_mid_sh) begin: split_mul_reg11_sext35_fill
+    if (split_mul_reg11_mid_sh[(50 - 1)]) begin
+        split_mul_reg11_sext35_sgn = 16383;
+    end
+    else begin
+        split_mul_reg11_sext35_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg11_mid_e = $signed({split_mul_reg11_sext35_sgn, split_mul_reg11_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg11_st2
+    if (rst == 1) begin
+        split_mul_reg11_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg11_p <= (split_mul_reg11_outer + split_mul_reg11_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg12_a = $signed(ar[416-1:384]);
-assign mul_reg12_b = $signed(br[416-1:384]);
+assign split_mul_reg12_ac = ar[416-1:384];
+assign split_mul_reg12_bc = br[416-1:384];
 
 
-always @(posedge clk) begin: mul_reg12_st
+
+assign split_mul_reg12_alu = split_mul_reg12_ac[16-1:0];
+assign split_mul_reg12_blu = split_mul_reg12_bc[16-1:0];
+assign split_mul_reg12_al = $signed({1'b0, split_mul_reg12_ac[16-1:0]});
+assign split_mul_reg12_bl = $signed({1'b0, split_mul_reg12_bc[16-1:0]});
+assign split_mul_reg12_ah = $signed(split_mul_reg12_ac[32-1:16]);
+assign split_mul_reg12_bh = $signed(split_mul_reg12_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg12_st1
     if (rst == 1) begin
-        mul_reg12_p <= 0;
+        split_mul_reg12_hl <= 0;
+        split_mul_reg12_hh <= 0;
+        split_mul_reg12_ll <= 0;
+        split_mul_reg12_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg12_p <= (mul_reg12_a * mul_reg12_b);
+            split_mul_reg12_ll <= (split_mul_reg12_alu * split_mul_reg12_blu);
+            split_mul_reg12_lh <= (split_mul_reg12_al * split_mul_reg12_bh);
+            split_mul_reg12_hl <= (split_mul_reg12_ah * split_mul_reg12_bl);
+            split_mul_reg12_hh <= (split_mul_reg12_ah * split_mul_reg12_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg12_lh) begin: split_mul_reg12_sext36_fill
+    if (split_mul_reg12_lh[(33 - 1)]) begin
+        split_mul_reg12_sext36_sgn = 1;
+    end
+    else begin
+        split_mul_reg12_sext36_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg12_lhe = $signed({split_mul_reg12_sext36_sgn, split_mul_reg12_lh});
+
+
+always @(split_mul_reg12_hl) begin: split_mul_reg12_sext37_fill
+    if (split_mul_reg12_hl[(33 - 1)]) begin
+        split_mul_reg12_sext37_sgn = 1;
+    end
+    else begin
+        split_mul_reg12_sext37_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg12_hle = $signed({split_mul_reg12_sext37_sgn, split_mul_reg12_hl});
+
+
+
+assign split_mul_reg12_mid = (split_mul_reg12_lhe + split_mul_reg12_hle);
+
+
+
+assign split_mul_reg12_outer = $signed({split_mul_reg12_hh, split_mul_reg12_ll});
+assign split_mul_reg12_mid_sh = $signed({split_mul_reg12_mid, 16'h0});
+
+
+always @(split_mul_reg12_mid_sh) begin: split_mul_reg12_sext38_fill
+    if (split_mul_reg12_mid_sh[(50 - 1)]) begin
+        split_mul_reg12_sext38_sgn = 16383;
+    end
+    else begin
+        split_mul_reg12_sext38_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg12_mid_e = $signed({split_mul_reg12_sext38_sgn, split_mul_reg12_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg12_st2
+    if (rst == 1) begin
+        split_mul_reg12_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg12_p <= (split_mul_reg12_outer + split_mul_reg12_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg13_a = $signed(ar[448-1:416]);
-assign mul_reg13_b = $signed(br[448-1:416]);
+assign split_mul_reg13_ac = ar[448-1:416];
+assign split_mul_reg13_bc = br[448-1:416];
 
 
-always @(posedge clk) begin: mul_reg13_st
+
+assign split_mul_reg13_alu = split_mul_reg13_ac[16-1:0];
+assign split_mul_reg13_blu = split_mul_reg13_bc[16-1:0];
+assign split_mul_reg13_al = $signed({1'b0, split_mul_reg13_ac[16-1:0]});
+assign split_mul_reg13_bl = $signed({1'b0, split_mul_reg13_bc[16-1:0]});
+assign split_mul_reg13_ah = $signed(split_mul_reg13_ac[32-1:16]);
+assign split_mul_reg13_bh = $signed(split_mul_reg13_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg13_st1
     if (rst == 1) begin
-        mul_reg13_p <= 0;
+        split_mul_reg13_hl <= 0;
+        split_mul_reg13_hh <= 0;
+        split_mul_reg13_ll <= 0;
+        split_mul_reg13_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg13_p <= (mul_reg13_a * mul_reg13_b);
+            split_mul_reg13_ll <= (split_mul_reg13_alu * split_mul_reg13_blu);
+            split_mul_reg13_lh <= (split_mul_reg13_al * split_mul_reg13_bh);
+            split_mul_reg13_hl <= (split_mul_reg13_ah * split_mul_reg13_bl);
+            split_mul_reg13_hh <= (split_mul_reg13_ah * split_mul_reg13_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg13_lh) begin: split_mul_reg13_sext39_fill
+    if (split_mul_reg13_lh[(33 - 1)]) begin
+        split_mul_reg13_sext39_sgn = 1;
+    end
+    else begin
+        split_mul_reg13_sext39_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg13_lhe = $signed({split_mul_reg13_sext39_sgn, split_mul_reg13_lh});
+
+
+always @(split_mul_reg13_hl) begin: split_mul_reg13_sext40_fill
+    if (split_mul_reg13_hl[(33 - 1)]) begin
+        split_mul_reg13_sext40_sgn = 1;
+    end
+    else begin
+        split_mul_reg13_sext40_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg13_hle = $signed({split_mul_reg13_sext40_sgn, split_mul_reg13_hl});
+
+
+
+assign split_mul_reg13_mid = (split_mul_reg13_lhe + split_mul_reg13_hle);
+
+
+
+assign split_mul_reg13_outer = $signed({split_mul_reg13_hh, split_mul_reg13_ll});
+assign split_mul_reg13_mid_sh = $signed({split_mul_reg13_mid, 16'h0});
+
+
+always @(split_mul_reg13_mid_sh) begin: split_mul_reg13_sext41_fill
+    if (split_mul_reg13_mid_sh[(50 - 1)]) begin
+        split_mul_reg13_sext41_sgn = 16383;
+    end
+    else begin
+        split_mul_reg13_sext41_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg13_mid_e = $signed({split_mul_reg13_sext41_sgn, split_mul_reg13_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg13_st2
+    if (rst == 1) begin
+        split_mul_reg13_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg13_p <= (split_mul_reg13_outer + split_mul_reg13_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg14_a = $signed(ar[480-1:448]);
-assign mul_reg14_b = $signed(br[480-1:448]);
+assign split_mul_reg14_ac = ar[480-1:448];
+assign split_mul_reg14_bc = br[480-1:448];
 
 
-always @(posedge clk) begin: mul_reg14_st
+
+assign split_mul_reg14_alu = split_mul_reg14_ac[16-1:0];
+assign split_mul_reg14_blu = split_mul_reg14_bc[16-1:0];
+assign split_mul_reg14_al = $signed({1'b0, split_mul_reg14_ac[16-1:0]});
+assign split_mul_reg14_bl = $signed({1'b0, split_mul_reg14_bc[16-1:0]});
+assign split_mul_reg14_ah = $signed(split_mul_reg14_ac[32-1:16]);
+assign split_mul_reg14_bh = $signed(split_mul_reg14_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg14_st1
     if (rst == 1) begin
-        mul_reg14_p <= 0;
+        split_mul_reg14_hl <= 0;
+        split_mul_reg14_hh <= 0;
+        split_mul_reg14_ll <= 0;
+        split_mul_reg14_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg14_p <= (mul_reg14_a * mul_reg14_b);
+            split_mul_reg14_ll <= (split_mul_reg14_alu * split_mul_reg14_blu);
+            split_mul_reg14_lh <= (split_mul_reg14_al * split_mul_reg14_bh);
+            split_mul_reg14_hl <= (split_mul_reg14_ah * split_mul_reg14_bl);
+            split_mul_reg14_hh <= (split_mul_reg14_ah * split_mul_reg14_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg14_lh) begin: split_mul_reg14_sext42_fill
+    if (split_mul_reg14_lh[(33 - 1)]) begin
+        split_mul_reg14_sext42_sgn = 1;
+    end
+    else begin
+        split_mul_reg14_sext42_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg14_lhe = $signed({split_mul_reg14_sext42_sgn, split_mul_reg14_lh});
+
+
+always @(split_mul_reg14_hl) begin: split_mul_reg14_sext43_fill
+    if (split_mul_reg14_hl[(33 - 1)]) begin
+        split_mul_reg14_sext43_sgn = 1;
+    end
+    else begin
+        split_mul_reg14_sext43_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg14_hle = $signed({split_mul_reg14_sext43_sgn, split_mul_reg14_hl});
+
+
+
+assign split_mul_reg14_mid = (split_mul_reg14_lhe + split_mul_reg14_hle);
+
+
+
+assign split_mul_reg14_outer = $signed({split_mul_reg14_hh, split_mul_reg14_ll});
+assign split_mul_reg14_mid_sh = $signed({split_mul_reg14_mid, 16'h0});
+
+
+always @(split_mul_reg14_mid_sh) begin: split_mul_reg14_sext44_fill
+    if (split_mul_reg14_mid_sh[(50 - 1)]) begin
+        split_mul_reg14_sext44_sgn = 16383;
+    end
+    else begin
+        split_mul_reg14_sext44_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg14_mid_e = $signed({split_mul_reg14_sext44_sgn, split_mul_reg14_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg14_st2
+    if (rst == 1) begin
+        split_mul_reg14_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg14_p <= (split_mul_reg14_outer + split_mul_reg14_mid_e);
         end
     end
 end
 
 
 
-assign mul_reg15_a = $signed(ar[512-1:480]);
-assign mul_reg15_b = $signed(br[512-1:480]);
+assign split_mul_reg15_ac = ar[512-1:480];
+assign split_mul_reg15_bc = br[512-1:480];
 
 
-always @(posedge clk) begin: mul_reg15_st
+
+assign split_mul_reg15_alu = split_mul_reg15_ac[16-1:0];
+assign split_mul_reg15_blu = split_mul_reg15_bc[16-1:0];
+assign split_mul_reg15_al = $signed({1'b0, split_mul_reg15_ac[16-1:0]});
+assign split_mul_reg15_bl = $signed({1'b0, split_mul_reg15_bc[16-1:0]});
+assign split_mul_reg15_ah = $signed(split_mul_reg15_ac[32-1:16]);
+assign split_mul_reg15_bh = $signed(split_mul_reg15_bc[32-1:16]);
+
+
+always @(posedge clk) begin: split_mul_reg15_st1
     if (rst == 1) begin
-        mul_reg15_p <= 0;
+        split_mul_reg15_hl <= 0;
+        split_mul_reg15_hh <= 0;
+        split_mul_reg15_ll <= 0;
+        split_mul_reg15_lh <= 0;
     end
     else begin
         if (en) begin
-            mul_reg15_p <= (mul_reg15_a * mul_reg15_b);
+            split_mul_reg15_ll <= (split_mul_reg15_alu * split_mul_reg15_blu);
+            split_mul_reg15_lh <= (split_mul_reg15_al * split_mul_reg15_bh);
+            split_mul_reg15_hl <= (split_mul_reg15_ah * split_mul_reg15_bl);
+            split_mul_reg15_hh <= (split_mul_reg15_ah * split_mul_reg15_bh);
+        end
+    end
+end
+
+
+always @(split_mul_reg15_lh) begin: split_mul_reg15_sext45_fill
+    if (split_mul_reg15_lh[(33 - 1)]) begin
+        split_mul_reg15_sext45_sgn = 1;
+    end
+    else begin
+        split_mul_reg15_sext45_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg15_lhe = $signed({split_mul_reg15_sext45_sgn, split_mul_reg15_lh});
+
+
+always @(split_mul_reg15_hl) begin: split_mul_reg15_sext46_fill
+    if (split_mul_reg15_hl[(33 - 1)]) begin
+        split_mul_reg15_sext46_sgn = 1;
+    end
+    else begin
+        split_mul_reg15_sext46_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg15_hle = $signed({split_mul_reg15_sext46_sgn, split_mul_reg15_hl});
+
+
+
+assign split_mul_reg15_mid = (split_mul_reg15_lhe + split_mul_reg15_hle);
+
+
+
+assign split_mul_reg15_outer = $signed({split_mul_reg15_hh, split_mul_reg15_ll});
+assign split_mul_reg15_mid_sh = $signed({split_mul_reg15_mid, 16'h0});
+
+
+always @(split_mul_reg15_mid_sh) begin: split_mul_reg15_sext47_fill
+    if (split_mul_reg15_mid_sh[(50 - 1)]) begin
+        split_mul_reg15_sext47_sgn = 16383;
+    end
+    else begin
+        split_mul_reg15_sext47_sgn = 0;
+    end
+end
+
+
+
+assign split_mul_reg15_mid_e = $signed({split_mul_reg15_sext47_sgn, split_mul_reg15_mid_sh});
+
+
+always @(posedge clk) begin: split_mul_reg15_st2
+    if (rst == 1) begin
+        split_mul_reg15_p <= 0;
+    end
+    else begin
+        if (en) begin
+            split_mul_reg15_p <= (split_mul_reg15_outer + split_mul_reg15_mid_e);
         end
     end
 end
@@ -624,7 +2176,7 @@ always @(posedge clk) begin: add_reg0_st
     end
     else begin
         if (en) begin
-            add_reg0_y <= (mul_reg0_p + mul_reg1_p);
+            add_reg0_y <= (split_mul_reg0_p + split_mul_reg1_p);
         end
     end
 end
@@ -636,7 +2188,7 @@ always @(posedge clk) begin: add_reg1_st
     end
     else begin
         if (en) begin
-            add_reg1_y <= (mul_reg2_p + mul_reg3_p);
+            add_reg1_y <= (split_mul_reg2_p + split_mul_reg3_p);
         end
     end
 end
@@ -648,7 +2200,7 @@ always @(posedge clk) begin: add_reg2_st
     end
     else begin
         if (en) begin
-            add_reg2_y <= (mul_reg4_p + mul_reg5_p);
+            add_reg2_y <= (split_mul_reg4_p + split_mul_reg5_p);
         end
     end
 end
@@ -660,7 +2212,7 @@ always @(posedge clk) begin: add_reg3_st
     end
     else begin
         if (en) begin
-            add_reg3_y <= (mul_reg6_p + mul_reg7_p);
+            add_reg3_y <= (split_mul_reg6_p + split_mul_reg7_p);
         end
     end
 end
@@ -672,7 +2224,7 @@ always @(posedge clk) begin: add_reg4_st
     end
     else begin
         if (en) begin
-            add_reg4_y <= (mul_reg8_p + mul_reg9_p);
+            add_reg4_y <= (split_mul_reg8_p + split_mul_reg9_p);
         end
     end
 end
@@ -684,7 +2236,7 @@ always @(posedge clk) begin: add_reg5_st
     end
     else begin
         if (en) begin
-            add_reg5_y <= (mul_reg10_p + mul_reg11_p);
+            add_reg5_y <= (split_mul_reg10_p + split_mul_reg11_p);
         end
     end
 end
@@ -696,7 +2248,7 @@ always @(posedge clk) begin: add_reg6_st
     end
     else begin
         if (en) begin
-            add_reg6_y <= (mul_reg12_p + mul_reg13_p);
+            add_reg6_y <= (split_mul_reg12_p + split_mul_reg13_p);
         end
     end
 end
@@ -708,7 +2260,7 @@ always @(posedge clk) begin: add_reg7_st
     end
     else begin
         if (en) begin
-            add_reg7_y <= (mul_reg14_p + mul_reg15_p);
+            add_reg7_y <= (split_mul_reg14_p + split_mul_reg15_p);
         end
     end
 end
@@ -804,28 +2356,28 @@ always @(posedge clk) begin: delay_flags0_sh
     end
     else begin
         if (en) begin
-            delay_flags0_sr <= {delay_flags0_sr[(3 * (5 - 1))-1:0], v0};
+            delay_flags0_sr <= {delay_flags0_sr[(3 * (6 - 1))-1:0], v0};
         end
     end
 end
 
 
 
-assign vt = delay_flags0_sr[(3 * 5)-1:(3 * (5 - 1))];
+assign vt = delay_flags0_sr[(3 * 6)-1:(3 * (6 - 1))];
 
 
-always @(add_reg14_y) begin: sext0_fill
+always @(add_reg14_y) begin: sext48_fill
     if (add_reg14_y[(68 - 1)]) begin
-        sext0_sgn = 4095;
+        sext48_sgn = 4095;
     end
     else begin
-        sext0_sgn = 0;
+        sext48_sgn = 0;
     end
 end
 
 
 
-assign tsum_e = $signed({sext0_sgn, add_reg14_y});
+assign tsum_e = $signed({sext48_sgn, add_reg14_y});
 
 
 always @(clear, tsum_e, acc) begin: accc

@@ -77,54 +77,358 @@ signal control0_dim_r: unsigned(10 downto 0);
 signal control0_icnt: unsigned(12 downto 0);
 signal control0_it_r: unsigned(12 downto 0);
 signal control0_lcnt: unsigned(10 downto 0);
-signal mul_reg0_p: signed (63 downto 0);
-signal mul_reg0_a: signed (31 downto 0);
-signal mul_reg0_b: signed (31 downto 0);
-signal mul_reg1_p: signed (63 downto 0);
-signal mul_reg1_a: signed (31 downto 0);
-signal mul_reg1_b: signed (31 downto 0);
-signal mul_reg2_p: signed (63 downto 0);
-signal mul_reg2_a: signed (31 downto 0);
-signal mul_reg2_b: signed (31 downto 0);
-signal mul_reg3_p: signed (63 downto 0);
-signal mul_reg3_a: signed (31 downto 0);
-signal mul_reg3_b: signed (31 downto 0);
-signal mul_reg4_p: signed (63 downto 0);
-signal mul_reg4_a: signed (31 downto 0);
-signal mul_reg4_b: signed (31 downto 0);
-signal mul_reg5_p: signed (63 downto 0);
-signal mul_reg5_a: signed (31 downto 0);
-signal mul_reg5_b: signed (31 downto 0);
-signal mul_reg6_p: signed (63 downto 0);
-signal mul_reg6_a: signed (31 downto 0);
-signal mul_reg6_b: signed (31 downto 0);
-signal mul_reg7_p: signed (63 downto 0);
-signal mul_reg7_a: signed (31 downto 0);
-signal mul_reg7_b: signed (31 downto 0);
-signal mul_reg8_p: signed (63 downto 0);
-signal mul_reg8_a: signed (31 downto 0);
-signal mul_reg8_b: signed (31 downto 0);
-signal mul_reg9_p: signed (63 downto 0);
-signal mul_reg9_a: signed (31 downto 0);
-signal mul_reg9_b: signed (31 downto 0);
-signal mul_reg10_p: signed (63 downto 0);
-signal mul_reg10_a: signed (31 downto 0);
-signal mul_reg10_b: signed (31 downto 0);
-signal mul_reg11_p: signed (63 downto 0);
-signal mul_reg11_a: signed (31 downto 0);
-signal mul_reg11_b: signed (31 downto 0);
-signal mul_reg12_p: signed (63 downto 0);
-signal mul_reg12_a: signed (31 downto 0);
-signal mul_reg12_b: signed (31 downto 0);
-signal mul_reg13_p: signed (63 downto 0);
-signal mul_reg13_a: signed (31 downto 0);
-signal mul_reg13_b: signed (31 downto 0);
-signal mul_reg14_p: signed (63 downto 0);
-signal mul_reg14_a: signed (31 downto 0);
-signal mul_reg14_b: signed (31 downto 0);
-signal mul_reg15_p: signed (63 downto 0);
-signal mul_reg15_a: signed (31 downto 0);
-signal mul_reg15_b: signed (31 downto 0);
+signal split_mul_reg0_p: signed (63 downto 0);
+signal split_mul_reg0_ac: unsigned(31 downto 0);
+signal split_mul_reg0_bc: unsigned(31 downto 0);
+signal split_mul_reg0_alu: unsigned(15 downto 0);
+signal split_mul_reg0_blu: unsigned(15 downto 0);
+signal split_mul_reg0_al: signed (16 downto 0);
+signal split_mul_reg0_bl: signed (16 downto 0);
+signal split_mul_reg0_ah: signed (15 downto 0);
+signal split_mul_reg0_bh: signed (15 downto 0);
+signal split_mul_reg0_ll: unsigned(31 downto 0);
+signal split_mul_reg0_lh: signed (32 downto 0);
+signal split_mul_reg0_hl: signed (32 downto 0);
+signal split_mul_reg0_hh: signed (31 downto 0);
+signal split_mul_reg0_mid: signed (33 downto 0);
+signal split_mul_reg0_lhe: signed (33 downto 0);
+signal split_mul_reg0_hle: signed (33 downto 0);
+signal split_mul_reg0_outer: signed (63 downto 0);
+signal split_mul_reg0_mid_sh: signed (49 downto 0);
+signal split_mul_reg0_mid_e: signed (63 downto 0);
+signal split_mul_reg0_sext0_sgn: unsigned(0 downto 0);
+signal split_mul_reg0_sext1_sgn: unsigned(0 downto 0);
+signal split_mul_reg0_sext2_sgn: unsigned(13 downto 0);
+signal split_mul_reg1_p: signed (63 downto 0);
+signal split_mul_reg1_ac: unsigned(31 downto 0);
+signal split_mul_reg1_bc: unsigned(31 downto 0);
+signal split_mul_reg1_alu: unsigned(15 downto 0);
+signal split_mul_reg1_blu: unsigned(15 downto 0);
+signal split_mul_reg1_al: signed (16 downto 0);
+signal split_mul_reg1_bl: signed (16 downto 0);
+signal split_mul_reg1_ah: signed (15 downto 0);
+signal split_mul_reg1_bh: signed (15 downto 0);
+signal split_mul_reg1_ll: unsigned(31 downto 0);
+signal split_mul_reg1_lh: signed (32 downto 0);
+signal split_mul_reg1_hl: signed (32 downto 0);
+signal split_mul_reg1_hh: signed (31 downto 0);
+signal split_mul_reg1_mid: signed (33 downto 0);
+signal split_mul_reg1_lhe: signed (33 downto 0);
+signal split_mul_reg1_hle: signed (33 downto 0);
+signal split_mul_reg1_outer: signed (63 downto 0);
+signal split_mul_reg1_mid_sh: signed (49 downto 0);
+signal split_mul_reg1_mid_e: signed (63 downto 0);
+signal split_mul_reg1_sext3_sgn: unsigned(0 downto 0);
+signal split_mul_reg1_sext4_sgn: unsigned(0 downto 0);
+signal split_mul_reg1_sext5_sgn: unsigned(13 downto 0);
+signal split_mul_reg2_p: signed (63 downto 0);
+signal split_mul_reg2_ac: unsigned(31 downto 0);
+signal split_mul_reg2_bc: unsigned(31 downto 0);
+signal split_mul_reg2_alu: unsigned(15 downto 0);
+signal split_mul_reg2_blu: unsigned(15 downto 0);
+signal split_mul_reg2_al: signed (16 downto 0);
+signal split_mul_reg2_bl: signed (16 downto 0);
+signal split_mul_reg2_ah: signed (15 downto 0);
+signal split_mul_reg2_bh: signed (15 downto 0);
+signal split_mul_reg2_ll: unsigned(31 downto 0);
+signal split_mul_reg2_lh: signed (32 downto 0);
+signal split_mul_reg2_hl: signed (32 downto 0);
+signal split_mul_reg2_hh: signed (31 downto 0);
+signal split_mul_reg2_mid: signed (33 downto 0);
+signal split_mul_reg2_lhe: signed (33 downto 0);
+signal split_mul_reg2_hle: signed (33 downto 0);
+signal split_mul_reg2_outer: signed (63 downto 0);
+signal split_mul_reg2_mid_sh: signed (49 downto 0);
+signal split_mul_reg2_mid_e: signed (63 downto 0);
+signal split_mul_reg2_sext6_sgn: unsigned(0 downto 0);
+signal split_mul_reg2_sext7_sgn: unsigned(0 downto 0);
+signal split_mul_reg2_sext8_sgn: unsigned(13 downto 0);
+signal split_mul_reg3_p: signed (63 downto 0);
+signal split_mul_reg3_ac: unsigned(31 downto 0);
+signal split_mul_reg3_bc: unsigned(31 downto 0);
+signal split_mul_reg3_alu: unsigned(15 downto 0);
+signal split_mul_reg3_blu: unsigned(15 downto 0);
+signal split_mul_reg3_al: signed (16 downto 0);
+signal split_mul_reg3_bl: signed (16 downto 0);
+signal split_mul_reg3_ah: signed (15 downto 0);
+signal split_mul_reg3_bh: signed (15 downto 0);
+signal split_mul_reg3_ll: unsigned(31 downto 0);
+signal split_mul_reg3_lh: signed (32 downto 0);
+signal split_mul_reg3_hl: signed (32 downto 0);
+signal split_mul_reg3_hh: signed (31 downto 0);
+signal split_mul_reg3_mid: signed (33 downto 0);
+signal split_mul_reg3_lhe: signed (33 downto 0);
+signal split_mul_reg3_hle: signed (33 downto 0);
+signal split_mul_reg3_outer: signed (63 downto 0);
+signal split_mul_reg3_mid_sh: signed (49 downto 0);
+signal split_mul_reg3_mid_e: signed (63 downto 0);
+signal split_mul_reg3_sext9_sgn: unsigned(0 downto 0);
+signal split_mul_reg3_sext10_sgn: unsigned(0 downto 0);
+signal split_mul_reg3_sext11_sgn: unsigned(13 downto 0);
+signal split_mul_reg4_p: signed (63 downto 0);
+signal split_mul_reg4_ac: unsigned(31 downto 0);
+signal split_mul_reg4_bc: unsigned(31 downto 0);
+signal split_mul_reg4_alu: unsigned(15 downto 0);
+signal split_mul_reg4_blu: unsigned(15 downto 0);
+signal split_mul_reg4_al: signed (16 downto 0);
+signal split_mul_reg4_bl: signed (16 downto 0);
+signal split_mul_reg4_ah: signed (15 downto 0);
+signal split_mul_reg4_bh: signed (15 downto 0);
+signal split_mul_reg4_ll: unsigned(31 downto 0);
+signal split_mul_reg4_lh: signed (32 downto 0);
+signal split_mul_reg4_hl: signed (32 downto 0);
+signal split_mul_reg4_hh: signed (31 downto 0);
+signal split_mul_reg4_mid: signed (33 downto 0);
+signal split_mul_reg4_lhe: signed (33 downto 0);
+signal split_mul_reg4_hle: signed (33 downto 0);
+signal split_mul_reg4_outer: signed (63 downto 0);
+signal split_mul_reg4_mid_sh: signed (49 downto 0);
+signal split_mul_reg4_mid_e: signed (63 downto 0);
+signal split_mul_reg4_sext12_sgn: unsigned(0 downto 0);
+signal split_mul_reg4_sext13_sgn: unsigned(0 downto 0);
+signal split_mul_reg4_sext14_sgn: unsigned(13 downto 0);
+signal split_mul_reg5_p: signed (63 downto 0);
+signal split_mul_reg5_ac: unsigned(31 downto 0);
+signal split_mul_reg5_bc: unsigned(31 downto 0);
+signal split_mul_reg5_alu: unsigned(15 downto 0);
+signal split_mul_reg5_blu: unsigned(15 downto 0);
+signal split_mul_reg5_al: signed (16 downto 0);
+signal split_mul_reg5_bl: signed (16 downto 0);
+signal split_mul_reg5_ah: signed (15 downto 0);
+signal split_mul_reg5_bh: signed (15 downto 0);
+signal split_mul_reg5_ll: unsigned(31 downto 0);
+signal split_mul_reg5_lh: signed (32 downto 0);
+signal split_mul_reg5_hl: signed (32 downto 0);
+signal split_mul_reg5_hh: signed (31 downto 0);
+signal split_mul_reg5_mid: signed (33 downto 0);
+signal split_mul_reg5_lhe: signed (33 downto 0);
+signal split_mul_reg5_hle: signed (33 downto 0);
+signal split_mul_reg5_outer: signed (63 downto 0);
+signal split_mul_reg5_mid_sh: signed (49 downto 0);
+signal split_mul_reg5_mid_e: signed (63 downto 0);
+signal split_mul_reg5_sext15_sgn: unsigned(0 downto 0);
+signal split_mul_reg5_sext16_sgn: unsigned(0 downto 0);
+signal split_mul_reg5_sext17_sgn: unsigned(13 downto 0);
+signal split_mul_reg6_p: signed (63 downto 0);
+signal split_mul_reg6_ac: unsigned(31 downto 0);
+signal split_mul_reg6_bc: unsigned(31 downto 0);
+signal split_mul_reg6_alu: unsigned(15 downto 0);
+signal split_mul_reg6_blu: unsigned(15 downto 0);
+signal split_mul_reg6_al: signed (16 downto 0);
+signal split_mul_reg6_bl: signed (16 downto 0);
+signal split_mul_reg6_ah: signed (15 downto 0);
+signal split_mul_reg6_bh: signed (15 downto 0);
+signal split_mul_reg6_ll: unsigned(31 downto 0);
+signal split_mul_reg6_lh: signed (32 downto 0);
+signal split_mul_reg6_hl: signed (32 downto 0);
+signal split_mul_reg6_hh: signed (31 downto 0);
+signal split_mul_reg6_mid: signed (33 downto 0);
+signal split_mul_reg6_lhe: signed (33 downto 0);
+signal split_mul_reg6_hle: signed (33 downto 0);
+signal split_mul_reg6_outer: signed (63 downto 0);
+signal split_mul_reg6_mid_sh: signed (49 downto 0);
+signal split_mul_reg6_mid_e: signed (63 downto 0);
+signal split_mul_reg6_sext18_sgn: unsigned(0 downto 0);
+signal split_mul_reg6_sext19_sgn: unsigned(0 downto 0);
+signal split_mul_reg6_sext20_sgn: unsigned(13 downto 0);
+signal split_mul_reg7_p: signed (63 downto 0);
+signal split_mul_reg7_ac: unsigned(31 downto 0);
+signal split_mul_reg7_bc: unsigned(31 downto 0);
+signal split_mul_reg7_alu: unsigned(15 downto 0);
+signal split_mul_reg7_blu: unsigned(15 downto 0);
+signal split_mul_reg7_al: signed (16 downto 0);
+signal split_mul_reg7_bl: signed (16 downto 0);
+signal split_mul_reg7_ah: signed (15 downto 0);
+signal split_mul_reg7_bh: signed (15 downto 0);
+signal split_mul_reg7_ll: unsigned(31 downto 0);
+signal split_mul_reg7_lh: signed (32 downto 0);
+signal split_mul_reg7_hl: signed (32 downto 0);
+signal split_mul_reg7_hh: signed (31 downto 0);
+signal split_mul_reg7_mid: signed (33 downto 0);
+signal split_mul_reg7_lhe: signed (33 downto 0);
+signal split_mul_reg7_hle: signed (33 downto 0);
+signal split_mul_reg7_outer: signed (63 downto 0);
+signal split_mul_reg7_mid_sh: signed (49 downto 0);
+signal split_mul_reg7_mid_e: signed (63 downto 0);
+signal split_mul_reg7_sext21_sgn: unsigned(0 downto 0);
+signal split_mul_reg7_sext22_sgn: unsigned(0 downto 0);
+signal split_mul_reg7_sext23_sgn: unsigned(13 downto 0);
+signal split_mul_reg8_p: signed (63 downto 0);
+signal split_mul_reg8_ac: unsigned(31 downto 0);
+signal split_mul_reg8_bc: unsigned(31 downto 0);
+signal split_mul_reg8_alu: unsigned(15 downto 0);
+signal split_mul_reg8_blu: unsigned(15 downto 0);
+signal split_mul_reg8_al: signed (16 downto 0);
+signal split_mul_reg8_bl: signed (16 downto 0);
+signal split_mul_reg8_ah: signed (15 downto 0);
+signal split_mul_reg8_bh: signed (15 downto 0);
+signal split_mul_reg8_ll: unsigned(31 downto 0);
+signal split_mul_reg8_lh: signed (32 downto 0);
+signal split_mul_reg8_hl: signed (32 downto 0);
+signal split_mul_reg8_hh: signed (31 downto 0);
+signal split_mul_reg8_mid: signed (33 downto 0);
+signal split_mul_reg8_lhe: signed (33 downto 0);
+signal split_mul_reg8_hle: signed (33 downto 0);
+signal split_mul_reg8_outer: signed (63 downto 0);
+signal split_mul_reg8_mid_sh: signed (49 downto 0);
+signal split_mul_reg8_mid_e: signed (63 downto 0);
+signal split_mul_reg8_sext24_sgn: unsigned(0 downto 0);
+signal split_mul_reg8_sext25_sgn: unsigned(0 downto 0);
+signal split_mul_reg8_sext26_sgn: unsigned(13 downto 0);
+signal split_mul_reg9_p: signed (63 downto 0);
+signal split_mul_reg9_ac: unsigned(31 downto 0);
+signal split_mul_reg9_bc: unsigned(31 downto 0);
+signal split_mul_reg9_alu: unsigned(15 downto 0);
+signal split_mul_reg9_blu: unsigned(15 downto 0);
+signal split_mul_reg9_al: signed (16 downto 0);
+signal split_mul_reg9_bl: signed (16 downto 0);
+signal split_mul_reg9_ah: signed (15 downto 0);
+signal split_mul_reg9_bh: signed (15 downto 0);
+signal split_mul_reg9_ll: unsigned(31 downto 0);
+signal split_mul_reg9_lh: signed (32 downto 0);
+signal split_mul_reg9_hl: signed (32 downto 0);
+signal split_mul_reg9_hh: signed (31 downto 0);
+signal split_mul_reg9_mid: signed (33 downto 0);
+signal split_mul_reg9_lhe: signed (33 downto 0);
+signal split_mul_reg9_hle: signed (33 downto 0);
+signal split_mul_reg9_outer: signed (63 downto 0);
+signal split_mul_reg9_mid_sh: signed (49 downto 0);
+signal split_mul_reg9_mid_e: signed (63 downto 0);
+signal split_mul_reg9_sext27_sgn: unsigned(0 downto 0);
+signal split_mul_reg9_sext28_sgn: unsigned(0 downto 0);
+signal split_mul_reg9_sext29_sgn: unsigned(13 downto 0);
+signal split_mul_reg10_p: signed (63 downto 0);
+signal split_mul_reg10_ac: unsigned(31 downto 0);
+signal split_mul_reg10_bc: unsigned(31 downto 0);
+signal split_mul_reg10_alu: unsigned(15 downto 0);
+signal split_mul_reg10_blu: unsigned(15 downto 0);
+signal split_mul_reg10_al: signed (16 downto 0);
+signal split_mul_reg10_bl: signed (16 downto 0);
+signal split_mul_reg10_ah: signed (15 downto 0);
+signal split_mul_reg10_bh: signed (15 downto 0);
+signal split_mul_reg10_ll: unsigned(31 downto 0);
+signal split_mul_reg10_lh: signed (32 downto 0);
+signal split_mul_reg10_hl: signed (32 downto 0);
+signal split_mul_reg10_hh: signed (31 downto 0);
+signal split_mul_reg10_mid: signed (33 downto 0);
+signal split_mul_reg10_lhe: signed (33 downto 0);
+signal split_mul_reg10_hle: signed (33 downto 0);
+signal split_mul_reg10_outer: signed (63 downto 0);
+signal split_mul_reg10_mid_sh: signed (49 downto 0);
+signal split_mul_reg10_mid_e: signed (63 downto 0);
+signal split_mul_reg10_sext30_sgn: unsigned(0 downto 0);
+signal split_mul_reg10_sext31_sgn: unsigned(0 downto 0);
+signal split_mul_reg10_sext32_sgn: unsigned(13 downto 0);
+signal split_mul_reg11_p: signed (63 downto 0);
+signal split_mul_reg11_ac: unsigned(31 downto 0);
+signal split_mul_reg11_bc: unsigned(31 downto 0);
+signal split_mul_reg11_alu: unsigned(15 downto 0);
+signal split_mul_reg11_blu: unsigned(15 downto 0);
+signal split_mul_reg11_al: signed (16 downto 0);
+signal split_mul_reg11_bl: signed (16 downto 0);
+signal split_mul_reg11_ah: signed (15 downto 0);
+signal split_mul_reg11_bh: signed (15 downto 0);
+signal split_mul_reg11_ll: unsigned(31 downto 0);
+signal split_mul_reg11_lh: signed (32 downto 0);
+signal split_mul_reg11_hl: signed (32 downto 0);
+signal split_mul_reg11_hh: signed (31 downto 0);
+signal split_mul_reg11_mid: signed (33 downto 0);
+signal split_mul_reg11_lhe: signed (33 downto 0);
+signal split_mul_reg11_hle: signed (33 downto 0);
+signal split_mul_reg11_outer: signed (63 downto 0);
+signal split_mul_reg11_mid_sh: signed (49 downto 0);
+signal split_mul_reg11_mid_e: signed (63 downto 0);
+signal split_mul_reg11_sext33_sgn: unsigned(0 downto 0);
+signal split_mul_reg11_sext34_sgn: unsigned(0 downto 0);
+signal split_mul_reg11_sext35_sgn: unsigned(13 downto 0);
+signal split_mul_reg12_p: signed (63 downto 0);
+signal split_mul_reg12_ac: unsigned(31 downto 0);
+signal split_mul_reg12_bc: unsigned(31 downto 0);
+signal split_mul_reg12_alu: unsigned(15 downto 0);
+signal split_mul_reg12_blu: unsigned(15 downto 0);
+signal split_mul_reg12_al: signed (16 downto 0);
+signal split_mul_reg12_bl: signed (16 downto 0);
+signal split_mul_reg12_ah: signed (15 downto 0);
+signal split_mul_reg12_bh: signed (15 downto 0);
+signal split_mul_reg12_ll: unsigned(31 downto 0);
+signal split_mul_reg12_lh: signed (32 downto 0);
+signal split_mul_reg12_hl: signed (32 downto 0);
+signal split_mul_reg12_hh: signed (31 downto 0);
+signal split_mul_reg12_mid: signed (33 downto 0);
+signal split_mul_reg12_lhe: signed (33 downto 0);
+signal split_mul_reg12_hle: signed (33 downto 0);
+signal split_mul_reg12_outer: signed (63 downto 0);
+signal split_mul_reg12_mid_sh: signed (49 downto 0);
+signal split_mul_reg12_mid_e: signed (63 downto 0);
+signal split_mul_reg12_sext36_sgn: unsigned(0 downto 0);
+signal split_mul_reg12_sext37_sgn: unsigned(0 downto 0);
+signal split_mul_reg12_sext38_sgn: unsigned(13 downto 0);
+signal split_mul_reg13_p: signed (63 downto 0);
+signal split_mul_reg13_ac: unsigned(31 downto 0);
+signal split_mul_reg13_bc: unsigned(31 downto 0);
+signal split_mul_reg13_alu: unsigned(15 downto 0);
+signal split_mul_reg13_blu: unsigned(15 downto 0);
+signal split_mul_reg13_al: signed (16 downto 0);
+signal split_mul_reg13_bl: signed (16 downto 0);
+signal split_mul_reg13_ah: signed (15 downto 0);
+signal split_mul_reg13_bh: signed (15 downto 0);
+signal split_mul_reg13_ll: unsigned(31 downto 0);
+signal split_mul_reg13_lh: signed (32 downto 0);
+signal split_mul_reg13_hl: signed (32 downto 0);
+signal split_mul_reg13_hh: signed (31 downto 0);
+signal split_mul_reg13_mid: signed (33 downto 0);
+signal split_mul_reg13_lhe: signed (33 downto 0);
+signal split_mul_reg13_hle: signed (33 downto 0);
+signal split_mul_reg13_outer: signed (63 downto 0);
+signal split_mul_reg13_mid_sh: signed (49 downto 0);
+signal split_mul_reg13_mid_e: signed (63 downto 0);
+signal split_mul_reg13_sext39_sgn: unsigned(0 downto 0);
+signal split_mul_reg13_sext40_sgn: unsigned(0 downto 0);
+signal split_mul_reg13_sext41_sgn: unsigned(13 downto 0);
+signal split_mul_reg14_p: signed (63 downto 0);
+signal split_mul_reg14_ac: unsigned(31 downto 0);
+signal split_mul_reg14_bc: unsigned(31 downto 0);
+signal split_mul_reg14_alu: unsigned(15 downto 0);
+signal split_mul_reg14_blu: unsigned(15 downto 0);
+signal split_mul_reg14_al: signed (16 downto 0);
+signal split_mul_reg14_bl: signed (16 downto 0);
+signal split_mul_reg14_ah: signed (15 downto 0);
+signal split_mul_reg14_bh: signed (15 downto 0);
+signal split_mul_reg14_ll: unsigned(31 downto 0);
+signal split_mul_reg14_lh: signed (32 downto 0);
+signal split_mul_reg14_hl: signed (32 downto 0);
+signal split_mul_reg14_hh: signed (31 downto 0);
+signal split_mul_reg14_mid: signed (33 downto 0);
+signal split_mul_reg14_lhe: signed (33 downto 0);
+signal split_mul_reg14_hle: signed (33 downto 0);
+signal split_mul_reg14_outer: signed (63 downto 0);
+signal split_mul_reg14_mid_sh: signed (49 downto 0);
+signal split_mul_reg14_mid_e: signed (63 downto 0);
+signal split_mul_reg14_sext42_sgn: unsigned(0 downto 0);
+signal split_mul_reg14_sext43_sgn: unsigned(0 downto 0);
+signal split_mul_reg14_sext44_sgn: unsigned(13 downto 0);
+signal split_mul_reg15_p: signed (63 downto 0);
+signal split_mul_reg15_ac: unsigned(31 downto 0);
+signal split_mul_reg15_bc: unsigned(31 downto 0);
+signal split_mul_reg15_alu: unsigned(15 downto 0);
+signal split_mul_reg15_blu: unsigned(15 downto 0);
+signal split_mul_reg15_al: signed (16 downto 0);
+signal split_mul_reg15_bl: signed (16 downto 0);
+signal split_mul_reg15_ah: signed (15 downto 0);
+signal split_mul_reg15_bh: signed (15 downto 0);
+signal split_mul_reg15_ll: unsigned(31 downto 0);
+signal split_mul_reg15_lh: signed (32 downto 0);
+signal split_mul_reg15_hl: signed (32 downto 0);
+signal split_mul_reg15_hh: signed (31 downto 0);
+signal split_mul_reg15_mid: signed (33 downto 0);
+signal split_mul_reg15_lhe: signed (33 downto 0);
+signal split_mul_reg15_hle: signed (33 downto 0);
+signal split_mul_reg15_outer: signed (63 downto 0);
+signal split_mul_reg15_mid_sh: signed (49 downto 0);
+signal split_mul_reg15_mid_e: signed (63 downto 0);
+signal split_mul_reg15_sext45_sgn: unsigned(0 downto 0);
+signal split_mul_reg15_sext46_sgn: unsigned(0 downto 0);
+signal split_mul_reg15_sext47_sgn: unsigned(13 downto 0);
 signal add_reg0_y: signed (64 downto 0);
 signal add_reg1_y: signed (64 downto 0);
 signal add_reg2_y: signed (64 downto 0);
@@ -140,8 +444,8 @@ signal add_reg11_y: signed (65 downto 0);
 signal add_reg12_y: signed (66 downto 0);
 signal add_reg13_y: signed (66 downto 0);
 signal add_reg14_y: signed (67 downto 0);
-signal delay_flags0_sr: unsigned(14 downto 0);
-signal sext0_sgn: unsigned(11 downto 0);
+signal delay_flags0_sr: unsigned(17 downto 0);
+signal sext48_sgn: unsigned(11 downto 0);
 signal round_sat0_r: signed (79 downto 0);
 signal round_sat0_rb: signed (79 downto 0);
 signal round_sat0_t: signed (79 downto 0);
@@ -341,276 +645,1396 @@ begin
 end process cfgreg;
 
 
-mul_reg0_a <= signed(ar(32-1 downto 0));
-mul_reg0_b <= signed(br(32-1 downto 0));
+split_mul_reg0_ac <= ar(32-1 downto 0);
+split_mul_reg0_bc <= br(32-1 downto 0);
 
-mul_reg0_st: process (clk) is
+
+split_mul_reg0_alu <= split_mul_reg0_ac(16-1 downto 0);
+split_mul_reg0_blu <= split_mul_reg0_bc(16-1 downto 0);
+split_mul_reg0_al <= signed(unsigned'('0' & split_mul_reg0_ac(16-1 downto 0)));
+split_mul_reg0_bl <= signed(unsigned'('0' & split_mul_reg0_bc(16-1 downto 0)));
+split_mul_reg0_ah <= signed(split_mul_reg0_ac(32-1 downto 16));
+split_mul_reg0_bh <= signed(split_mul_reg0_bc(32-1 downto 16));
+
+split_mul_reg0_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg0_p <= to_signed(0, 64);
+            split_mul_reg0_hl <= to_signed(0, 33);
+            split_mul_reg0_hh <= to_signed(0, 32);
+            split_mul_reg0_ll <= to_unsigned(0, 32);
+            split_mul_reg0_lh <= to_signed(0, 33);
         else
             if bool(en) then
-                mul_reg0_p <= (mul_reg0_a * mul_reg0_b);
+                split_mul_reg0_ll <= (split_mul_reg0_alu * split_mul_reg0_blu);
+                split_mul_reg0_lh <= (split_mul_reg0_al * split_mul_reg0_bh);
+                split_mul_reg0_hl <= (split_mul_reg0_ah * split_mul_reg0_bl);
+                split_mul_reg0_hh <= (split_mul_reg0_ah * split_mul_reg0_bh);
             end if;
         end if;
     end if;
-end process mul_reg0_st;
+end process split_mul_reg0_st1;
+
+split_mul_reg0_sext0_fill: process (split_mul_reg0_lh) is
+begin
+    if bool(split_mul_reg0_lh((33 - 1))) then
+        split_mul_reg0_sext0_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg0_sext0_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg0_sext0_fill;
 
 
-mul_reg1_a <= signed(ar(64-1 downto 32));
-mul_reg1_b <= signed(br(64-1 downto 32));
+split_mul_reg0_lhe <= signed(unsigned'(split_mul_reg0_sext0_sgn & unsigned(split_mul_reg0_lh)));
 
-mul_reg1_st: process (clk) is
+split_mul_reg0_sext1_fill: process (split_mul_reg0_hl) is
+begin
+    if bool(split_mul_reg0_hl((33 - 1))) then
+        split_mul_reg0_sext1_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg0_sext1_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg0_sext1_fill;
+
+
+split_mul_reg0_hle <= signed(unsigned'(split_mul_reg0_sext1_sgn & unsigned(split_mul_reg0_hl)));
+
+
+split_mul_reg0_mid <= (split_mul_reg0_lhe + split_mul_reg0_hle);
+
+
+split_mul_reg0_outer <= signed(unsigned'(unsigned(split_mul_reg0_hh) & split_mul_reg0_ll));
+split_mul_reg0_mid_sh <= signed(unsigned'(unsigned(split_mul_reg0_mid) & to_unsigned(0, 16)));
+
+split_mul_reg0_sext2_fill: process (split_mul_reg0_mid_sh) is
+begin
+    if bool(split_mul_reg0_mid_sh((50 - 1))) then
+        split_mul_reg0_sext2_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg0_sext2_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg0_sext2_fill;
+
+
+split_mul_reg0_mid_e <= signed(unsigned'(split_mul_reg0_sext2_sgn & unsigned(split_mul_reg0_mid_sh)));
+
+split_mul_reg0_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg1_p <= to_signed(0, 64);
+            split_mul_reg0_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg1_p <= (mul_reg1_a * mul_reg1_b);
+                split_mul_reg0_p <= (split_mul_reg0_outer + split_mul_reg0_mid_e);
             end if;
         end if;
     end if;
-end process mul_reg1_st;
+end process split_mul_reg0_st2;
 
 
-mul_reg2_a <= signed(ar(96-1 downto 64));
-mul_reg2_b <= signed(br(96-1 downto 64));
+split_mul_reg1_ac <= ar(64-1 downto 32);
+split_mul_reg1_bc <= br(64-1 downto 32);
 
-mul_reg2_st: process (clk) is
+
+split_mul_reg1_alu <= split_mul_reg1_ac(16-1 downto 0);
+split_mul_reg1_blu <= split_mul_reg1_bc(16-1 downto 0);
+split_mul_reg1_al <= signed(unsigned'('0' & split_mul_reg1_ac(16-1 downto 0)));
+split_mul_reg1_bl <= signed(unsigned'('0' & split_mul_reg1_bc(16-1 downto 0)));
+split_mul_reg1_ah <= signed(split_mul_reg1_ac(32-1 downto 16));
+split_mul_reg1_bh <= signed(split_mul_reg1_bc(32-1 downto 16));
+
+split_mul_reg1_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg2_p <= to_signed(0, 64);
+            split_mul_reg1_hl <= to_signed(0, 33);
+            split_mul_reg1_hh <= to_signed(0, 32);
+            split_mul_reg1_ll <= to_unsigned(0, 32);
+            split_mul_reg1_lh <= to_signed(0, 33);
         else
             if bool(en) then
-                mul_reg2_p <= (mul_reg2_a * mul_reg2_b);
+                split_mul_reg1_ll <= (split_mul_reg1_alu * split_mul_reg1_blu);
+                split_mul_reg1_lh <= (split_mul_reg1_al * split_mul_reg1_bh);
+                split_mul_reg1_hl <= (split_mul_reg1_ah * split_mul_reg1_bl);
+                split_mul_reg1_hh <= (split_mul_reg1_ah * split_mul_reg1_bh);
             end if;
         end if;
     end if;
-end process mul_reg2_st;
+end process split_mul_reg1_st1;
+
+split_mul_reg1_sext3_fill: process (split_mul_reg1_lh) is
+begin
+    if bool(split_mul_reg1_lh((33 - 1))) then
+        split_mul_reg1_sext3_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg1_sext3_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg1_sext3_fill;
 
 
-mul_reg3_a <= signed(ar(128-1 downto 96));
-mul_reg3_b <= signed(br(128-1 downto 96));
+split_mul_reg1_lhe <= signed(unsigned'(split_mul_reg1_sext3_sgn & unsigned(split_mul_reg1_lh)));
 
-mul_reg3_st: process (clk) is
+split_mul_reg1_sext4_fill: process (split_mul_reg1_hl) is
+begin
+    if bool(split_mul_reg1_hl((33 - 1))) then
+        split_mul_reg1_sext4_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg1_sext4_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg1_sext4_fill;
+
+
+split_mul_reg1_hle <= signed(unsigned'(split_mul_reg1_sext4_sgn & unsigned(split_mul_reg1_hl)));
+
+
+split_mul_reg1_mid <= (split_mul_reg1_lhe + split_mul_reg1_hle);
+
+
+split_mul_reg1_outer <= signed(unsigned'(unsigned(split_mul_reg1_hh) & split_mul_reg1_ll));
+split_mul_reg1_mid_sh <= signed(unsigned'(unsigned(split_mul_reg1_mid) & to_unsigned(0, 16)));
+
+split_mul_reg1_sext5_fill: process (split_mul_reg1_mid_sh) is
+begin
+    if bool(split_mul_reg1_mid_sh((50 - 1))) then
+        split_mul_reg1_sext5_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg1_sext5_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg1_sext5_fill;
+
+
+split_mul_reg1_mid_e <= signed(unsigned'(split_mul_reg1_sext5_sgn & unsigned(split_mul_reg1_mid_sh)));
+
+split_mul_reg1_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg3_p <= to_signed(0, 64);
+            split_mul_reg1_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg3_p <= (mul_reg3_a * mul_reg3_b);
+                split_mul_reg1_p <= (split_mul_reg1_outer + split_mul_reg1_mid_e);
             end if;
         end if;
     end if;
-end process mul_reg3_st;
+end process split_mul_reg1_st2;
 
 
-mul_reg4_a <= signed(ar(160-1 downto 128));
-mul_reg4_b <= signed(br(160-1 downto 128));
+split_mul_reg2_ac <= ar(96-1 downto 64);
+split_mul_reg2_bc <= br(96-1 downto 64);
 
-mul_reg4_st: process (clk) is
+
+split_mul_reg2_alu <= split_mul_reg2_ac(16-1 downto 0);
+split_mul_reg2_blu <= split_mul_reg2_bc(16-1 downto 0);
+split_mul_reg2_al <= signed(unsigned'('0' & split_mul_reg2_ac(16-1 downto 0)));
+split_mul_reg2_bl <= signed(unsigned'('0' & split_mul_reg2_bc(16-1 downto 0)));
+split_mul_reg2_ah <= signed(split_mul_reg2_ac(32-1 downto 16));
+split_mul_reg2_bh <= signed(split_mul_reg2_bc(32-1 downto 16));
+
+split_mul_reg2_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg4_p <= to_signed(0, 64);
+            split_mul_reg2_hl <= to_signed(0, 33);
+            split_mul_reg2_hh <= to_signed(0, 32);
+            split_mul_reg2_ll <= to_unsigned(0, 32);
+            split_mul_reg2_lh <= to_signed(0, 33);
         else
             if bool(en) then
-                mul_reg4_p <= (mul_reg4_a * mul_reg4_b);
+                split_mul_reg2_ll <= (split_mul_reg2_alu * split_mul_reg2_blu);
+                split_mul_reg2_lh <= (split_mul_reg2_al * split_mul_reg2_bh);
+                split_mul_reg2_hl <= (split_mul_reg2_ah * split_mul_reg2_bl);
+                split_mul_reg2_hh <= (split_mul_reg2_ah * split_mul_reg2_bh);
             end if;
         end if;
     end if;
-end process mul_reg4_st;
+end process split_mul_reg2_st1;
+
+split_mul_reg2_sext6_fill: process (split_mul_reg2_lh) is
+begin
+    if bool(split_mul_reg2_lh((33 - 1))) then
+        split_mul_reg2_sext6_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg2_sext6_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg2_sext6_fill;
 
 
-mul_reg5_a <= signed(ar(192-1 downto 160));
-mul_reg5_b <= signed(br(192-1 downto 160));
+split_mul_reg2_lhe <= signed(unsigned'(split_mul_reg2_sext6_sgn & unsigned(split_mul_reg2_lh)));
 
-mul_reg5_st: process (clk) is
+split_mul_reg2_sext7_fill: process (split_mul_reg2_hl) is
+begin
+    if bool(split_mul_reg2_hl((33 - 1))) then
+        split_mul_reg2_sext7_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg2_sext7_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg2_sext7_fill;
+
+
+split_mul_reg2_hle <= signed(unsigned'(split_mul_reg2_sext7_sgn & unsigned(split_mul_reg2_hl)));
+
+
+split_mul_reg2_mid <= (split_mul_reg2_lhe + split_mul_reg2_hle);
+
+
+split_mul_reg2_outer <= signed(unsigned'(unsigned(split_mul_reg2_hh) & split_mul_reg2_ll));
+split_mul_reg2_mid_sh <= signed(unsigned'(unsigned(split_mul_reg2_mid) & to_unsigned(0, 16)));
+
+split_mul_reg2_sext8_fill: process (split_mul_reg2_mid_sh) is
+begin
+    if bool(split_mul_reg2_mid_sh((50 - 1))) then
+        split_mul_reg2_sext8_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg2_sext8_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg2_sext8_fill;
+
+
+split_mul_reg2_mid_e <= signed(unsigned'(split_mul_reg2_sext8_sgn & unsigned(split_mul_reg2_mid_sh)));
+
+split_mul_reg2_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg5_p <= to_signed(0, 64);
+            split_mul_reg2_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg5_p <= (mul_reg5_a * mul_reg5_b);
+                split_mul_reg2_p <= (split_mul_reg2_outer + split_mul_reg2_mid_e);
             end if;
         end if;
     end if;
-end process mul_reg5_st;
+end process split_mul_reg2_st2;
 
 
-mul_reg6_a <= signed(ar(224-1 downto 192));
-mul_reg6_b <= signed(br(224-1 downto 192));
+split_mul_reg3_ac <= ar(128-1 downto 96);
+split_mul_reg3_bc <= br(128-1 downto 96);
 
-mul_reg6_st: process (clk) is
+
+split_mul_reg3_alu <= split_mul_reg3_ac(16-1 downto 0);
+split_mul_reg3_blu <= split_mul_reg3_bc(16-1 downto 0);
+split_mul_reg3_al <= signed(unsigned'('0' & split_mul_reg3_ac(16-1 downto 0)));
+split_mul_reg3_bl <= signed(unsigned'('0' & split_mul_reg3_bc(16-1 downto 0)));
+split_mul_reg3_ah <= signed(split_mul_reg3_ac(32-1 downto 16));
+split_mul_reg3_bh <= signed(split_mul_reg3_bc(32-1 downto 16));
+
+split_mul_reg3_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg6_p <= to_signed(0, 64);
+            split_mul_reg3_hl <= to_signed(0, 33);
+            split_mul_reg3_hh <= to_signed(0, 32);
+            split_mul_reg3_ll <= to_unsigned(0, 32);
+            split_mul_reg3_lh <= to_signed(0, 33);
         else
             if bool(en) then
-                mul_reg6_p <= (mul_reg6_a * mul_reg6_b);
+                split_mul_reg3_ll <= (split_mul_reg3_alu * split_mul_reg3_blu);
+                split_mul_reg3_lh <= (split_mul_reg3_al * split_mul_reg3_bh);
+                split_mul_reg3_hl <= (split_mul_reg3_ah * split_mul_reg3_bl);
+                split_mul_reg3_hh <= (split_mul_reg3_ah * split_mul_reg3_bh);
             end if;
         end if;
     end if;
-end process mul_reg6_st;
+end process split_mul_reg3_st1;
+
+split_mul_reg3_sext9_fill: process (split_mul_reg3_lh) is
+begin
+    if bool(split_mul_reg3_lh((33 - 1))) then
+        split_mul_reg3_sext9_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg3_sext9_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg3_sext9_fill;
 
 
-mul_reg7_a <= signed(ar(256-1 downto 224));
-mul_reg7_b <= signed(br(256-1 downto 224));
+split_mul_reg3_lhe <= signed(unsigned'(split_mul_reg3_sext9_sgn & unsigned(split_mul_reg3_lh)));
 
-mul_reg7_st: process (clk) is
+split_mul_reg3_sext10_fill: process (split_mul_reg3_hl) is
+begin
+    if bool(split_mul_reg3_hl((33 - 1))) then
+        split_mul_reg3_sext10_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg3_sext10_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg3_sext10_fill;
+
+
+split_mul_reg3_hle <= signed(unsigned'(split_mul_reg3_sext10_sgn & unsigned(split_mul_reg3_hl)));
+
+
+split_mul_reg3_mid <= (split_mul_reg3_lhe + split_mul_reg3_hle);
+
+
+split_mul_reg3_outer <= signed(unsigned'(unsigned(split_mul_reg3_hh) & split_mul_reg3_ll));
+split_mul_reg3_mid_sh <= signed(unsigned'(unsigned(split_mul_reg3_mid) & to_unsigned(0, 16)));
+
+split_mul_reg3_sext11_fill: process (split_mul_reg3_mid_sh) is
+begin
+    if bool(split_mul_reg3_mid_sh((50 - 1))) then
+        split_mul_reg3_sext11_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg3_sext11_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg3_sext11_fill;
+
+
+split_mul_reg3_mid_e <= signed(unsigned'(split_mul_reg3_sext11_sgn & unsigned(split_mul_reg3_mid_sh)));
+
+split_mul_reg3_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg7_p <= to_signed(0, 64);
+            split_mul_reg3_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg7_p <= (mul_reg7_a * mul_reg7_b);
+                split_mul_reg3_p <= (split_mul_reg3_outer + split_mul_reg3_mid_e);
             end if;
         end if;
     end if;
-end process mul_reg7_st;
+end process split_mul_reg3_st2;
 
 
-mul_reg8_a <= signed(ar(288-1 downto 256));
-mul_reg8_b <= signed(br(288-1 downto 256));
+split_mul_reg4_ac <= ar(160-1 downto 128);
+split_mul_reg4_bc <= br(160-1 downto 128);
 
-mul_reg8_st: process (clk) is
+
+split_mul_reg4_alu <= split_mul_reg4_ac(16-1 downto 0);
+split_mul_reg4_blu <= split_mul_reg4_bc(16-1 downto 0);
+split_mul_reg4_al <= signed(unsigned'('0' & split_mul_reg4_ac(16-1 downto 0)));
+split_mul_reg4_bl <= signed(unsigned'('0' & split_mul_reg4_bc(16-1 downto 0)));
+split_mul_reg4_ah <= signed(split_mul_reg4_ac(32-1 downto 16));
+split_mul_reg4_bh <= signed(split_mul_reg4_bc(32-1 downto 16));
+
+split_mul_reg4_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg8_p <= to_signed(0, 64);
+            split_mul_reg4_hl <= to_signed(0, 33);
+            split_mul_reg4_hh <= to_signed(0, 32);
+            split_mul_reg4_ll <= to_unsigned(0, 32);
+            split_mul_reg4_lh <= to_signed(0, 33);
         else
             if bool(en) then
-                mul_reg8_p <= (mul_reg8_a * mul_reg8_b);
+                split_mul_reg4_ll <= (split_mul_reg4_alu * split_mul_reg4_blu);
+                split_mul_reg4_lh <= (split_mul_reg4_al * split_mul_reg4_bh);
+                split_mul_reg4_hl <= (split_mul_reg4_ah * split_mul_reg4_bl);
+                split_mul_reg4_hh <= (split_mul_reg4_ah * split_mul_reg4_bh);
             end if;
         end if;
     end if;
-end process mul_reg8_st;
+end process split_mul_reg4_st1;
+
+split_mul_reg4_sext12_fill: process (split_mul_reg4_lh) is
+begin
+    if bool(split_mul_reg4_lh((33 - 1))) then
+        split_mul_reg4_sext12_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg4_sext12_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg4_sext12_fill;
 
 
-mul_reg9_a <= signed(ar(320-1 downto 288));
-mul_reg9_b <= signed(br(320-1 downto 288));
+split_mul_reg4_lhe <= signed(unsigned'(split_mul_reg4_sext12_sgn & unsigned(split_mul_reg4_lh)));
 
-mul_reg9_st: process (clk) is
+split_mul_reg4_sext13_fill: process (split_mul_reg4_hl) is
+begin
+    if bool(split_mul_reg4_hl((33 - 1))) then
+        split_mul_reg4_sext13_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg4_sext13_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg4_sext13_fill;
+
+
+split_mul_reg4_hle <= signed(unsigned'(split_mul_reg4_sext13_sgn & unsigned(split_mul_reg4_hl)));
+
+
+split_mul_reg4_mid <= (split_mul_reg4_lhe + split_mul_reg4_hle);
+
+
+split_mul_reg4_outer <= signed(unsigned'(unsigned(split_mul_reg4_hh) & split_mul_reg4_ll));
+split_mul_reg4_mid_sh <= signed(unsigned'(unsigned(split_mul_reg4_mid) & to_unsigned(0, 16)));
+
+split_mul_reg4_sext14_fill: process (split_mul_reg4_mid_sh) is
+begin
+    if bool(split_mul_reg4_mid_sh((50 - 1))) then
+        split_mul_reg4_sext14_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg4_sext14_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg4_sext14_fill;
+
+
+split_mul_reg4_mid_e <= signed(unsigned'(split_mul_reg4_sext14_sgn & unsigned(split_mul_reg4_mid_sh)));
+
+split_mul_reg4_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg9_p <= to_signed(0, 64);
+            split_mul_reg4_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg9_p <= (mul_reg9_a * mul_reg9_b);
+                split_mul_reg4_p <= (split_mul_reg4_outer + split_mul_reg4_mid_e);
             end if;
         end if;
     end if;
-end process mul_reg9_st;
+end process split_mul_reg4_st2;
 
 
-mul_reg10_a <= signed(ar(352-1 downto 320));
-mul_reg10_b <= signed(br(352-1 downto 320));
+split_mul_reg5_ac <= ar(192-1 downto 160);
+split_mul_reg5_bc <= br(192-1 downto 160);
 
-mul_reg10_st: process (clk) is
+
+split_mul_reg5_alu <= split_mul_reg5_ac(16-1 downto 0);
+split_mul_reg5_blu <= split_mul_reg5_bc(16-1 downto 0);
+split_mul_reg5_al <= signed(unsigned'('0' & split_mul_reg5_ac(16-1 downto 0)));
+split_mul_reg5_bl <= signed(unsigned'('0' & split_mul_reg5_bc(16-1 downto 0)));
+split_mul_reg5_ah <= signed(split_mul_reg5_ac(32-1 downto 16));
+split_mul_reg5_bh <= signed(split_mul_reg5_bc(32-1 downto 16));
+
+split_mul_reg5_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg10_p <= to_signed(0, 64);
+            split_mul_reg5_hl <= to_signed(0, 33);
+            split_mul_reg5_hh <= to_signed(0, 32);
+            split_mul_reg5_ll <= to_unsigned(0, 32);
+            split_mul_reg5_lh <= to_signed(0, 33);
         else
             if bool(en) then
-                mul_reg10_p <= (mul_reg10_a * mul_reg10_b);
+                split_mul_reg5_ll <= (split_mul_reg5_alu * split_mul_reg5_blu);
+                split_mul_reg5_lh <= (split_mul_reg5_al * split_mul_reg5_bh);
+                split_mul_reg5_hl <= (split_mul_reg5_ah * split_mul_reg5_bl);
+                split_mul_reg5_hh <= (split_mul_reg5_ah * split_mul_reg5_bh);
             end if;
         end if;
     end if;
-end process mul_reg10_st;
+end process split_mul_reg5_st1;
+
+split_mul_reg5_sext15_fill: process (split_mul_reg5_lh) is
+begin
+    if bool(split_mul_reg5_lh((33 - 1))) then
+        split_mul_reg5_sext15_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg5_sext15_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg5_sext15_fill;
 
 
-mul_reg11_a <= signed(ar(384-1 downto 352));
-mul_reg11_b <= signed(br(384-1 downto 352));
+split_mul_reg5_lhe <= signed(unsigned'(split_mul_reg5_sext15_sgn & unsigned(split_mul_reg5_lh)));
 
-mul_reg11_st: process (clk) is
+split_mul_reg5_sext16_fill: process (split_mul_reg5_hl) is
+begin
+    if bool(split_mul_reg5_hl((33 - 1))) then
+        split_mul_reg5_sext16_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg5_sext16_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg5_sext16_fill;
+
+
+split_mul_reg5_hle <= signed(unsigned'(split_mul_reg5_sext16_sgn & unsigned(split_mul_reg5_hl)));
+
+
+split_mul_reg5_mid <= (split_mul_reg5_lhe + split_mul_reg5_hle);
+
+
+split_mul_reg5_outer <= signed(unsigned'(unsigned(split_mul_reg5_hh) & split_mul_reg5_ll));
+split_mul_reg5_mid_sh <= signed(unsigned'(unsigned(split_mul_reg5_mid) & to_unsigned(0, 16)));
+
+split_mul_reg5_sext17_fill: process (split_mul_reg5_mid_sh) is
+begin
+    if bool(split_mul_reg5_mid_sh((50 - 1))) then
+        split_mul_reg5_sext17_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg5_sext17_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg5_sext17_fill;
+
+
+split_mul_reg5_mid_e <= signed(unsigned'(split_mul_reg5_sext17_sgn & unsigned(split_mul_reg5_mid_sh)));
+
+split_mul_reg5_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg11_p <= to_signed(0, 64);
+            split_mul_reg5_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg11_p <= (mul_reg11_a * mul_reg11_b);
+                split_mul_reg5_p <= (split_mul_reg5_outer + split_mul_reg5_mid_e);
             end if;
         end if;
     end if;
-end process mul_reg11_st;
+end process split_mul_reg5_st2;
 
 
-mul_reg12_a <= signed(ar(416-1 downto 384));
-mul_reg12_b <= signed(br(416-1 downto 384));
+split_mul_reg6_ac <= ar(224-1 downto 192);
+split_mul_reg6_bc <= br(224-1 downto 192);
 
-mul_reg12_st: process (clk) is
+
+split_mul_reg6_alu <= split_mul_reg6_ac(16-1 downto 0);
+split_mul_reg6_blu <= split_mul_reg6_bc(16-1 downto 0);
+split_mul_reg6_al <= signed(unsigned'('0' & split_mul_reg6_ac(16-1 downto 0)));
+split_mul_reg6_bl <= signed(unsigned'('0' & split_mul_reg6_bc(16-1 downto 0)));
+split_mul_reg6_ah <= signed(split_mul_reg6_ac(32-1 downto 16));
+split_mul_reg6_bh <= signed(split_mul_reg6_bc(32-1 downto 16));
+
+split_mul_reg6_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg12_p <= to_signed(0, 64);
+            split_mul_reg6_hl <= to_signed(0, 33);
+            split_mul_reg6_hh <= to_signed(0, 32);
+            split_mul_reg6_ll <= to_unsigned(0, 32);
+            split_mul_reg6_lh <= to_signed(0, 33);
         else
             if bool(en) then
-                mul_reg12_p <= (mul_reg12_a * mul_reg12_b);
+                split_mul_reg6_ll <= (split_mul_reg6_alu * split_mul_reg6_blu);
+                split_mul_reg6_lh <= (split_mul_reg6_al * split_mul_reg6_bh);
+                split_mul_reg6_hl <= (split_mul_reg6_ah * split_mul_reg6_bl);
+                split_mul_reg6_hh <= (split_mul_reg6_ah * split_mul_reg6_bh);
             end if;
         end if;
     end if;
-end process mul_reg12_st;
+end process split_mul_reg6_st1;
+
+split_mul_reg6_sext18_fill: process (split_mul_reg6_lh) is
+begin
+    if bool(split_mul_reg6_lh((33 - 1))) then
+        split_mul_reg6_sext18_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg6_sext18_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg6_sext18_fill;
 
 
-mul_reg13_a <= signed(ar(448-1 downto 416));
-mul_reg13_b <= signed(br(448-1 downto 416));
+split_mul_reg6_lhe <= signed(unsigned'(split_mul_reg6_sext18_sgn & unsigned(split_mul_reg6_lh)));
 
-mul_reg13_st: process (clk) is
+split_mul_reg6_sext19_fill: process (split_mul_reg6_hl) is
+begin
+    if bool(split_mul_reg6_hl((33 - 1))) then
+        split_mul_reg6_sext19_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg6_sext19_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg6_sext19_fill;
+
+
+split_mul_reg6_hle <= signed(unsigned'(split_mul_reg6_sext19_sgn & unsigned(split_mul_reg6_hl)));
+
+
+split_mul_reg6_mid <= (split_mul_reg6_lhe + split_mul_reg6_hle);
+
+
+split_mul_reg6_outer <= signed(unsigned'(unsigned(split_mul_reg6_hh) & split_mul_reg6_ll));
+split_mul_reg6_mid_sh <= signed(unsigned'(unsigned(split_mul_reg6_mid) & to_unsigned(0, 16)));
+
+split_mul_reg6_sext20_fill: process (split_mul_reg6_mid_sh) is
+begin
+    if bool(split_mul_reg6_mid_sh((50 - 1))) then
+        split_mul_reg6_sext20_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg6_sext20_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg6_sext20_fill;
+
+
+split_mul_reg6_mid_e <= signed(unsigned'(split_mul_reg6_sext20_sgn & unsigned(split_mul_reg6_mid_sh)));
+
+split_mul_reg6_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg13_p <= to_signed(0, 64);
+            split_mul_reg6_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg13_p <= (mul_reg13_a * mul_reg13_b);
+                split_mul_reg6_p <= (split_mul_reg6_outer + split_mul_reg6_mid_e);
             end if;
         end if;
     end if;
-end process mul_reg13_st;
+end process split_mul_reg6_st2;
 
 
-mul_reg14_a <= signed(ar(480-1 downto 448));
-mul_reg14_b <= signed(br(480-1 downto 448));
+split_mul_reg7_ac <= ar(256-1 downto 224);
+split_mul_reg7_bc <= br(256-1 downto 224);
 
-mul_reg14_st: process (clk) is
+
+split_mul_reg7_alu <= split_mul_reg7_ac(16-1 downto 0);
+split_mul_reg7_blu <= split_mul_reg7_bc(16-1 downto 0);
+split_mul_reg7_al <= signed(unsigned'('0' & split_mul_reg7_ac(16-1 downto 0)));
+split_mul_reg7_bl <= signed(unsigned'('0' & split_mul_reg7_bc(16-1 downto 0)));
+split_mul_reg7_ah <= signed(split_mul_reg7_ac(32-1 downto 16));
+split_mul_reg7_bh <= signed(split_mul_reg7_bc(32-1 downto 16));
+
+split_mul_reg7_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg14_p <= to_signed(0, 64);
+            split_mul_reg7_hl <= to_signed(0, 33);
+            split_mul_reg7_hh <= to_signed(0, 32);
+            split_mul_reg7_ll <= to_unsigned(0, 32);
+            split_mul_reg7_lh <= to_signed(0, 33);
         else
             if bool(en) then
-                mul_reg14_p <= (mul_reg14_a * mul_reg14_b);
+                split_mul_reg7_ll <= (split_mul_reg7_alu * split_mul_reg7_blu);
+                split_mul_reg7_lh <= (split_mul_reg7_al * split_mul_reg7_bh);
+                split_mul_reg7_hl <= (split_mul_reg7_ah * split_mul_reg7_bl);
+                split_mul_reg7_hh <= (split_mul_reg7_ah * split_mul_reg7_bh);
             end if;
         end if;
     end if;
-end process mul_reg14_st;
+end process split_mul_reg7_st1;
+
+split_mul_reg7_sext21_fill: process (split_mul_reg7_lh) is
+begin
+    if bool(split_mul_reg7_lh((33 - 1))) then
+        split_mul_reg7_sext21_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg7_sext21_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg7_sext21_fill;
 
 
-mul_reg15_a <= signed(ar(512-1 downto 480));
-mul_reg15_b <= signed(br(512-1 downto 480));
+split_mul_reg7_lhe <= signed(unsigned'(split_mul_reg7_sext21_sgn & unsigned(split_mul_reg7_lh)));
 
-mul_reg15_st: process (clk) is
+split_mul_reg7_sext22_fill: process (split_mul_reg7_hl) is
+begin
+    if bool(split_mul_reg7_hl((33 - 1))) then
+        split_mul_reg7_sext22_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg7_sext22_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg7_sext22_fill;
+
+
+split_mul_reg7_hle <= signed(unsigned'(split_mul_reg7_sext22_sgn & unsigned(split_mul_reg7_hl)));
+
+
+split_mul_reg7_mid <= (split_mul_reg7_lhe + split_mul_reg7_hle);
+
+
+split_mul_reg7_outer <= signed(unsigned'(unsigned(split_mul_reg7_hh) & split_mul_reg7_ll));
+split_mul_reg7_mid_sh <= signed(unsigned'(unsigned(split_mul_reg7_mid) & to_unsigned(0, 16)));
+
+split_mul_reg7_sext23_fill: process (split_mul_reg7_mid_sh) is
+begin
+    if bool(split_mul_reg7_mid_sh((50 - 1))) then
+        split_mul_reg7_sext23_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg7_sext23_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg7_sext23_fill;
+
+
+split_mul_reg7_mid_e <= signed(unsigned'(split_mul_reg7_sext23_sgn & unsigned(split_mul_reg7_mid_sh)));
+
+split_mul_reg7_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg15_p <= to_signed(0, 64);
+            split_mul_reg7_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg15_p <= (mul_reg15_a * mul_reg15_b);
+                split_mul_reg7_p <= (split_mul_reg7_outer + split_mul_reg7_mid_e);
             end if;
         end if;
     end if;
-end process mul_reg15_st;
+end process split_mul_reg7_st2;
+
+
+split_mul_reg8_ac <= ar(288-1 downto 256);
+split_mul_reg8_bc <= br(288-1 downto 256);
+
+
+split_mul_reg8_alu <= split_mul_reg8_ac(16-1 downto 0);
+split_mul_reg8_blu <= split_mul_reg8_bc(16-1 downto 0);
+split_mul_reg8_al <= signed(unsigned'('0' & split_mul_reg8_ac(16-1 downto 0)));
+split_mul_reg8_bl <= signed(unsigned'('0' & split_mul_reg8_bc(16-1 downto 0)));
+split_mul_reg8_ah <= signed(split_mul_reg8_ac(32-1 downto 16));
+split_mul_reg8_bh <= signed(split_mul_reg8_bc(32-1 downto 16));
+
+split_mul_reg8_st1: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg8_hl <= to_signed(0, 33);
+            split_mul_reg8_hh <= to_signed(0, 32);
+            split_mul_reg8_ll <= to_unsigned(0, 32);
+            split_mul_reg8_lh <= to_signed(0, 33);
+        else
+            if bool(en) then
+                split_mul_reg8_ll <= (split_mul_reg8_alu * split_mul_reg8_blu);
+                split_mul_reg8_lh <= (split_mul_reg8_al * split_mul_reg8_bh);
+                split_mul_reg8_hl <= (split_mul_reg8_ah * split_mul_reg8_bl);
+                split_mul_reg8_hh <= (split_mul_reg8_ah * split_mul_reg8_bh);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg8_st1;
+
+split_mul_reg8_sext24_fill: process (split_mul_reg8_lh) is
+begin
+    if bool(split_mul_reg8_lh((33 - 1))) then
+        split_mul_reg8_sext24_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg8_sext24_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg8_sext24_fill;
+
+
+split_mul_reg8_lhe <= signed(unsigned'(split_mul_reg8_sext24_sgn & unsigned(split_mul_reg8_lh)));
+
+split_mul_reg8_sext25_fill: process (split_mul_reg8_hl) is
+begin
+    if bool(split_mul_reg8_hl((33 - 1))) then
+        split_mul_reg8_sext25_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg8_sext25_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg8_sext25_fill;
+
+
+split_mul_reg8_hle <= signed(unsigned'(split_mul_reg8_sext25_sgn & unsigned(split_mul_reg8_hl)));
+
+
+split_mul_reg8_mid <= (split_mul_reg8_lhe + split_mul_reg8_hle);
+
+
+split_mul_reg8_outer <= signed(unsigned'(unsigned(split_mul_reg8_hh) & split_mul_reg8_ll));
+split_mul_reg8_mid_sh <= signed(unsigned'(unsigned(split_mul_reg8_mid) & to_unsigned(0, 16)));
+
+split_mul_reg8_sext26_fill: process (split_mul_reg8_mid_sh) is
+begin
+    if bool(split_mul_reg8_mid_sh((50 - 1))) then
+        split_mul_reg8_sext26_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg8_sext26_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg8_sext26_fill;
+
+
+split_mul_reg8_mid_e <= signed(unsigned'(split_mul_reg8_sext26_sgn & unsigned(split_mul_reg8_mid_sh)));
+
+split_mul_reg8_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg8_p <= to_signed(0, 64);
+        else
+            if bool(en) then
+                split_mul_reg8_p <= (split_mul_reg8_outer + split_mul_reg8_mid_e);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg8_st2;
+
+
+split_mul_reg9_ac <= ar(320-1 downto 288);
+split_mul_reg9_bc <= br(320-1 downto 288);
+
+
+split_mul_reg9_alu <= split_mul_reg9_ac(16-1 downto 0);
+split_mul_reg9_blu <= split_mul_reg9_bc(16-1 downto 0);
+split_mul_reg9_al <= signed(unsigned'('0' & split_mul_reg9_ac(16-1 downto 0)));
+split_mul_reg9_bl <= signed(unsigned'('0' & split_mul_reg9_bc(16-1 downto 0)));
+split_mul_reg9_ah <= signed(split_mul_reg9_ac(32-1 downto 16));
+split_mul_reg9_bh <= signed(split_mul_reg9_bc(32-1 downto 16));
+
+split_mul_reg9_st1: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg9_hl <= to_signed(0, 33);
+            split_mul_reg9_hh <= to_signed(0, 32);
+            split_mul_reg9_ll <= to_unsigned(0, 32);
+            split_mul_reg9_lh <= to_signed(0, 33);
+        else
+            if bool(en) then
+                split_mul_reg9_ll <= (split_mul_reg9_alu * split_mul_reg9_blu);
+                split_mul_reg9_lh <= (split_mul_reg9_al * split_mul_reg9_bh);
+                split_mul_reg9_hl <= (split_mul_reg9_ah * split_mul_reg9_bl);
+                split_mul_reg9_hh <= (split_mul_reg9_ah * split_mul_reg9_bh);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg9_st1;
+
+split_mul_reg9_sext27_fill: process (split_mul_reg9_lh) is
+begin
+    if bool(split_mul_reg9_lh((33 - 1))) then
+        split_mul_reg9_sext27_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg9_sext27_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg9_sext27_fill;
+
+
+split_mul_reg9_lhe <= signed(unsigned'(split_mul_reg9_sext27_sgn & unsigned(split_mul_reg9_lh)));
+
+split_mul_reg9_sext28_fill: process (split_mul_reg9_hl) is
+begin
+    if bool(split_mul_reg9_hl((33 - 1))) then
+        split_mul_reg9_sext28_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg9_sext28_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg9_sext28_fill;
+
+
+split_mul_reg9_hle <= signed(unsigned'(split_mul_reg9_sext28_sgn & unsigned(split_mul_reg9_hl)));
+
+
+split_mul_reg9_mid <= (split_mul_reg9_lhe + split_mul_reg9_hle);
+
+
+split_mul_reg9_outer <= signed(unsigned'(unsigned(split_mul_reg9_hh) & split_mul_reg9_ll));
+split_mul_reg9_mid_sh <= signed(unsigned'(unsigned(split_mul_reg9_mid) & to_unsigned(0, 16)));
+
+split_mul_reg9_sext29_fill: process (split_mul_reg9_mid_sh) is
+begin
+    if bool(split_mul_reg9_mid_sh((50 - 1))) then
+        split_mul_reg9_sext29_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg9_sext29_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg9_sext29_fill;
+
+
+split_mul_reg9_mid_e <= signed(unsigned'(split_mul_reg9_sext29_sgn & unsigned(split_mul_reg9_mid_sh)));
+
+split_mul_reg9_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg9_p <= to_signed(0, 64);
+        else
+            if bool(en) then
+                split_mul_reg9_p <= (split_mul_reg9_outer + split_mul_reg9_mid_e);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg9_st2;
+
+
+split_mul_reg10_ac <= ar(352-1 downto 320);
+split_mul_reg10_bc <= br(352-1 downto 320);
+
+
+split_mul_reg10_alu <= split_mul_reg10_ac(16-1 downto 0);
+split_mul_reg10_blu <= split_mul_reg10_bc(16-1 downto 0);
+split_mul_reg10_al <= signed(unsigned'('0' & split_mul_reg10_ac(16-1 downto 0)));
+split_mul_reg10_bl <= signed(unsigned'('0' & split_mul_reg10_bc(16-1 downto 0)));
+split_mul_reg10_ah <= signed(split_mul_reg10_ac(32-1 downto 16));
+split_mul_reg10_bh <= signed(split_mul_reg10_bc(32-1 downto 16));
+
+split_mul_reg10_st1: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg10_hl <= to_signed(0, 33);
+            split_mul_reg10_hh <= to_signed(0, 32);
+            split_mul_reg10_ll <= to_unsigned(0, 32);
+            split_mul_reg10_lh <= to_signed(0, 33);
+        else
+            if bool(en) then
+                split_mul_reg10_ll <= (split_mul_reg10_alu * split_mul_reg10_blu);
+                split_mul_reg10_lh <= (split_mul_reg10_al * split_mul_reg10_bh);
+                split_mul_reg10_hl <= (split_mul_reg10_ah * split_mul_reg10_bl);
+                split_mul_reg10_hh <= (split_mul_reg10_ah * split_mul_reg10_bh);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg10_st1;
+
+split_mul_reg10_sext30_fill: process (split_mul_reg10_lh) is
+begin
+    if bool(split_mul_reg10_lh((33 - 1))) then
+        split_mul_reg10_sext30_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg10_sext30_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg10_sext30_fill;
+
+
+split_mul_reg10_lhe <= signed(unsigned'(split_mul_reg10_sext30_sgn & unsigned(split_mul_reg10_lh)));
+
+split_mul_reg10_sext31_fill: process (split_mul_reg10_hl) is
+begin
+    if bool(split_mul_reg10_hl((33 - 1))) then
+        split_mul_reg10_sext31_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg10_sext31_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg10_sext31_fill;
+
+
+split_mul_reg10_hle <= signed(unsigned'(split_mul_reg10_sext31_sgn & unsigned(split_mul_reg10_hl)));
+
+
+split_mul_reg10_mid <= (split_mul_reg10_lhe + split_mul_reg10_hle);
+
+
+split_mul_reg10_outer <= signed(unsigned'(unsigned(split_mul_reg10_hh) & split_mul_reg10_ll));
+split_mul_reg10_mid_sh <= signed(unsigned'(unsigned(split_mul_reg10_mid) & to_unsigned(0, 16)));
+
+split_mul_reg10_sext32_fill: process (split_mul_reg10_mid_sh) is
+begin
+    if bool(split_mul_reg10_mid_sh((50 - 1))) then
+        split_mul_reg10_sext32_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg10_sext32_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg10_sext32_fill;
+
+
+split_mul_reg10_mid_e <= signed(unsigned'(split_mul_reg10_sext32_sgn & unsigned(split_mul_reg10_mid_sh)));
+
+split_mul_reg10_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg10_p <= to_signed(0, 64);
+        else
+            if bool(en) then
+                split_mul_reg10_p <= (split_mul_reg10_outer + split_mul_reg10_mid_e);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg10_st2;
+
+
+split_mul_reg11_ac <= ar(384-1 downto 352);
+split_mul_reg11_bc <= br(384-1 downto 352);
+
+
+split_mul_reg11_alu <= split_mul_reg11_ac(16-1 downto 0);
+split_mul_reg11_blu <= split_mul_reg11_bc(16-1 downto 0);
+split_mul_reg11_al <= signed(unsigned'('0' & split_mul_reg11_ac(16-1 downto 0)));
+split_mul_reg11_bl <= signed(unsigned'('0' & split_mul_reg11_bc(16-1 downto 0)));
+split_mul_reg11_ah <= signed(split_mul_reg11_ac(32-1 downto 16));
+split_mul_reg11_bh <= signed(split_mul_reg11_bc(32-1 downto 16));
+
+split_mul_reg11_st1: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg11_hl <= to_signed(0, 33);
+            split_mul_reg11_hh <= to_signed(0, 32);
+            split_mul_reg11_ll <= to_unsigned(0, 32);
+            split_mul_reg11_lh <= to_signed(0, 33);
+        else
+            if bool(en) then
+                split_mul_reg11_ll <= (split_mul_reg11_alu * split_mul_reg11_blu);
+                split_mul_reg11_lh <= (split_mul_reg11_al * split_mul_reg11_bh);
+                split_mul_reg11_hl <= (split_mul_reg11_ah * split_mul_reg11_bl);
+                split_mul_reg11_hh <= (split_mul_reg11_ah * split_mul_reg11_bh);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg11_st1;
+
+split_mul_reg11_sext33_fill: process (split_mul_reg11_lh) is
+begin
+    if bool(split_mul_reg11_lh((33 - 1))) then
+        split_mul_reg11_sext33_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg11_sext33_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg11_sext33_fill;
+
+
+split_mul_reg11_lhe <= signed(unsigned'(split_mul_reg11_sext33_sgn & unsigned(split_mul_reg11_lh)));
+
+split_mul_reg11_sext34_fill: process (split_mul_reg11_hl) is
+begin
+    if bool(split_mul_reg11_hl((33 - 1))) then
+        split_mul_reg11_sext34_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg11_sext34_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg11_sext34_fill;
+
+
+split_mul_reg11_hle <= signed(unsigned'(split_mul_reg11_sext34_sgn & unsigned(split_mul_reg11_hl)));
+
+
+split_mul_reg11_mid <= (split_mul_reg11_lhe + split_mul_reg11_hle);
+
+
+split_mul_reg11_outer <= signed(unsigned'(unsigned(split_mul_reg11_hh) & split_mul_reg11_ll));
+split_mul_reg11_mid_sh <= signed(unsigned'(unsigned(split_mul_reg11_mid) & to_unsigned(0, 16)));
+
+split_mul_reg11_sext35_fill: process (split_mul_reg11_mid_sh) is
+begin
+    if bool(split_mul_reg11_mid_sh((50 - 1))) then
+        split_mul_reg11_sext35_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg11_sext35_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg11_sext35_fill;
+
+
+split_mul_reg11_mid_e <= signed(unsigned'(split_mul_reg11_sext35_sgn & unsigned(split_mul_reg11_mid_sh)));
+
+split_mul_reg11_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg11_p <= to_signed(0, 64);
+        else
+            if bool(en) then
+                split_mul_reg11_p <= (split_mul_reg11_outer + split_mul_reg11_mid_e);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg11_st2;
+
+
+split_mul_reg12_ac <= ar(416-1 downto 384);
+split_mul_reg12_bc <= br(416-1 downto 384);
+
+
+split_mul_reg12_alu <= split_mul_reg12_ac(16-1 downto 0);
+split_mul_reg12_blu <= split_mul_reg12_bc(16-1 downto 0);
+split_mul_reg12_al <= signed(unsigned'('0' & split_mul_reg12_ac(16-1 downto 0)));
+split_mul_reg12_bl <= signed(unsigned'('0' & split_mul_reg12_bc(16-1 downto 0)));
+split_mul_reg12_ah <= signed(split_mul_reg12_ac(32-1 downto 16));
+split_mul_reg12_bh <= signed(split_mul_reg12_bc(32-1 downto 16));
+
+split_mul_reg12_st1: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg12_hl <= to_signed(0, 33);
+            split_mul_reg12_hh <= to_signed(0, 32);
+            split_mul_reg12_ll <= to_unsigned(0, 32);
+            split_mul_reg12_lh <= to_signed(0, 33);
+        else
+            if bool(en) then
+                split_mul_reg12_ll <= (split_mul_reg12_alu * split_mul_reg12_blu);
+                split_mul_reg12_lh <= (split_mul_reg12_al * split_mul_reg12_bh);
+                split_mul_reg12_hl <= (split_mul_reg12_ah * split_mul_reg12_bl);
+                split_mul_reg12_hh <= (split_mul_reg12_ah * split_mul_reg12_bh);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg12_st1;
+
+split_mul_reg12_sext36_fill: process (split_mul_reg12_lh) is
+begin
+    if bool(split_mul_reg12_lh((33 - 1))) then
+        split_mul_reg12_sext36_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg12_sext36_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg12_sext36_fill;
+
+
+split_mul_reg12_lhe <= signed(unsigned'(split_mul_reg12_sext36_sgn & unsigned(split_mul_reg12_lh)));
+
+split_mul_reg12_sext37_fill: process (split_mul_reg12_hl) is
+begin
+    if bool(split_mul_reg12_hl((33 - 1))) then
+        split_mul_reg12_sext37_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg12_sext37_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg12_sext37_fill;
+
+
+split_mul_reg12_hle <= signed(unsigned'(split_mul_reg12_sext37_sgn & unsigned(split_mul_reg12_hl)));
+
+
+split_mul_reg12_mid <= (split_mul_reg12_lhe + split_mul_reg12_hle);
+
+
+split_mul_reg12_outer <= signed(unsigned'(unsigned(split_mul_reg12_hh) & split_mul_reg12_ll));
+split_mul_reg12_mid_sh <= signed(unsigned'(unsigned(split_mul_reg12_mid) & to_unsigned(0, 16)));
+
+split_mul_reg12_sext38_fill: process (split_mul_reg12_mid_sh) is
+begin
+    if bool(split_mul_reg12_mid_sh((50 - 1))) then
+        split_mul_reg12_sext38_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg12_sext38_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg12_sext38_fill;
+
+
+split_mul_reg12_mid_e <= signed(unsigned'(split_mul_reg12_sext38_sgn & unsigned(split_mul_reg12_mid_sh)));
+
+split_mul_reg12_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg12_p <= to_signed(0, 64);
+        else
+            if bool(en) then
+                split_mul_reg12_p <= (split_mul_reg12_outer + split_mul_reg12_mid_e);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg12_st2;
+
+
+split_mul_reg13_ac <= ar(448-1 downto 416);
+split_mul_reg13_bc <= br(448-1 downto 416);
+
+
+split_mul_reg13_alu <= split_mul_reg13_ac(16-1 downto 0);
+split_mul_reg13_blu <= split_mul_reg13_bc(16-1 downto 0);
+split_mul_reg13_al <= signed(unsigned'('0' & split_mul_reg13_ac(16-1 downto 0)));
+split_mul_reg13_bl <= signed(unsigned'('0' & split_mul_reg13_bc(16-1 downto 0)));
+split_mul_reg13_ah <= signed(split_mul_reg13_ac(32-1 downto 16));
+split_mul_reg13_bh <= signed(split_mul_reg13_bc(32-1 downto 16));
+
+split_mul_reg13_st1: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg13_hl <= to_signed(0, 33);
+            split_mul_reg13_hh <= to_signed(0, 32);
+            split_mul_reg13_ll <= to_unsigned(0, 32);
+            split_mul_reg13_lh <= to_signed(0, 33);
+        else
+            if bool(en) then
+                split_mul_reg13_ll <= (split_mul_reg13_alu * split_mul_reg13_blu);
+                split_mul_reg13_lh <= (split_mul_reg13_al * split_mul_reg13_bh);
+                split_mul_reg13_hl <= (split_mul_reg13_ah * split_mul_reg13_bl);
+                split_mul_reg13_hh <= (split_mul_reg13_ah * split_mul_reg13_bh);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg13_st1;
+
+split_mul_reg13_sext39_fill: process (split_mul_reg13_lh) is
+begin
+    if bool(split_mul_reg13_lh((33 - 1))) then
+        split_mul_reg13_sext39_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg13_sext39_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg13_sext39_fill;
+
+
+split_mul_reg13_lhe <= signed(unsigned'(split_mul_reg13_sext39_sgn & unsigned(split_mul_reg13_lh)));
+
+split_mul_reg13_sext40_fill: process (split_mul_reg13_hl) is
+begin
+    if bool(split_mul_reg13_hl((33 - 1))) then
+        split_mul_reg13_sext40_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg13_sext40_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg13_sext40_fill;
+
+
+split_mul_reg13_hle <= signed(unsigned'(split_mul_reg13_sext40_sgn & unsigned(split_mul_reg13_hl)));
+
+
+split_mul_reg13_mid <= (split_mul_reg13_lhe + split_mul_reg13_hle);
+
+
+split_mul_reg13_outer <= signed(unsigned'(unsigned(split_mul_reg13_hh) & split_mul_reg13_ll));
+split_mul_reg13_mid_sh <= signed(unsigned'(unsigned(split_mul_reg13_mid) & to_unsigned(0, 16)));
+
+split_mul_reg13_sext41_fill: process (split_mul_reg13_mid_sh) is
+begin
+    if bool(split_mul_reg13_mid_sh((50 - 1))) then
+        split_mul_reg13_sext41_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg13_sext41_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg13_sext41_fill;
+
+
+split_mul_reg13_mid_e <= signed(unsigned'(split_mul_reg13_sext41_sgn & unsigned(split_mul_reg13_mid_sh)));
+
+split_mul_reg13_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg13_p <= to_signed(0, 64);
+        else
+            if bool(en) then
+                split_mul_reg13_p <= (split_mul_reg13_outer + split_mul_reg13_mid_e);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg13_st2;
+
+
+split_mul_reg14_ac <= ar(480-1 downto 448);
+split_mul_reg14_bc <= br(480-1 downto 448);
+
+
+split_mul_reg14_alu <= split_mul_reg14_ac(16-1 downto 0);
+split_mul_reg14_blu <= split_mul_reg14_bc(16-1 downto 0);
+split_mul_reg14_al <= signed(unsigned'('0' & split_mul_reg14_ac(16-1 downto 0)));
+split_mul_reg14_bl <= signed(unsigned'('0' & split_mul_reg14_bc(16-1 downto 0)));
+split_mul_reg14_ah <= signed(split_mul_reg14_ac(32-1 downto 16));
+split_mul_reg14_bh <= signed(split_mul_reg14_bc(32-1 downto 16));
+
+split_mul_reg14_st1: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg14_hl <= to_signed(0, 33);
+            split_mul_reg14_hh <= to_signed(0, 32);
+            split_mul_reg14_ll <= to_unsigned(0, 32);
+            split_mul_reg14_lh <= to_signed(0, 33);
+        else
+            if bool(en) then
+                split_mul_reg14_ll <= (split_mul_reg14_alu * split_mul_reg14_blu);
+                split_mul_reg14_lh <= (split_mul_reg14_al * split_mul_reg14_bh);
+                split_mul_reg14_hl <= (split_mul_reg14_ah * split_mul_reg14_bl);
+                split_mul_reg14_hh <= (split_mul_reg14_ah * split_mul_reg14_bh);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg14_st1;
+
+split_mul_reg14_sext42_fill: process (split_mul_reg14_lh) is
+begin
+    if bool(split_mul_reg14_lh((33 - 1))) then
+        split_mul_reg14_sext42_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg14_sext42_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg14_sext42_fill;
+
+
+split_mul_reg14_lhe <= signed(unsigned'(split_mul_reg14_sext42_sgn & unsigned(split_mul_reg14_lh)));
+
+split_mul_reg14_sext43_fill: process (split_mul_reg14_hl) is
+begin
+    if bool(split_mul_reg14_hl((33 - 1))) then
+        split_mul_reg14_sext43_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg14_sext43_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg14_sext43_fill;
+
+
+split_mul_reg14_hle <= signed(unsigned'(split_mul_reg14_sext43_sgn & unsigned(split_mul_reg14_hl)));
+
+
+split_mul_reg14_mid <= (split_mul_reg14_lhe + split_mul_reg14_hle);
+
+
+split_mul_reg14_outer <= signed(unsigned'(unsigned(split_mul_reg14_hh) & split_mul_reg14_ll));
+split_mul_reg14_mid_sh <= signed(unsigned'(unsigned(split_mul_reg14_mid) & to_unsigned(0, 16)));
+
+split_mul_reg14_sext44_fill: process (split_mul_reg14_mid_sh) is
+begin
+    if bool(split_mul_reg14_mid_sh((50 - 1))) then
+        split_mul_reg14_sext44_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg14_sext44_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg14_sext44_fill;
+
+
+split_mul_reg14_mid_e <= signed(unsigned'(split_mul_reg14_sext44_sgn & unsigned(split_mul_reg14_mid_sh)));
+
+split_mul_reg14_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg14_p <= to_signed(0, 64);
+        else
+            if bool(en) then
+                split_mul_reg14_p <= (split_mul_reg14_outer + split_mul_reg14_mid_e);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg14_st2;
+
+
+split_mul_reg15_ac <= ar(512-1 downto 480);
+split_mul_reg15_bc <= br(512-1 downto 480);
+
+
+split_mul_reg15_alu <= split_mul_reg15_ac(16-1 downto 0);
+split_mul_reg15_blu <= split_mul_reg15_bc(16-1 downto 0);
+split_mul_reg15_al <= signed(unsigned'('0' & split_mul_reg15_ac(16-1 downto 0)));
+split_mul_reg15_bl <= signed(unsigned'('0' & split_mul_reg15_bc(16-1 downto 0)));
+split_mul_reg15_ah <= signed(split_mul_reg15_ac(32-1 downto 16));
+split_mul_reg15_bh <= signed(split_mul_reg15_bc(32-1 downto 16));
+
+split_mul_reg15_st1: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg15_hl <= to_signed(0, 33);
+            split_mul_reg15_hh <= to_signed(0, 32);
+            split_mul_reg15_ll <= to_unsigned(0, 32);
+            split_mul_reg15_lh <= to_signed(0, 33);
+        else
+            if bool(en) then
+                split_mul_reg15_ll <= (split_mul_reg15_alu * split_mul_reg15_blu);
+                split_mul_reg15_lh <= (split_mul_reg15_al * split_mul_reg15_bh);
+                split_mul_reg15_hl <= (split_mul_reg15_ah * split_mul_reg15_bl);
+                split_mul_reg15_hh <= (split_mul_reg15_ah * split_mul_reg15_bh);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg15_st1;
+
+split_mul_reg15_sext45_fill: process (split_mul_reg15_lh) is
+begin
+    if bool(split_mul_reg15_lh((33 - 1))) then
+        split_mul_reg15_sext45_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg15_sext45_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg15_sext45_fill;
+
+
+split_mul_reg15_lhe <= signed(unsigned'(split_mul_reg15_sext45_sgn & unsigned(split_mul_reg15_lh)));
+
+split_mul_reg15_sext46_fill: process (split_mul_reg15_hl) is
+begin
+    if bool(split_mul_reg15_hl((33 - 1))) then
+        split_mul_reg15_sext46_sgn <= to_unsigned(1, 1);
+    else
+        split_mul_reg15_sext46_sgn <= to_unsigned(0, 1);
+    end if;
+end process split_mul_reg15_sext46_fill;
+
+
+split_mul_reg15_hle <= signed(unsigned'(split_mul_reg15_sext46_sgn & unsigned(split_mul_reg15_hl)));
+
+
+split_mul_reg15_mid <= (split_mul_reg15_lhe + split_mul_reg15_hle);
+
+
+split_mul_reg15_outer <= signed(unsigned'(unsigned(split_mul_reg15_hh) & split_mul_reg15_ll));
+split_mul_reg15_mid_sh <= signed(unsigned'(unsigned(split_mul_reg15_mid) & to_unsigned(0, 16)));
+
+split_mul_reg15_sext47_fill: process (split_mul_reg15_mid_sh) is
+begin
+    if bool(split_mul_reg15_mid_sh((50 - 1))) then
+        split_mul_reg15_sext47_sgn <= to_unsigned(16383, 14);
+    else
+        split_mul_reg15_sext47_sgn <= to_unsigned(0, 14);
+    end if;
+end process split_mul_reg15_sext47_fill;
+
+
+split_mul_reg15_mid_e <= signed(unsigned'(split_mul_reg15_sext47_sgn & unsigned(split_mul_reg15_mid_sh)));
+
+split_mul_reg15_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            split_mul_reg15_p <= to_signed(0, 64);
+        else
+            if bool(en) then
+                split_mul_reg15_p <= (split_mul_reg15_outer + split_mul_reg15_mid_e);
+            end if;
+        end if;
+    end if;
+end process split_mul_reg15_st2;
 
 add_reg0_st: process (clk) is
 begin
@@ -619,7 +2043,7 @@ begin
             add_reg0_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg0_y <= (resize(mul_reg0_p, 65) + mul_reg1_p);
+                add_reg0_y <= (resize(split_mul_reg0_p, 65) + split_mul_reg1_p);
             end if;
         end if;
     end if;
@@ -632,7 +2056,7 @@ begin
             add_reg1_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg1_y <= (resize(mul_reg2_p, 65) + mul_reg3_p);
+                add_reg1_y <= (resize(split_mul_reg2_p, 65) + split_mul_reg3_p);
             end if;
         end if;
     end if;
@@ -645,7 +2069,7 @@ begin
             add_reg2_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg2_y <= (resize(mul_reg4_p, 65) + mul_reg5_p);
+                add_reg2_y <= (resize(split_mul_reg4_p, 65) + split_mul_reg5_p);
             end if;
         end if;
     end if;
@@ -658,7 +2082,7 @@ begin
             add_reg3_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg3_y <= (resize(mul_reg6_p, 65) + mul_reg7_p);
+                add_reg3_y <= (resize(split_mul_reg6_p, 65) + split_mul_reg7_p);
             end if;
         end if;
     end if;
@@ -671,7 +2095,7 @@ begin
             add_reg4_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg4_y <= (resize(mul_reg8_p, 65) + mul_reg9_p);
+                add_reg4_y <= (resize(split_mul_reg8_p, 65) + split_mul_reg9_p);
             end if;
         end if;
     end if;
@@ -684,7 +2108,7 @@ begin
             add_reg5_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg5_y <= (resize(mul_reg10_p, 65) + mul_reg11_p);
+                add_reg5_y <= (resize(split_mul_reg10_p, 65) + split_mul_reg11_p);
             end if;
         end if;
     end if;
@@ -697,7 +2121,7 @@ begin
             add_reg6_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg6_y <= (resize(mul_reg12_p, 65) + mul_reg13_p);
+                add_reg6_y <= (resize(split_mul_reg12_p, 65) + split_mul_reg13_p);
             end if;
         end if;
     end if;
@@ -710,7 +2134,7 @@ begin
             add_reg7_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg7_y <= (resize(mul_reg14_p, 65) + mul_reg15_p);
+                add_reg7_y <= (resize(split_mul_reg14_p, 65) + split_mul_reg15_p);
             end if;
         end if;
     end if;
@@ -811,29 +2235,29 @@ delay_flags0_sh: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            delay_flags0_sr <= to_unsigned(0, 15);
+            delay_flags0_sr <= to_unsigned(0, 18);
         else
             if bool(en) then
-                delay_flags0_sr <= unsigned'(delay_flags0_sr((3 * (5 - 1))-1 downto 0) & v0);
+                delay_flags0_sr <= unsigned'(delay_flags0_sr((3 * (6 - 1))-1 downto 0) & v0);
             end if;
         end if;
     end if;
 end process delay_flags0_sh;
 
 
-vt <= delay_flags0_sr((3 * 5)-1 downto (3 * (5 - 1)));
+vt <= delay_flags0_sr((3 * 6)-1 downto (3 * (6 - 1)));
 
-sext0_fill: process (add_reg14_y) is
+sext48_fill: process (add_reg14_y) is
 begin
     if bool(add_reg14_y((68 - 1))) then
-        sext0_sgn <= to_unsigned(4095, 12);
+        sext48_sgn <= to_unsigned(4095, 12);
     else
-        sext0_sgn <= to_unsigned(0, 12);
+        sext48_sgn <= to_unsigned(0, 12);
     end if;
-end process sext0_fill;
+end process sext48_fill;
 
 
-tsum_e <= signed(unsigned'(sext0_sgn & unsigned(add_reg14_y)));
+tsum_e <= signed(unsigned'(sext48_sgn & unsigned(add_reg14_y)));
 
 accc: process (clear, tsum_e, acc) is
 begin

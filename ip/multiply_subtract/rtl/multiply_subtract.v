@@ -71,7 +71,7 @@ reg top0_running;
 reg [511:0] top0_ar;
 reg [511:0] top0_br;
 reg [2:0] top0_v0;
-reg signed [31:0] top0_kr;
+wire top0_kload;
 wire [511:0] top0_ybits;
 wire [511:0] top0_ycat;
 wire top0_push;
@@ -82,339 +82,659 @@ reg [10:0] top0_control0_dim_r;
 reg [12:0] top0_control0_icnt;
 reg [12:0] top0_control0_it_r;
 reg [10:0] top0_control0_lcnt;
-reg [5:0] top0_delay_flags0_sr;
+reg [8:0] top0_delay_flags0_sr;
+reg [31:0] top0_factor_reg0_k;
+reg top0_factor_reg0_kz;
 wire [31:0] top0_lane_sub_mul0_y;
 wire signed [32:0] top0_lane_sub_mul0_d;
 reg signed [31:0] top0_lane_sub_mul0_kv;
-reg signed [64:0] top0_lane_sub_mul0_p1;
-wire signed [64:0] top0_lane_sub_mul0_p_c;
-wire signed [31:0] top0_lane_sub_mul0_v;
+reg signed [63:0] top0_lane_sub_mul0_p2;
+wire signed [63:0] top0_lane_sub_mul0_q;
 wire signed [31:0] top0_lane_sub_mul0_x;
 reg signed [31:0] top0_lane_sub_mul0_x1;
+reg signed [31:0] top0_lane_sub_mul0_x2;
 reg signed [31:0] top0_lane_sub_mul0_yr;
 reg signed [31:0] top0_lane_sub_mul0_yc;
-wire signed [64:0] top0_lane_sub_mul0_round_sat0_r;
-wire signed [64:0] top0_lane_sub_mul0_round_sat0_rb;
-wire signed [64:0] top0_lane_sub_mul0_round_sat0_t;
-wire [30:0] top0_lane_sub_mul0_round_sat0_sat0_fill;
-wire [33:0] top0_lane_sub_mul0_round_sat0_sat0_hi;
-wire [33:0] top0_lane_sub_mul0_round_sat0_sat0_hin;
-wire top0_lane_sub_mul0_round_sat0_sat0_nsign;
+wire [31:0] top0_lane_sub_mul0_split_mul_reg0_ac;
+wire [31:0] top0_lane_sub_mul0_split_mul_reg0_bc;
+wire [15:0] top0_lane_sub_mul0_split_mul_reg0_alu;
+wire [15:0] top0_lane_sub_mul0_split_mul_reg0_blu;
+wire signed [16:0] top0_lane_sub_mul0_split_mul_reg0_al;
+wire signed [16:0] top0_lane_sub_mul0_split_mul_reg0_bl;
+wire signed [15:0] top0_lane_sub_mul0_split_mul_reg0_ah;
+wire signed [15:0] top0_lane_sub_mul0_split_mul_reg0_bh;
+reg [31:0] top0_lane_sub_mul0_split_mul_reg0_ll;
+reg signed [32:0] top0_lane_sub_mul0_split_mul_reg0_lh;
+reg signed [32:0] top0_lane_sub_mul0_split_mul_reg0_hl;
+reg signed [31:0] top0_lane_sub_mul0_split_mul_reg0_hh;
+wire signed [33:0] top0_lane_sub_mul0_split_mul_reg0_mid;
+wire signed [33:0] top0_lane_sub_mul0_split_mul_reg0_lhe;
+wire signed [33:0] top0_lane_sub_mul0_split_mul_reg0_hle;
+wire signed [63:0] top0_lane_sub_mul0_split_mul_reg0_outer;
+wire signed [49:0] top0_lane_sub_mul0_split_mul_reg0_mid_sh;
+wire signed [63:0] top0_lane_sub_mul0_split_mul_reg0_mid_e;
+reg [0:0] top0_lane_sub_mul0_split_mul_reg0_sext0_sgn;
+reg [0:0] top0_lane_sub_mul0_split_mul_reg0_sext1_sgn;
+reg [13:0] top0_lane_sub_mul0_split_mul_reg0_sext2_sgn;
+wire [30:0] top0_lane_sub_mul0_sat0_fill;
+wire [32:0] top0_lane_sub_mul0_sat0_hi;
+wire [32:0] top0_lane_sub_mul0_sat0_hin;
+wire top0_lane_sub_mul0_sat0_nsign;
 wire [30:0] top0_lane_sub_mul0_sat1_fill;
 wire [1:0] top0_lane_sub_mul0_sat1_hi;
 wire [1:0] top0_lane_sub_mul0_sat1_hin;
 wire top0_lane_sub_mul0_sat1_nsign;
+reg [31:0] top0_factor_reg1_k;
+reg top0_factor_reg1_kz;
 wire [31:0] top0_lane_sub_mul1_y;
 wire signed [32:0] top0_lane_sub_mul1_d;
 reg signed [31:0] top0_lane_sub_mul1_kv;
-reg signed [64:0] top0_lane_sub_mul1_p1;
-wire signed [64:0] top0_lane_sub_mul1_p_c;
-wire signed [31:0] top0_lane_sub_mul1_v;
+reg signed [63:0] top0_lane_sub_mul1_p2;
+wire signed [63:0] top0_lane_sub_mul1_q;
 wire signed [31:0] top0_lane_sub_mul1_x;
 reg signed [31:0] top0_lane_sub_mul1_x1;
+reg signed [31:0] top0_lane_sub_mul1_x2;
 reg signed [31:0] top0_lane_sub_mul1_yr;
 reg signed [31:0] top0_lane_sub_mul1_yc;
-wire signed [64:0] top0_lane_sub_mul1_round_sat1_r;
-wire signed [64:0] top0_lane_sub_mul1_round_sat1_rb;
-wire signed [64:0] top0_lane_sub_mul1_round_sat1_t;
-wire [30:0] top0_lane_sub_mul1_round_sat1_sat2_fill;
-wire [33:0] top0_lane_sub_mul1_round_sat1_sat2_hi;
-wire [33:0] top0_lane_sub_mul1_round_sat1_sat2_hin;
-wire top0_lane_sub_mul1_round_sat1_sat2_nsign;
+wire [31:0] top0_lane_sub_mul1_split_mul_reg1_ac;
+wire [31:0] top0_lane_sub_mul1_split_mul_reg1_bc;
+wire [15:0] top0_lane_sub_mul1_split_mul_reg1_alu;
+wire [15:0] top0_lane_sub_mul1_split_mul_reg1_blu;
+wire signed [16:0] top0_lane_sub_mul1_split_mul_reg1_al;
+wire signed [16:0] top0_lane_sub_mul1_split_mul_reg1_bl;
+wire signed [15:0] top0_lane_sub_mul1_split_mul_reg1_ah;
+wire signed [15:0] top0_lane_sub_mul1_split_mul_reg1_bh;
+reg [31:0] top0_lane_sub_mul1_split_mul_reg1_ll;
+reg signed [32:0] top0_lane_sub_mul1_split_mul_reg1_lh;
+reg signed [32:0] top0_lane_sub_mul1_split_mul_reg1_hl;
+reg signed [31:0] top0_lane_sub_mul1_split_mul_reg1_hh;
+wire signed [33:0] top0_lane_sub_mul1_split_mul_reg1_mid;
+wire signed [33:0] top0_lane_sub_mul1_split_mul_reg1_lhe;
+wire signed [33:0] top0_lane_sub_mul1_split_mul_reg1_hle;
+wire signed [63:0] top0_lane_sub_mul1_split_mul_reg1_outer;
+wire signed [49:0] top0_lane_sub_mul1_split_mul_reg1_mid_sh;
+wire signed [63:0] top0_lane_sub_mul1_split_mul_reg1_mid_e;
+reg [0:0] top0_lane_sub_mul1_split_mul_reg1_sext3_sgn;
+reg [0:0] top0_lane_sub_mul1_split_mul_reg1_sext4_sgn;
+reg [13:0] top0_lane_sub_mul1_split_mul_reg1_sext5_sgn;
+wire [30:0] top0_lane_sub_mul1_sat2_fill;
+wire [32:0] top0_lane_sub_mul1_sat2_hi;
+wire [32:0] top0_lane_sub_mul1_sat2_hin;
+wire top0_lane_sub_mul1_sat2_nsign;
 wire [30:0] top0_lane_sub_mul1_sat3_fill;
 wire [1:0] top0_lane_sub_mul1_sat3_hi;
 wire [1:0] top0_lane_sub_mul1_sat3_hin;
 wire top0_lane_sub_mul1_sat3_nsign;
+reg [31:0] top0_factor_reg2_k;
+reg top0_factor_reg2_kz;
 wire [31:0] top0_lane_sub_mul2_y;
 wire signed [32:0] top0_lane_sub_mul2_d;
 reg signed [31:0] top0_lane_sub_mul2_kv;
-reg signed [64:0] top0_lane_sub_mul2_p1;
-wire signed [64:0] top0_lane_sub_mul2_p_c;
-wire signed [31:0] top0_lane_sub_mul2_v;
+reg signed [63:0] top0_lane_sub_mul2_p2;
+wire signed [63:0] top0_lane_sub_mul2_q;
 wire signed [31:0] top0_lane_sub_mul2_x;
 reg signed [31:0] top0_lane_sub_mul2_x1;
+reg signed [31:0] top0_lane_sub_mul2_x2;
 reg signed [31:0] top0_lane_sub_mul2_yr;
 reg signed [31:0] top0_lane_sub_mul2_yc;
-wire signed [64:0] top0_lane_sub_mul2_round_sat2_r;
-wire signed [64:0] top0_lane_sub_mul2_round_sat2_rb;
-wire signed [64:0] top0_lane_sub_mul2_round_sat2_t;
-wire [30:0] top0_lane_sub_mul2_round_sat2_sat4_fill;
-wire [33:0] top0_lane_sub_mul2_round_sat2_sat4_hi;
-wire [33:0] top0_lane_sub_mul2_round_sat2_sat4_hin;
-wire top0_lane_sub_mul2_round_sat2_sat4_nsign;
+wire [31:0] top0_lane_sub_mul2_split_mul_reg2_ac;
+wire [31:0] top0_lane_sub_mul2_split_mul_reg2_bc;
+wire [15:0] top0_lane_sub_mul2_split_mul_reg2_alu;
+wire [15:0] top0_lane_sub_mul2_split_mul_reg2_blu;
+wire signed [16:0] top0_lane_sub_mul2_split_mul_reg2_al;
+wire signed [16:0] top0_lane_sub_mul2_split_mul_reg2_bl;
+wire signed [15:0] top0_lane_sub_mul2_split_mul_reg2_ah;
+wire signed [15:0] top0_lane_sub_mul2_split_mul_reg2_bh;
+reg [31:0] top0_lane_sub_mul2_split_mul_reg2_ll;
+reg signed [32:0] top0_lane_sub_mul2_split_mul_reg2_lh;
+reg signed [32:0] top0_lane_sub_mul2_split_mul_reg2_hl;
+reg signed [31:0] top0_lane_sub_mul2_split_mul_reg2_hh;
+wire signed [33:0] top0_lane_sub_mul2_split_mul_reg2_mid;
+wire signed [33:0] top0_lane_sub_mul2_split_mul_reg2_lhe;
+wire signed [33:0] top0_lane_sub_mul2_split_mul_reg2_hle;
+wire signed [63:0] top0_lane_sub_mul2_split_mul_reg2_outer;
+wire signed [49:0] top0_lane_sub_mul2_split_mul_reg2_mid_sh;
+wire signed [63:0] top0_lane_sub_mul2_split_mul_reg2_mid_e;
+reg [0:0] top0_lane_sub_mul2_split_mul_reg2_sext6_sgn;
+reg [0:0] top0_lane_sub_mul2_split_mul_reg2_sext7_sgn;
+reg [13:0] top0_lane_sub_mul2_split_mul_reg2_sext8_sgn;
+wire [30:0] top0_lane_sub_mul2_sat4_fill;
+wire [32:0] top0_lane_sub_mul2_sat4_hi;
+wire [32:0] top0_lane_sub_mul2_sat4_hin;
+wire top0_lane_sub_mul2_sat4_nsign;
 wire [30:0] top0_lane_sub_mul2_sat5_fill;
 wire [1:0] top0_lane_sub_mul2_sat5_hi;
 wire [1:0] top0_lane_sub_mul2_sat5_hin;
 wire top0_lane_sub_mul2_sat5_nsign;
+reg [31:0] top0_factor_reg3_k;
+reg top0_factor_reg3_kz;
 wire [31:0] top0_lane_sub_mul3_y;
 wire signed [32:0] top0_lane_sub_mul3_d;
 reg signed [31:0] top0_lane_sub_mul3_kv;
-reg signed [64:0] top0_lane_sub_mul3_p1;
-wire signed [64:0] top0_lane_sub_mul3_p_c;
-wire signed [31:0] top0_lane_sub_mul3_v;
+reg signed [63:0] top0_lane_sub_mul3_p2;
+wire signed [63:0] top0_lane_sub_mul3_q;
 wire signed [31:0] top0_lane_sub_mul3_x;
 reg signed [31:0] top0_lane_sub_mul3_x1;
+reg signed [31:0] top0_lane_sub_mul3_x2;
 reg signed [31:0] top0_lane_sub_mul3_yr;
 reg signed [31:0] top0_lane_sub_mul3_yc;
-wire signed [64:0] top0_lane_sub_mul3_round_sat3_r;
-wire signed [64:0] top0_lane_sub_mul3_round_sat3_rb;
-wire signed [64:0] top0_lane_sub_mul3_round_sat3_t;
-wire [30:0] top0_lane_sub_mul3_round_sat3_sat6_fill;
-wire [33:0] top0_lane_sub_mul3_round_sat3_sat6_hi;
-wire [33:0] top0_lane_sub_mul3_round_sat3_sat6_hin;
-wire top0_lane_sub_mul3_round_sat3_sat6_nsign;
+wire [31:0] top0_lane_sub_mul3_split_mul_reg3_ac;
+wire [31:0] top0_lane_sub_mul3_split_mul_reg3_bc;
+wire [15:0] top0_lane_sub_mul3_split_mul_reg3_alu;
+wire [15:0] top0_lane_sub_mul3_split_mul_reg3_blu;
+wire signed [16:0] top0_lane_sub_mul3_split_mul_reg3_al;
+wire signed [16:0] top0_lane_sub_mul3_split_mul_reg3_bl;
+wire signed [15:0] top0_lane_sub_mul3_split_mul_reg3_ah;
+wire signed [15:0] top0_lane_sub_mul3_split_mul_reg3_bh;
+reg [31:0] top0_lane_sub_mul3_split_mul_reg3_ll;
+reg signed [32:0] top0_lane_sub_mul3_split_mul_reg3_lh;
+reg signed [32:0] top0_lane_sub_mul3_split_mul_reg3_hl;
+reg signed [31:0] top0_lane_sub_mul3_split_mul_reg3_hh;
+wire signed [33:0] top0_lane_sub_mul3_split_mul_reg3_mid;
+wire signed [33:0] top0_lane_sub_mul3_split_mul_reg3_lhe;
+wire signed [33:0] top0_lane_sub_mul3_split_mul_reg3_hle;
+wire signed [63:0] top0_lane_sub_mul3_split_mul_reg3_outer;
+wire signed [49:0] top0_lane_sub_mul3_split_mul_reg3_mid_sh;
+wire signed [63:0] top0_lane_sub_mul3_split_mul_reg3_mid_e;
+reg [0:0] top0_lane_sub_mul3_split_mul_reg3_sext9_sgn;
+reg [0:0] top0_lane_sub_mul3_split_mul_reg3_sext10_sgn;
+reg [13:0] top0_lane_sub_mul3_split_mul_reg3_sext11_sgn;
+wire [30:0] top0_lane_sub_mul3_sat6_fill;
+wire [32:0] top0_lane_sub_mul3_sat6_hi;
+wire [32:0] top0_lane_sub_mul3_sat6_hin;
+wire top0_lane_sub_mul3_sat6_nsign;
 wire [30:0] top0_lane_sub_mul3_sat7_fill;
 wire [1:0] top0_lane_sub_mul3_sat7_hi;
 wire [1:0] top0_lane_sub_mul3_sat7_hin;
 wire top0_lane_sub_mul3_sat7_nsign;
+reg [31:0] top0_factor_reg4_k;
+reg top0_factor_reg4_kz;
 wire [31:0] top0_lane_sub_mul4_y;
 wire signed [32:0] top0_lane_sub_mul4_d;
 reg signed [31:0] top0_lane_sub_mul4_kv;
-reg signed [64:0] top0_lane_sub_mul4_p1;
-wire signed [64:0] top0_lane_sub_mul4_p_c;
-wire signed [31:0] top0_lane_sub_mul4_v;
+reg signed [63:0] top0_lane_sub_mul4_p2;
+wire signed [63:0] top0_lane_sub_mul4_q;
 wire signed [31:0] top0_lane_sub_mul4_x;
 reg signed [31:0] top0_lane_sub_mul4_x1;
+reg signed [31:0] top0_lane_sub_mul4_x2;
 reg signed [31:0] top0_lane_sub_mul4_yr;
 reg signed [31:0] top0_lane_sub_mul4_yc;
-wire signed [64:0] top0_lane_sub_mul4_round_sat4_r;
-wire signed [64:0] top0_lane_sub_mul4_round_sat4_rb;
-wire signed [64:0] top0_lane_sub_mul4_round_sat4_t;
-wire [30:0] top0_lane_sub_mul4_round_sat4_sat8_fill;
-wire [33:0] top0_lane_sub_mul4_round_sat4_sat8_hi;
-wire [33:0] top0_lane_sub_mul4_round_sat4_sat8_hin;
-wire top0_lane_sub_mul4_round_sat4_sat8_nsign;
+wire [31:0] top0_lane_sub_mul4_split_mul_reg4_ac;
+wire [31:0] top0_lane_sub_mul4_split_mul_reg4_bc;
+wire [15:0] top0_lane_sub_mul4_split_mul_reg4_alu;
+wire [15:0] top0_lane_sub_mul4_split_mul_reg4_blu;
+wire signed [16:0] top0_lane_sub_mul4_split_mul_reg4_al;
+wire signed [16:0] top0_lane_sub_mul4_split_mul_reg4_bl;
+wire signed [15:0] top0_lane_sub_mul4_split_mul_reg4_ah;
+wire signed [15:0] top0_lane_sub_mul4_split_mul_reg4_bh;
+reg [31:0] top0_lane_sub_mul4_split_mul_reg4_ll;
+reg signed [32:0] top0_lane_sub_mul4_split_mul_reg4_lh;
+reg signed [32:0] top0_lane_sub_mul4_split_mul_reg4_hl;
+reg signed [31:0] top0_lane_sub_mul4_split_mul_reg4_hh;
+wire signed [33:0] top0_lane_sub_mul4_split_mul_reg4_mid;
+wire signed [33:0] top0_lane_sub_mul4_split_mul_reg4_lhe;
+wire signed [33:0] top0_lane_sub_mul4_split_mul_reg4_hle;
+wire signed [63:0] top0_lane_sub_mul4_split_mul_reg4_outer;
+wire signed [49:0] top0_lane_sub_mul4_split_mul_reg4_mid_sh;
+wire signed [63:0] top0_lane_sub_mul4_split_mul_reg4_mid_e;
+reg [0:0] top0_lane_sub_mul4_split_mul_reg4_sext12_sgn;
+reg [0:0] top0_lane_sub_mul4_split_mul_reg4_sext13_sgn;
+reg [13:0] top0_lane_sub_mul4_split_mul_reg4_sext14_sgn;
+wire [30:0] top0_lane_sub_mul4_sat8_fill;
+wire [32:0] top0_lane_sub_mul4_sat8_hi;
+wire [32:0] top0_lane_sub_mul4_sat8_hin;
+wire top0_lane_sub_mul4_sat8_nsign;
 wire [30:0] top0_lane_sub_mul4_sat9_fill;
 wire [1:0] top0_lane_sub_mul4_sat9_hi;
 wire [1:0] top0_lane_sub_mul4_sat9_hin;
 wire top0_lane_sub_mul4_sat9_nsign;
+reg [31:0] top0_factor_reg5_k;
+reg top0_factor_reg5_kz;
 wire [31:0] top0_lane_sub_mul5_y;
 wire signed [32:0] top0_lane_sub_mul5_d;
 reg signed [31:0] top0_lane_sub_mul5_kv;
-reg signed [64:0] top0_lane_sub_mul5_p1;
-wire signed [64:0] top0_lane_sub_mul5_p_c;
-wire signed [31:0] top0_lane_sub_mul5_v;
+reg signed [63:0] top0_lane_sub_mul5_p2;
+wire signed [63:0] top0_lane_sub_mul5_q;
 wire signed [31:0] top0_lane_sub_mul5_x;
 reg signed [31:0] top0_lane_sub_mul5_x1;
+reg signed [31:0] top0_lane_sub_mul5_x2;
 reg signed [31:0] top0_lane_sub_mul5_yr;
 reg signed [31:0] top0_lane_sub_mul5_yc;
-wire signed [64:0] top0_lane_sub_mul5_round_sat5_r;
-wire signed [64:0] top0_lane_sub_mul5_round_sat5_rb;
-wire signed [64:0] top0_lane_sub_mul5_round_sat5_t;
-wire [30:0] top0_lane_sub_mul5_round_sat5_sat10_fill;
-wire [33:0] top0_lane_sub_mul5_round_sat5_sat10_hi;
-wire [33:0] top0_lane_sub_mul5_round_sat5_sat10_hin;
-wire top0_lane_sub_mul5_round_sat5_sat10_nsign;
+wire [31:0] top0_lane_sub_mul5_split_mul_reg5_ac;
+wire [31:0] top0_lane_sub_mul5_split_mul_reg5_bc;
+wire [15:0] top0_lane_sub_mul5_split_mul_reg5_alu;
+wire [15:0] top0_lane_sub_mul5_split_mul_reg5_blu;
+wire signed [16:0] top0_lane_sub_mul5_split_mul_reg5_al;
+wire signed [16:0] top0_lane_sub_mul5_split_mul_reg5_bl;
+wire signed [15:0] top0_lane_sub_mul5_split_mul_reg5_ah;
+wire signed [15:0] top0_lane_sub_mul5_split_mul_reg5_bh;
+reg [31:0] top0_lane_sub_mul5_split_mul_reg5_ll;
+reg signed [32:0] top0_lane_sub_mul5_split_mul_reg5_lh;
+reg signed [32:0] top0_lane_sub_mul5_split_mul_reg5_hl;
+reg signed [31:0] top0_lane_sub_mul5_split_mul_reg5_hh;
+wire signed [33:0] top0_lane_sub_mul5_split_mul_reg5_mid;
+wire signed [33:0] top0_lane_sub_mul5_split_mul_reg5_lhe;
+wire signed [33:0] top0_lane_sub_mul5_split_mul_reg5_hle;
+wire signed [63:0] top0_lane_sub_mul5_split_mul_reg5_outer;
+wire signed [49:0] top0_lane_sub_mul5_split_mul_reg5_mid_sh;
+wire signed [63:0] top0_lane_sub_mul5_split_mul_reg5_mid_e;
+reg [0:0] top0_lane_sub_mul5_split_mul_reg5_sext15_sgn;
+reg [0:0] top0_lane_sub_mul5_split_mul_reg5_sext16_sgn;
+reg [13:0] top0_lane_sub_mul5_split_mul_reg5_sext17_sgn;
+wire [30:0] top0_lane_sub_mul5_sat10_fill;
+wire [32:0] top0_lane_sub_mul5_sat10_hi;
+wire [32:0] top0_lane_sub_mul5_sat10_hin;
+wire top0_lane_sub_mul5_sat10_nsign;
 wire [30:0] top0_lane_sub_mul5_sat11_fill;
 wire [1:0] top0_lane_sub_mul5_sat11_hi;
 wire [1:0] top0_lane_sub_mul5_sat11_hin;
 wire top0_lane_sub_mul5_sat11_nsign;
+reg [31:0] top0_factor_reg6_k;
+reg top0_factor_reg6_kz;
 wire [31:0] top0_lane_sub_mul6_y;
 wire signed [32:0] top0_lane_sub_mul6_d;
 reg signed [31:0] top0_lane_sub_mul6_kv;
-reg signed [64:0] top0_lane_sub_mul6_p1;
-wire signed [64:0] top0_lane_sub_mul6_p_c;
-wire signed [31:0] top0_lane_sub_mul6_v;
+reg signed [63:0] top0_lane_sub_mul6_p2;
+wire signed [63:0] top0_lane_sub_mul6_q;
 wire signed [31:0] top0_lane_sub_mul6_x;
 reg signed [31:0] top0_lane_sub_mul6_x1;
+reg signed [31:0] top0_lane_sub_mul6_x2;
 reg signed [31:0] top0_lane_sub_mul6_yr;
 reg signed [31:0] top0_lane_sub_mul6_yc;
-wire signed [64:0] top0_lane_sub_mul6_round_sat6_r;
-wire signed [64:0] top0_lane_sub_mul6_round_sat6_rb;
-wire signed [64:0] top0_lane_sub_mul6_round_sat6_t;
-wire [30:0] top0_lane_sub_mul6_round_sat6_sat12_fill;
-wire [33:0] top0_lane_sub_mul6_round_sat6_sat12_hi;
-wire [33:0] top0_lane_sub_mul6_round_sat6_sat12_hin;
-wire top0_lane_sub_mul6_round_sat6_sat12_nsign;
+wire [31:0] top0_lane_sub_mul6_split_mul_reg6_ac;
+wire [31:0] top0_lane_sub_mul6_split_mul_reg6_bc;
+wire [15:0] top0_lane_sub_mul6_split_mul_reg6_alu;
+wire [15:0] top0_lane_sub_mul6_split_mul_reg6_blu;
+wire signed [16:0] top0_lane_sub_mul6_split_mul_reg6_al;
+wire signed [16:0] top0_lane_sub_mul6_split_mul_reg6_bl;
+wire signed [15:0] top0_lane_sub_mul6_split_mul_reg6_ah;
+wire signed [15:0] top0_lane_sub_mul6_split_mul_reg6_bh;
+reg [31:0] top0_lane_sub_mul6_split_mul_reg6_ll;
+reg signed [32:0] top0_lane_sub_mul6_split_mul_reg6_lh;
+reg signed [32:0] top0_lane_sub_mul6_split_mul_reg6_hl;
+reg signed [31:0] top0_lane_sub_mul6_split_mul_reg6_hh;
+wire signed [33:0] top0_lane_sub_mul6_split_mul_reg6_mid;
+wire signed [33:0] top0_lane_sub_mul6_split_mul_reg6_lhe;
+wire signed [33:0] top0_lane_sub_mul6_split_mul_reg6_hle;
+wire signed [63:0] top0_lane_sub_mul6_split_mul_reg6_outer;
+wire signed [49:0] top0_lane_sub_mul6_split_mul_reg6_mid_sh;
+wire signed [63:0] top0_lane_sub_mul6_split_mul_reg6_mid_e;
+reg [0:0] top0_lane_sub_mul6_split_mul_reg6_sext18_sgn;
+reg [0:0] top0_lane_sub_mul6_split_mul_reg6_sext19_sgn;
+reg [13:0] top0_lane_sub_mul6_split_mul_reg6_sext20_sgn;
+wire [30:0] top0_lane_sub_mul6_sat12_fill;
+wire [32:0] top0_lane_sub_mul6_sat12_hi;
+wire [32:0] top0_lane_sub_mul6_sat12_hin;
+wire top0_lane_sub_mul6_sat12_nsign;
 wire [30:0] top0_lane_sub_mul6_sat13_fill;
 wire [1:0] top0_lane_sub_mul6_sat13_hi;
 wire [1:0] top0_lane_sub_mul6_sat13_hin;
 wire top0_lane_sub_mul6_sat13_nsign;
+reg [31:0] top0_factor_reg7_k;
+reg top0_factor_reg7_kz;
 wire [31:0] top0_lane_sub_mul7_y;
 wire signed [32:0] top0_lane_sub_mul7_d;
 reg signed [31:0] top0_lane_sub_mul7_kv;
-reg signed [64:0] top0_lane_sub_mul7_p1;
-wire signed [64:0] top0_lane_sub_mul7_p_c;
-wire signed [31:0] top0_lane_sub_mul7_v;
+reg signed [63:0] top0_lane_sub_mul7_p2;
+wire signed [63:0] top0_lane_sub_mul7_q;
 wire signed [31:0] top0_lane_sub_mul7_x;
 reg signed [31:0] top0_lane_sub_mul7_x1;
+reg signed [31:0] top0_lane_sub_mul7_x2;
 reg signed [31:0] top0_lane_sub_mul7_yr;
 reg signed [31:0] top0_lane_sub_mul7_yc;
-wire signed [64:0] top0_lane_sub_mul7_round_sat7_r;
-wire signed [64:0] top0_lane_sub_mul7_round_sat7_rb;
-wire signed [64:0] top0_lane_sub_mul7_round_sat7_t;
-wire [30:0] top0_lane_sub_mul7_round_sat7_sat14_fill;
-wire [33:0] top0_lane_sub_mul7_round_sat7_sat14_hi;
-wire [33:0] top0_lane_sub_mul7_round_sat7_sat14_hin;
-wire top0_lane_sub_mul7_round_sat7_sat14_nsign;
+wire [31:0] top0_lane_sub_mul7_split_mul_reg7_ac;
+wire [31:0] top0_lane_sub_mul7_split_mul_reg7_bc;
+wire [15:0] top0_lane_sub_mul7_split_mul_reg7_alu;
+wire [15:0] top0_lane_sub_mul7_split_mul_reg7_blu;
+wire signed [16:0] top0_lane_sub_mul7_split_mul_reg7_al;
+wire signed [16:0] top0_lane_sub_mul7_split_mul_reg7_bl;
+wire signed [15:0] top0_lane_sub_mul7_split_mul_reg7_ah;
+wire signed [15:0] top0_lane_sub_mul7_split_mul_reg7_bh;
+reg [31:0] top0_lane_sub_mul7_split_mul_reg7_ll;
+reg signed [32:0] top0_lane_sub_mul7_split_mul_reg7_lh;
+reg signed [32:0] top0_lane_sub_mul7_split_mul_reg7_hl;
+reg signed [31:0] top0_lane_sub_mul7_split_mul_reg7_hh;
+wire signed [33:0] top0_lane_sub_mul7_split_mul_reg7_mid;
+wire signed [33:0] top0_lane_sub_mul7_split_mul_reg7_lhe;
+wire signed [33:0] top0_lane_sub_mul7_split_mul_reg7_hle;
+wire signed [63:0] top0_lane_sub_mul7_split_mul_reg7_outer;
+wire signed [49:0] top0_lane_sub_mul7_split_mul_reg7_mid_sh;
+wire signed [63:0] top0_lane_sub_mul7_split_mul_reg7_mid_e;
+reg [0:0] top0_lane_sub_mul7_split_mul_reg7_sext21_sgn;
+reg [0:0] top0_lane_sub_mul7_split_mul_reg7_sext22_sgn;
+reg [13:0] top0_lane_sub_mul7_split_mul_reg7_sext23_sgn;
+wire [30:0] top0_lane_sub_mul7_sat14_fill;
+wire [32:0] top0_lane_sub_mul7_sat14_hi;
+wire [32:0] top0_lane_sub_mul7_sat14_hin;
+wire top0_lane_sub_mul7_sat14_nsign;
 wire [30:0] top0_lane_sub_mul7_sat15_fill;
 wire [1:0] top0_lane_sub_mul7_sat15_hi;
 wire [1:0] top0_lane_sub_mul7_sat15_hin;
 wire top0_lane_sub_mul7_sat15_nsign;
+reg [31:0] top0_factor_reg8_k;
+reg top0_factor_reg8_kz;
 wire [31:0] top0_lane_sub_mul8_y;
 wire signed [32:0] top0_lane_sub_mul8_d;
 reg signed [31:0] top0_lane_sub_mul8_kv;
-reg signed [64:0] top0_lane_sub_mul8_p1;
-wire signed [64:0] top0_lane_sub_mul8_p_c;
-wire signed [31:0] top0_lane_sub_mul8_v;
+reg signed [63:0] top0_lane_sub_mul8_p2;
+wire signed [63:0] top0_lane_sub_mul8_q;
 wire signed [31:0] top0_lane_sub_mul8_x;
 reg signed [31:0] top0_lane_sub_mul8_x1;
+reg signed [31:0] top0_lane_sub_mul8_x2;
 reg signed [31:0] top0_lane_sub_mul8_yr;
 reg signed [31:0] top0_lane_sub_mul8_yc;
-wire signed [64:0] top0_lane_sub_mul8_round_sat8_r;
-wire signed [64:0] top0_lane_sub_mul8_round_sat8_rb;
-wire signed [64:0] top0_lane_sub_mul8_round_sat8_t;
-wire [30:0] top0_lane_sub_mul8_round_sat8_sat16_fill;
-wire [33:0] top0_lane_sub_mul8_round_sat8_sat16_hi;
-wire [33:0] top0_lane_sub_mul8_round_sat8_sat16_hin;
-wire top0_lane_sub_mul8_round_sat8_sat16_nsign;
+wire [31:0] top0_lane_sub_mul8_split_mul_reg8_ac;
+wire [31:0] top0_lane_sub_mul8_split_mul_reg8_bc;
+wire [15:0] top0_lane_sub_mul8_split_mul_reg8_alu;
+wire [15:0] top0_lane_sub_mul8_split_mul_reg8_blu;
+wire signed [16:0] top0_lane_sub_mul8_split_mul_reg8_al;
+wire signed [16:0] top0_lane_sub_mul8_split_mul_reg8_bl;
+wire signed [15:0] top0_lane_sub_mul8_split_mul_reg8_ah;
+wire signed [15:0] top0_lane_sub_mul8_split_mul_reg8_bh;
+reg [31:0] top0_lane_sub_mul8_split_mul_reg8_ll;
+reg signed [32:0] top0_lane_sub_mul8_split_mul_reg8_lh;
+reg signed [32:0] top0_lane_sub_mul8_split_mul_reg8_hl;
+reg signed [31:0] top0_lane_sub_mul8_split_mul_reg8_hh;
+wire signed [33:0] top0_lane_sub_mul8_split_mul_reg8_mid;
+wire signed [33:0] top0_lane_sub_mul8_split_mul_reg8_lhe;
+wire signed [33:0] top0_lane_sub_mul8_split_mul_reg8_hle;
+wire signed [63:0] top0_lane_sub_mul8_split_mul_reg8_outer;
+wire signed [49:0] top0_lane_sub_mul8_split_mul_reg8_mid_sh;
+wire signed [63:0] top0_lane_sub_mul8_split_mul_reg8_mid_e;
+reg [0:0] top0_lane_sub_mul8_split_mul_reg8_sext24_sgn;
+reg [0:0] top0_lane_sub_mul8_split_mul_reg8_sext25_sgn;
+reg [13:0] top0_lane_sub_mul8_split_mul_reg8_sext26_sgn;
+wire [30:0] top0_lane_sub_mul8_sat16_fill;
+wire [32:0] top0_lane_sub_mul8_sat16_hi;
+wire [32:0] top0_lane_sub_mul8_sat16_hin;
+wire top0_lane_sub_mul8_sat16_nsign;
 wire [30:0] top0_lane_sub_mul8_sat17_fill;
 wire [1:0] top0_lane_sub_mul8_sat17_hi;
 wire [1:0] top0_lane_sub_mul8_sat17_hin;
 wire top0_lane_sub_mul8_sat17_nsign;
+reg [31:0] top0_factor_reg9_k;
+reg top0_factor_reg9_kz;
 wire [31:0] top0_lane_sub_mul9_y;
 wire signed [32:0] top0_lane_sub_mul9_d;
 reg signed [31:0] top0_lane_sub_mul9_kv;
-reg signed [64:0] top0_lane_sub_mul9_p1;
-wire signed [64:0] top0_lane_sub_mul9_p_c;
-wire signed [31:0] top0_lane_sub_mul9_v;
+reg signed [63:0] top0_lane_sub_mul9_p2;
+wire signed [63:0] top0_lane_sub_mul9_q;
 wire signed [31:0] top0_lane_sub_mul9_x;
 reg signed [31:0] top0_lane_sub_mul9_x1;
+reg signed [31:0] top0_lane_sub_mul9_x2;
 reg signed [31:0] top0_lane_sub_mul9_yr;
 reg signed [31:0] top0_lane_sub_mul9_yc;
-wire signed [64:0] top0_lane_sub_mul9_round_sat9_r;
-wire signed [64:0] top0_lane_sub_mul9_round_sat9_rb;
-wire signed [64:0] top0_lane_sub_mul9_round_sat9_t;
-wire [30:0] top0_lane_sub_mul9_round_sat9_sat18_fill;
-wire [33:0] top0_lane_sub_mul9_round_sat9_sat18_hi;
-wire [33:0] top0_lane_sub_mul9_round_sat9_sat18_hin;
-wire top0_lane_sub_mul9_round_sat9_sat18_nsign;
+wire [31:0] top0_lane_sub_mul9_split_mul_reg9_ac;
+wire [31:0] top0_lane_sub_mul9_split_mul_reg9_bc;
+wire [15:0] top0_lane_sub_mul9_split_mul_reg9_alu;
+wire [15:0] top0_lane_sub_mul9_split_mul_reg9_blu;
+wire signed [16:0] top0_lane_sub_mul9_split_mul_reg9_al;
+wire signed [16:0] top0_lane_sub_mul9_split_mul_reg9_bl;
+wire signed [15:0] top0_lane_sub_mul9_split_mul_reg9_ah;
+wire signed [15:0] top0_lane_sub_mul9_split_mul_reg9_bh;
+reg [31:0] top0_lane_sub_mul9_split_mul_reg9_ll;
+reg signed [32:0] top0_lane_sub_mul9_split_mul_reg9_lh;
+reg signed [32:0] top0_lane_sub_mul9_split_mul_reg9_hl;
+reg signed [31:0] top0_lane_sub_mul9_split_mul_reg9_hh;
+wire signed [33:0] top0_lane_sub_mul9_split_mul_reg9_mid;
+wire signed [33:0] top0_lane_sub_mul9_split_mul_reg9_lhe;
+wire signed [33:0] top0_lane_sub_mul9_split_mul_reg9_hle;
+wire signed [63:0] top0_lane_sub_mul9_split_mul_reg9_outer;
+wire signed [49:0] top0_lane_sub_mul9_split_mul_reg9_mid_sh;
+wire signed [63:0] top0_lane_sub_mul9_split_mul_reg9_mid_e;
+reg [0:0] top0_lane_sub_mul9_split_mul_reg9_sext27_sgn;
+reg [0:0] top0_lane_sub_mul9_split_mul_reg9_sext28_sgn;
+reg [13:0] top0_lane_sub_mul9_split_mul_reg9_sext29_sgn;
+wire [30:0] top0_lane_sub_mul9_sat18_fill;
+wire [32:0] top0_lane_sub_mul9_sat18_hi;
+wire [32:0] top0_lane_sub_mul9_sat18_hin;
+wire top0_lane_sub_mul9_sat18_nsign;
 wire [30:0] top0_lane_sub_mul9_sat19_fill;
 wire [1:0] top0_lane_sub_mul9_sat19_hi;
 wire [1:0] top0_lane_sub_mul9_sat19_hin;
 wire top0_lane_sub_mul9_sat19_nsign;
+reg [31:0] top0_factor_reg10_k;
+reg top0_factor_reg10_kz;
 wire [31:0] top0_lane_sub_mul10_y;
 wire signed [32:0] top0_lane_sub_mul10_d;
 reg signed [31:0] top0_lane_sub_mul10_kv;
-reg signed [64:0] top0_lane_sub_mul10_p1;
-wire signed [64:0] top0_lane_sub_mul10_p_c;
-wire signed [31:0] top0_lane_sub_mul10_v;
+reg signed [63:0] top0_lane_sub_mul10_p2;
+wire signed [63:0] top0_lane_sub_mul10_q;
 wire signed [31:0] top0_lane_sub_mul10_x;
 reg signed [31:0] top0_lane_sub_mul10_x1;
+reg signed [31:0] top0_lane_sub_mul10_x2;
 reg signed [31:0] top0_lane_sub_mul10_yr;
 reg signed [31:0] top0_lane_sub_mul10_yc;
-wire signed [64:0] top0_lane_sub_mul10_round_sat10_r;
-wire signed [64:0] top0_lane_sub_mul10_round_sat10_rb;
-wire signed [64:0] top0_lane_sub_mul10_round_sat10_t;
-wire [30:0] top0_lane_sub_mul10_round_sat10_sat20_fill;
-wire [33:0] top0_lane_sub_mul10_round_sat10_sat20_hi;
-wire [33:0] top0_lane_sub_mul10_round_sat10_sat20_hin;
-wire top0_lane_sub_mul10_round_sat10_sat20_nsign;
+wire [31:0] top0_lane_sub_mul10_split_mul_reg10_ac;
+wire [31:0] top0_lane_sub_mul10_split_mul_reg10_bc;
+wire [15:0] top0_lane_sub_mul10_split_mul_reg10_alu;
+wire [15:0] top0_lane_sub_mul10_split_mul_reg10_blu;
+wire signed [16:0] top0_lane_sub_mul10_split_mul_reg10_al;
+wire signed [16:0] top0_lane_sub_mul10_split_mul_reg10_bl;
+wire signed [15:0] top0_lane_sub_mul10_split_mul_reg10_ah;
+wire signed [15:0] top0_lane_sub_mul10_split_mul_reg10_bh;
+reg [31:0] top0_lane_sub_mul10_split_mul_reg10_ll;
+reg signed [32:0] top0_lane_sub_mul10_split_mul_reg10_lh;
+reg signed [32:0] top0_lane_sub_mul10_split_mul_reg10_hl;
+reg signed [31:0] top0_lane_sub_mul10_split_mul_reg10_hh;
+wire signed [33:0] top0_lane_sub_mul10_split_mul_reg10_mid;
+wire signed [33:0] top0_lane_sub_mul10_split_mul_reg10_lhe;
+wire signed [33:0] top0_lane_sub_mul10_split_mul_reg10_hle;
+wire signed [63:0] top0_lane_sub_mul10_split_mul_reg10_outer;
+wire signed [49:0] top0_lane_sub_mul10_split_mul_reg10_mid_sh;
+wire signed [63:0] top0_lane_sub_mul10_split_mul_reg10_mid_e;
+reg [0:0] top0_lane_sub_mul10_split_mul_reg10_sext30_sgn;
+reg [0:0] top0_lane_sub_mul10_split_mul_reg10_sext31_sgn;
+reg [13:0] top0_lane_sub_mul10_split_mul_reg10_sext32_sgn;
+wire [30:0] top0_lane_sub_mul10_sat20_fill;
+wire [32:0] top0_lane_sub_mul10_sat20_hi;
+wire [32:0] top0_lane_sub_mul10_sat20_hin;
+wire top0_lane_sub_mul10_sat20_nsign;
 wire [30:0] top0_lane_sub_mul10_sat21_fill;
 wire [1:0] top0_lane_sub_mul10_sat21_hi;
 wire [1:0] top0_lane_sub_mul10_sat21_hin;
 wire top0_lane_sub_mul10_sat21_nsign;
+reg [31:0] top0_factor_reg11_k;
+reg top0_factor_reg11_kz;
 wire [31:0] top0_lane_sub_mul11_y;
 wire signed [32:0] top0_lane_sub_mul11_d;
 reg signed [31:0] top0_lane_sub_mul11_kv;
-reg signed [64:0] top0_lane_sub_mul11_p1;
-wire signed [64:0] top0_lane_sub_mul11_p_c;
-wire signed [31:0] top0_lane_sub_mul11_v;
+reg signed [63:0] top0_lane_sub_mul11_p2;
+wire signed [63:0] top0_lane_sub_mul11_q;
 wire signed [31:0] top0_lane_sub_mul11_x;
 reg signed [31:0] top0_lane_sub_mul11_x1;
+reg signed [31:0] top0_lane_sub_mul11_x2;
 reg signed [31:0] top0_lane_sub_mul11_yr;
 reg signed [31:0] top0_lane_sub_mul11_yc;
-wire signed [64:0] top0_lane_sub_mul11_round_sat11_r;
-wire signed [64:0] top0_lane_sub_mul11_round_sat11_rb;
-wire signed [64:0] top0_lane_sub_mul11_round_sat11_t;
-wire [30:0] top0_lane_sub_mul11_round_sat11_sat22_fill;
-wire [33:0] top0_lane_sub_mul11_round_sat11_sat22_hi;
-wire [33:0] top0_lane_sub_mul11_round_sat11_sat22_hin;
-wire top0_lane_sub_mul11_round_sat11_sat22_nsign;
+wire [31:0] top0_lane_sub_mul11_split_mul_reg11_ac;
+wire [31:0] top0_lane_sub_mul11_split_mul_reg11_bc;
+wire [15:0] top0_lane_sub_mul11_split_mul_reg11_alu;
+wire [15:0] top0_lane_sub_mul11_split_mul_reg11_blu;
+wire signed [16:0] top0_lane_sub_mul11_split_mul_reg11_al;
+wire signed [16:0] top0_lane_sub_mul11_split_mul_reg11_bl;
+wire signed [15:0] top0_lane_sub_mul11_split_mul_reg11_ah;
+wire signed [15:0] top0_lane_sub_mul11_split_mul_reg11_bh;
+reg [31:0] top0_lane_sub_mul11_split_mul_reg11_ll;
+reg signed [32:0] top0_lane_sub_mul11_split_mul_reg11_lh;
+reg signed [32:0] top0_lane_sub_mul11_split_mul_reg11_hl;
+reg signed [31:0] top0_lane_sub_mul11_split_mul_reg11_hh;
+wire signed [33:0] top0_lane_sub_mul11_split_mul_reg11_mid;
+wire signed [33:0] top0_lane_sub_mul11_split_mul_reg11_lhe;
+wire signed [33:0] top0_lane_sub_mul11_split_mul_reg11_hle;
+wire signed [63:0] top0_lane_sub_mul11_split_mul_reg11_outer;
+wire signed [49:0] top0_lane_sub_mul11_split_mul_reg11_mid_sh;
+wire signed [63:0] top0_lane_sub_mul11_split_mul_reg11_mid_e;
+reg [0:0] top0_lane_sub_mul11_split_mul_reg11_sext33_sgn;
+reg [0:0] top0_lane_sub_mul11_split_mul_reg11_sext34_sgn;
+reg [13:0] top0_lane_sub_mul11_split_mul_reg11_sext35_sgn;
+wire [30:0] top0_lane_sub_mul11_sat22_fill;
+wire [32:0] top0_lane_sub_mul11_sat22_hi;
+wire [32:0] top0_lane_sub_mul11_sat22_hin;
+wire top0_lane_sub_mul11_sat22_nsign;
 wire [30:0] top0_lane_sub_mul11_sat23_fill;
 wire [1:0] top0_lane_sub_mul11_sat23_hi;
 wire [1:0] top0_lane_sub_mul11_sat23_hin;
 wire top0_lane_sub_mul11_sat23_nsign;
+reg [31:0] top0_factor_reg12_k;
+reg top0_factor_reg12_kz;
 wire [31:0] top0_lane_sub_mul12_y;
 wire signed [32:0] top0_lane_sub_mul12_d;
 reg signed [31:0] top0_lane_sub_mul12_kv;
-reg signed [64:0] top0_lane_sub_mul12_p1;
-wire signed [64:0] top0_lane_sub_mul12_p_c;
-wire signed [31:0] top0_lane_sub_mul12_v;
+reg signed [63:0] top0_lane_sub_mul12_p2;
+wire signed [63:0] top0_lane_sub_mul12_q;
 wire signed [31:0] top0_lane_sub_mul12_x;
 reg signed [31:0] top0_lane_sub_mul12_x1;
+reg signed [31:0] top0_lane_sub_mul12_x2;
 reg signed [31:0] top0_lane_sub_mul12_yr;
 reg signed [31:0] top0_lane_sub_mul12_yc;
-wire signed [64:0] top0_lane_sub_mul12_round_sat12_r;
-wire signed [64:0] top0_lane_sub_mul12_round_sat12_rb;
-wire signed [64:0] top0_lane_sub_mul12_round_sat12_t;
-wire [30:0] top0_lane_sub_mul12_round_sat12_sat24_fill;
-wire [33:0] top0_lane_sub_mul12_round_sat12_sat24_hi;
-wire [33:0] top0_lane_sub_mul12_round_sat12_sat24_hin;
-wire top0_lane_sub_mul12_round_sat12_sat24_nsign;
+wire [31:0] top0_lane_sub_mul12_split_mul_reg12_ac;
+wire [31:0] top0_lane_sub_mul12_split_mul_reg12_bc;
+wire [15:0] top0_lane_sub_mul12_split_mul_reg12_alu;
+wire [15:0] top0_lane_sub_mul12_split_mul_reg12_blu;
+wire signed [16:0] top0_lane_sub_mul12_split_mul_reg12_al;
+wire signed [16:0] top0_lane_sub_mul12_split_mul_reg12_bl;
+wire signed [15:0] top0_lane_sub_mul12_split_mul_reg12_ah;
+wire signed [15:0] top0_lane_sub_mul12_split_mul_reg12_bh;
+reg [31:0] top0_lane_sub_mul12_split_mul_reg12_ll;
+reg signed [32:0] top0_lane_sub_mul12_split_mul_reg12_lh;
+reg signed [32:0] top0_lane_sub_mul12_split_mul_reg12_hl;
+reg signed [31:0] top0_lane_sub_mul12_split_mul_reg12_hh;
+wire signed [33:0] top0_lane_sub_mul12_split_mul_reg12_mid;
+wire signed [33:0] top0_lane_sub_mul12_split_mul_reg12_lhe;
+wire signed [33:0] top0_lane_sub_mul12_split_mul_reg12_hle;
+wire signed [63:0] top0_lane_sub_mul12_split_mul_reg12_outer;
+wire signed [49:0] top0_lane_sub_mul12_split_mul_reg12_mid_sh;
+wire signed [63:0] top0_lane_sub_mul12_split_mul_reg12_mid_e;
+reg [0:0] top0_lane_sub_mul12_split_mul_reg12_sext36_sgn;
+reg [0:0] top0_lane_sub_mul12_split_mul_reg12_sext37_sgn;
+reg [13:0] top0_lane_sub_mul12_split_mul_reg12_sext38_sgn;
+wire [30:0] top0_lane_sub_mul12_sat24_fill;
+wire [32:0] top0_lane_sub_mul12_sat24_hi;
+wire [32:0] top0_lane_sub_mul12_sat24_hin;
+wire top0_lane_sub_mul12_sat24_nsign;
 wire [30:0] top0_lane_sub_mul12_sat25_fill;
 wire [1:0] top0_lane_sub_mul12_sat25_hi;
 wire [1:0] top0_lane_sub_mul12_sat25_hin;
 wire top0_lane_sub_mul12_sat25_nsign;
+reg [31:0] top0_factor_reg13_k;
+reg top0_factor_reg13_kz;
 wire [31:0] top0_lane_sub_mul13_y;
 wire signed [32:0] top0_lane_sub_mul13_d;
 reg signed [31:0] top0_lane_sub_mul13_kv;
-reg signed [64:0] top0_lane_sub_mul13_p1;
-wire signed [64:0] top0_lane_sub_mul13_p_c;
-wire signed [31:0] top0_lane_sub_mul13_v;
+reg signed [63:0] top0_lane_sub_mul13_p2;
+wire signed [63:0] top0_lane_sub_mul13_q;
 wire signed [31:0] top0_lane_sub_mul13_x;
 reg signed [31:0] top0_lane_sub_mul13_x1;
+reg signed [31:0] top0_lane_sub_mul13_x2;
 reg signed [31:0] top0_lane_sub_mul13_yr;
 reg signed [31:0] top0_lane_sub_mul13_yc;
-wire signed [64:0] top0_lane_sub_mul13_round_sat13_r;
-wire signed [64:0] top0_lane_sub_mul13_round_sat13_rb;
-wire signed [64:0] top0_lane_sub_mul13_round_sat13_t;
-wire [30:0] top0_lane_sub_mul13_round_sat13_sat26_fill;
-wire [33:0] top0_lane_sub_mul13_round_sat13_sat26_hi;
-wire [33:0] top0_lane_sub_mul13_round_sat13_sat26_hin;
-wire top0_lane_sub_mul13_round_sat13_sat26_nsign;
+wire [31:0] top0_lane_sub_mul13_split_mul_reg13_ac;
+wire [31:0] top0_lane_sub_mul13_split_mul_reg13_bc;
+wire [15:0] top0_lane_sub_mul13_split_mul_reg13_alu;
+wire [15:0] top0_lane_sub_mul13_split_mul_reg13_blu;
+wire signed [16:0] top0_lane_sub_mul13_split_mul_reg13_al;
+wire signed [16:0] top0_lane_sub_mul13_split_mul_reg13_bl;
+wire signed [15:0] top0_lane_sub_mul13_split_mul_reg13_ah;
+wire signed [15:0] top0_lane_sub_mul13_split_mul_reg13_bh;
+reg [31:0] top0_lane_sub_mul13_split_mul_reg13_ll;
+reg signed [32:0] top0_lane_sub_mul13_split_mul_reg13_lh;
+reg signed [32:0] top0_lane_sub_mul13_split_mul_reg13_hl;
+reg signed [31:0] top0_lane_sub_mul13_split_mul_reg13_hh;
+wire signed [33:0] top0_lane_sub_mul13_split_mul_reg13_mid;
+wire signed [33:0] top0_lane_sub_mul13_split_mul_reg13_lhe;
+wire signed [33:0] top0_lane_sub_mul13_split_mul_reg13_hle;
+wire signed [63:0] top0_lane_sub_mul13_split_mul_reg13_outer;
+wire signed [49:0] top0_lane_sub_mul13_split_mul_reg13_mid_sh;
+wire signed [63:0] top0_lane_sub_mul13_split_mul_reg13_mid_e;
+reg [0:0] top0_lane_sub_mul13_split_mul_reg13_sext39_sgn;
+reg [0:0] top0_lane_sub_mul13_split_mul_reg13_sext40_sgn;
+reg [13:0] top0_lane_sub_mul13_split_mul_reg13_sext41_sgn;
+wire [30:0] top0_lane_sub_mul13_sat26_fill;
+wire [32:0] top0_lane_sub_mul13_sat26_hi;
+wire [32:0] top0_lane_sub_mul13_sat26_hin;
+wire top0_lane_sub_mul13_sat26_nsign;
 wire [30:0] top0_lane_sub_mul13_sat27_fill;
 wire [1:0] top0_lane_sub_mul13_sat27_hi;
 wire [1:0] top0_lane_sub_mul13_sat27_hin;
 wire top0_lane_sub_mul13_sat27_nsign;
+reg [31:0] top0_factor_reg14_k;
+reg top0_factor_reg14_kz;
 wire [31:0] top0_lane_sub_mul14_y;
 wire signed [32:0] top0_lane_sub_mul14_d;
 reg signed [31:0] top0_lane_sub_mul14_kv;
-reg signed [64:0] top0_lane_sub_mul14_p1;
-wire signed [64:0] top0_lane_sub_mul14_p_c;
-wire signed [31:0] top0_lane_sub_mul14_v;
+reg signed [63:0] top0_lane_sub_mul14_p2;
+wire signed [63:0] top0_lane_sub_mul14_q;
 wire signed [31:0] top0_lane_sub_mul14_x;
 reg signed [31:0] top0_lane_sub_mul14_x1;
+reg signed [31:0] top0_lane_sub_mul14_x2;
 reg signed [31:0] top0_lane_sub_mul14_yr;
 reg signed [31:0] top0_lane_sub_mul14_yc;
-wire signed [64:0] top0_lane_sub_mul14_round_sat14_r;
-wire signed [64:0] top0_lane_sub_mul14_round_sat14_rb;
-wire signed [64:0] top0_lane_sub_mul14_round_sat14_t;
-wire [30:0] top0_lane_sub_mul14_round_sat14_sat28_fill;
-wire [33:0] top0_lane_sub_mul14_round_sat14_sat28_hi;
-wire [33:0] top0_lane_sub_mul14_round_sat14_sat28_hin;
-wire top0_lane_sub_mul14_round_sat14_sat28_nsign;
+wire [31:0] top0_lane_sub_mul14_split_mul_reg14_ac;
+wire [31:0] top0_lane_sub_mul14_split_mul_reg14_bc;
+wire [15:0] top0_lane_sub_mul14_split_mul_reg14_alu;
+wire [15:0] top0_lane_sub_mul14_split_mul_reg14_blu;
+wire signed [16:0] top0_lane_sub_mul14_split_mul_reg14_al;
+wire signed [16:0] top0_lane_sub_mul14_split_mul_reg14_bl;
+wire signed [15:0] top0_lane_sub_mul14_split_mul_reg14_ah;
+wire signed [15:0] top0_lane_sub_mul14_split_mul_reg14_bh;
+reg [31:0] top0_lane_sub_mul14_split_mul_reg14_ll;
+reg signed [32:0] top0_lane_sub_mul14_split_mul_reg14_lh;
+reg signed [32:0] top0_lane_sub_mul14_split_mul_reg14_hl;
+reg signed [31:0] top0_lane_sub_mul14_split_mul_reg14_hh;
+wire signed [33:0] top0_lane_sub_mul14_split_mul_reg14_mid;
+wire signed [33:0] top0_lane_sub_mul14_split_mul_reg14_lhe;
+wire signed [33:0] top0_lane_sub_mul14_split_mul_reg14_hle;
+wire signed [63:0] top0_lane_sub_mul14_split_mul_reg14_outer;
+wire signed [49:0] top0_lane_sub_mul14_split_mul_reg14_mid_sh;
+wire signed [63:0] top0_lane_sub_mul14_split_mul_reg14_mid_e;
+reg [0:0] top0_lane_sub_mul14_split_mul_reg14_sext42_sgn;
+reg [0:0] top0_lane_sub_mul14_split_mul_reg14_sext43_sgn;
+reg [13:0] top0_lane_sub_mul14_split_mul_reg14_sext44_sgn;
+wire [30:0] top0_lane_sub_mul14_sat28_fill;
+wire [32:0] top0_lane_sub_mul14_sat28_hi;
+wire [32:0] top0_lane_sub_mul14_sat28_hin;
+wire top0_lane_sub_mul14_sat28_nsign;
 wire [30:0] top0_lane_sub_mul14_sat29_fill;
 wire [1:0] top0_lane_sub_mul14_sat29_hi;
 wire [1:0] top0_lane_sub_mul14_sat29_hin;
 wire top0_lane_sub_mul14_sat29_nsign;
+reg [31:0] top0_factor_reg15_k;
+reg top0_factor_reg15_kz;
 wire [31:0] top0_lane_sub_mul15_y;
 wire signed [32:0] top0_lane_sub_mul15_d;
 reg signed [31:0] top0_lane_sub_mul15_kv;
-reg signed [64:0] top0_lane_sub_mul15_p1;
-wire signed [64:0] top0_lane_sub_mul15_p_c;
-wire signed [31:0] top0_lane_sub_mul15_v;
+reg signed [63:0] top0_lane_sub_mul15_p2;
+wire signed [63:0] top0_lane_sub_mul15_q;
 wire signed [31:0] top0_lane_sub_mul15_x;
 reg signed [31:0] top0_lane_sub_mul15_x1;
+reg signed [31:0] top0_lane_sub_mul15_x2;
 reg signed [31:0] top0_lane_sub_mul15_yr;
 reg signed [31:0] top0_lane_sub_mul15_yc;
-wire signed [64:0] top0_lane_sub_mul15_round_sat15_r;
-wire signed [64:0] top0_lane_sub_mul15_round_sat15_rb;
-wire signed [64:0] top0_lane_sub_mul15_round_sat15_t;
-wire [30:0] top0_lane_sub_mul15_round_sat15_sat30_fill;
-wire [33:0] top0_lane_sub_mul15_round_sat15_sat30_hi;
-wire [33:0] top0_lane_sub_mul15_round_sat15_sat30_hin;
-wire top0_lane_sub_mul15_round_sat15_sat30_nsign;
+wire [31:0] top0_lane_sub_mul15_split_mul_reg15_ac;
+wire [31:0] top0_lane_sub_mul15_split_mul_reg15_bc;
+wire [15:0] top0_lane_sub_mul15_split_mul_reg15_alu;
+wire [15:0] top0_lane_sub_mul15_split_mul_reg15_blu;
+wire signed [16:0] top0_lane_sub_mul15_split_mul_reg15_al;
+wire signed [16:0] top0_lane_sub_mul15_split_mul_reg15_bl;
+wire signed [15:0] top0_lane_sub_mul15_split_mul_reg15_ah;
+wire signed [15:0] top0_lane_sub_mul15_split_mul_reg15_bh;
+reg [31:0] top0_lane_sub_mul15_split_mul_reg15_ll;
+reg signed [32:0] top0_lane_sub_mul15_split_mul_reg15_lh;
+reg signed [32:0] top0_lane_sub_mul15_split_mul_reg15_hl;
+reg signed [31:0] top0_lane_sub_mul15_split_mul_reg15_hh;
+wire signed [33:0] top0_lane_sub_mul15_split_mul_reg15_mid;
+wire signed [33:0] top0_lane_sub_mul15_split_mul_reg15_lhe;
+wire signed [33:0] top0_lane_sub_mul15_split_mul_reg15_hle;
+wire signed [63:0] top0_lane_sub_mul15_split_mul_reg15_outer;
+wire signed [49:0] top0_lane_sub_mul15_split_mul_reg15_mid_sh;
+wire signed [63:0] top0_lane_sub_mul15_split_mul_reg15_mid_e;
+reg [0:0] top0_lane_sub_mul15_split_mul_reg15_sext45_sgn;
+reg [0:0] top0_lane_sub_mul15_split_mul_reg15_sext46_sgn;
+reg [13:0] top0_lane_sub_mul15_split_mul_reg15_sext47_sgn;
+wire [30:0] top0_lane_sub_mul15_sat30_fill;
+wire [32:0] top0_lane_sub_mul15_sat30_hi;
+wire [32:0] top0_lane_sub_mul15_sat30_hin;
+wire top0_lane_sub_mul15_sat30_nsign;
 wire [30:0] top0_lane_sub_mul15_sat31_fill;
 wire [1:0] top0_lane_sub_mul15_sat31_hi;
 wire [1:0] top0_lane_sub_mul15_sat31_hin;
@@ -443,37 +763,37 @@ assign top0_ycat[128-1:96] = top0_lane_sub_mul3_y;
 assign top0_ycat[96-1:64] = top0_lane_sub_mul2_y;
 assign top0_ycat[64-1:32] = top0_lane_sub_mul1_y;
 assign top0_ycat[32-1:0] = top0_lane_sub_mul0_y;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[30] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[29] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[28] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[27] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[26] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[25] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[24] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[23] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[22] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[21] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[20] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[19] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[18] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[17] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[16] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[15] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[14] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[13] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[12] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[11] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[10] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[9] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[8] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[7] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[6] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[5] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[4] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[3] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[2] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[1] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
-assign top0_lane_sub_mul0_round_sat0_sat0_fill[0] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[30] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[29] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[28] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[27] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[26] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[25] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[24] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[23] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[22] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[21] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[20] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[19] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[18] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[17] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[16] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[15] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[14] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[13] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[12] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[11] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[10] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[9] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[8] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[7] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[6] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[5] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[4] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[3] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[2] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[1] = top0_lane_sub_mul0_sat0_nsign;
+assign top0_lane_sub_mul0_sat0_fill[0] = top0_lane_sub_mul0_sat0_nsign;
 assign top0_lane_sub_mul0_sat1_fill[30] = top0_lane_sub_mul0_sat1_nsign;
 assign top0_lane_sub_mul0_sat1_fill[29] = top0_lane_sub_mul0_sat1_nsign;
 assign top0_lane_sub_mul0_sat1_fill[28] = top0_lane_sub_mul0_sat1_nsign;
@@ -505,37 +825,37 @@ assign top0_lane_sub_mul0_sat1_fill[3] = top0_lane_sub_mul0_sat1_nsign;
 assign top0_lane_sub_mul0_sat1_fill[2] = top0_lane_sub_mul0_sat1_nsign;
 assign top0_lane_sub_mul0_sat1_fill[1] = top0_lane_sub_mul0_sat1_nsign;
 assign top0_lane_sub_mul0_sat1_fill[0] = top0_lane_sub_mul0_sat1_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[30] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[29] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[28] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[27] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[26] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[25] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[24] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[23] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[22] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[21] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[20] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[19] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[18] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[17] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[16] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[15] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[14] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[13] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[12] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[11] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[10] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[9] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[8] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[7] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[6] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[5] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[4] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[3] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[2] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[1] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
-assign top0_lane_sub_mul1_round_sat1_sat2_fill[0] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[30] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[29] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[28] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[27] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[26] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[25] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[24] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[23] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[22] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[21] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[20] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[19] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[18] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[17] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[16] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[15] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[14] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[13] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[12] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[11] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[10] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[9] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[8] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[7] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[6] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[5] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[4] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[3] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[2] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[1] = top0_lane_sub_mul1_sat2_nsign;
+assign top0_lane_sub_mul1_sat2_fill[0] = top0_lane_sub_mul1_sat2_nsign;
 assign top0_lane_sub_mul1_sat3_fill[30] = top0_lane_sub_mul1_sat3_nsign;
 assign top0_lane_sub_mul1_sat3_fill[29] = top0_lane_sub_mul1_sat3_nsign;
 assign top0_lane_sub_mul1_sat3_fill[28] = top0_lane_sub_mul1_sat3_nsign;
@@ -567,37 +887,37 @@ assign top0_lane_sub_mul1_sat3_fill[3] = top0_lane_sub_mul1_sat3_nsign;
 assign top0_lane_sub_mul1_sat3_fill[2] = top0_lane_sub_mul1_sat3_nsign;
 assign top0_lane_sub_mul1_sat3_fill[1] = top0_lane_sub_mul1_sat3_nsign;
 assign top0_lane_sub_mul1_sat3_fill[0] = top0_lane_sub_mul1_sat3_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[30] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[29] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[28] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[27] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[26] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[25] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[24] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[23] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[22] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[21] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[20] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[19] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[18] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[17] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[16] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[15] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[14] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[13] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[12] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[11] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[10] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[9] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[8] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[7] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[6] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[5] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[4] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[3] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[2] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[1] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
-assign top0_lane_sub_mul2_round_sat2_sat4_fill[0] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[30] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[29] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[28] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[27] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[26] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[25] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[24] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[23] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[22] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[21] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[20] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[19] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[18] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[17] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[16] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[15] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[14] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[13] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[12] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[11] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[10] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[9] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[8] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[7] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[6] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[5] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[4] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[3] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[2] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[1] = top0_lane_sub_mul2_sat4_nsign;
+assign top0_lane_sub_mul2_sat4_fill[0] = top0_lane_sub_mul2_sat4_nsign;
 assign top0_lane_sub_mul2_sat5_fill[30] = top0_lane_sub_mul2_sat5_nsign;
 assign top0_lane_sub_mul2_sat5_fill[29] = top0_lane_sub_mul2_sat5_nsign;
 assign top0_lane_sub_mul2_sat5_fill[28] = top0_lane_sub_mul2_sat5_nsign;
@@ -629,37 +949,37 @@ assign top0_lane_sub_mul2_sat5_fill[3] = top0_lane_sub_mul2_sat5_nsign;
 assign top0_lane_sub_mul2_sat5_fill[2] = top0_lane_sub_mul2_sat5_nsign;
 assign top0_lane_sub_mul2_sat5_fill[1] = top0_lane_sub_mul2_sat5_nsign;
 assign top0_lane_sub_mul2_sat5_fill[0] = top0_lane_sub_mul2_sat5_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[30] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[29] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[28] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[27] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[26] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[25] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[24] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[23] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[22] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[21] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[20] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[19] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[18] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[17] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[16] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[15] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[14] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[13] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[12] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[11] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[10] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[9] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[8] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[7] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[6] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[5] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[4] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[3] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[2] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[1] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
-assign top0_lane_sub_mul3_round_sat3_sat6_fill[0] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[30] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[29] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[28] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[27] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[26] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[25] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[24] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[23] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[22] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[21] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[20] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[19] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[18] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[17] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[16] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[15] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[14] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[13] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[12] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[11] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[10] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[9] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[8] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[7] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[6] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[5] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[4] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[3] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[2] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[1] = top0_lane_sub_mul3_sat6_nsign;
+assign top0_lane_sub_mul3_sat6_fill[0] = top0_lane_sub_mul3_sat6_nsign;
 assign top0_lane_sub_mul3_sat7_fill[30] = top0_lane_sub_mul3_sat7_nsign;
 assign top0_lane_sub_mul3_sat7_fill[29] = top0_lane_sub_mul3_sat7_nsign;
 assign top0_lane_sub_mul3_sat7_fill[28] = top0_lane_sub_mul3_sat7_nsign;
@@ -691,37 +1011,37 @@ assign top0_lane_sub_mul3_sat7_fill[3] = top0_lane_sub_mul3_sat7_nsign;
 assign top0_lane_sub_mul3_sat7_fill[2] = top0_lane_sub_mul3_sat7_nsign;
 assign top0_lane_sub_mul3_sat7_fill[1] = top0_lane_sub_mul3_sat7_nsign;
 assign top0_lane_sub_mul3_sat7_fill[0] = top0_lane_sub_mul3_sat7_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[30] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[29] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[28] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[27] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[26] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[25] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[24] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[23] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[22] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[21] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[20] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[19] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[18] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[17] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[16] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[15] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[14] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[13] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[12] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[11] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[10] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[9] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[8] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[7] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[6] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[5] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[4] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[3] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[2] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[1] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
-assign top0_lane_sub_mul4_round_sat4_sat8_fill[0] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[30] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[29] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[28] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[27] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[26] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[25] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[24] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[23] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[22] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[21] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[20] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[19] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[18] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[17] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[16] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[15] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[14] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[13] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[12] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[11] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[10] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[9] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[8] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[7] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[6] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[5] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[4] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[3] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[2] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[1] = top0_lane_sub_mul4_sat8_nsign;
+assign top0_lane_sub_mul4_sat8_fill[0] = top0_lane_sub_mul4_sat8_nsign;
 assign top0_lane_sub_mul4_sat9_fill[30] = top0_lane_sub_mul4_sat9_nsign;
 assign top0_lane_sub_mul4_sat9_fill[29] = top0_lane_sub_mul4_sat9_nsign;
 assign top0_lane_sub_mul4_sat9_fill[28] = top0_lane_sub_mul4_sat9_nsign;
@@ -753,37 +1073,37 @@ assign top0_lane_sub_mul4_sat9_fill[3] = top0_lane_sub_mul4_sat9_nsign;
 assign top0_lane_sub_mul4_sat9_fill[2] = top0_lane_sub_mul4_sat9_nsign;
 assign top0_lane_sub_mul4_sat9_fill[1] = top0_lane_sub_mul4_sat9_nsign;
 assign top0_lane_sub_mul4_sat9_fill[0] = top0_lane_sub_mul4_sat9_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[30] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[29] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[28] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[27] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[26] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[25] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[24] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[23] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[22] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[21] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[20] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[19] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[18] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[17] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[16] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[15] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[14] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[13] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[12] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[11] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[10] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[9] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[8] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[7] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[6] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[5] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[4] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[3] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[2] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[1] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
-assign top0_lane_sub_mul5_round_sat5_sat10_fill[0] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[30] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[29] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[28] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[27] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[26] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[25] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[24] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[23] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[22] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[21] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[20] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[19] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[18] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[17] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[16] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[15] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[14] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[13] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[12] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[11] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[10] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[9] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[8] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[7] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[6] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[5] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[4] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[3] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[2] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[1] = top0_lane_sub_mul5_sat10_nsign;
+assign top0_lane_sub_mul5_sat10_fill[0] = top0_lane_sub_mul5_sat10_nsign;
 assign top0_lane_sub_mul5_sat11_fill[30] = top0_lane_sub_mul5_sat11_nsign;
 assign top0_lane_sub_mul5_sat11_fill[29] = top0_lane_sub_mul5_sat11_nsign;
 assign top0_lane_sub_mul5_sat11_fill[28] = top0_lane_sub_mul5_sat11_nsign;
@@ -815,37 +1135,37 @@ assign top0_lane_sub_mul5_sat11_fill[3] = top0_lane_sub_mul5_sat11_nsign;
 assign top0_lane_sub_mul5_sat11_fill[2] = top0_lane_sub_mul5_sat11_nsign;
 assign top0_lane_sub_mul5_sat11_fill[1] = top0_lane_sub_mul5_sat11_nsign;
 assign top0_lane_sub_mul5_sat11_fill[0] = top0_lane_sub_mul5_sat11_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[30] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[29] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[28] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[27] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[26] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[25] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[24] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[23] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[22] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[21] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[20] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[19] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[18] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[17] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[16] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[15] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[14] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[13] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[12] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[11] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[10] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[9] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[8] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[7] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[6] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[5] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[4] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[3] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[2] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[1] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
-assign top0_lane_sub_mul6_round_sat6_sat12_fill[0] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[30] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[29] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[28] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[27] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[26] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[25] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[24] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[23] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[22] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[21] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[20] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[19] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[18] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[17] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[16] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[15] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[14] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[13] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[12] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[11] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[10] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[9] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[8] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[7] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[6] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[5] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[4] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[3] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[2] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[1] = top0_lane_sub_mul6_sat12_nsign;
+assign top0_lane_sub_mul6_sat12_fill[0] = top0_lane_sub_mul6_sat12_nsign;
 assign top0_lane_sub_mul6_sat13_fill[30] = top0_lane_sub_mul6_sat13_nsign;
 assign top0_lane_sub_mul6_sat13_fill[29] = top0_lane_sub_mul6_sat13_nsign;
 assign top0_lane_sub_mul6_sat13_fill[28] = top0_lane_sub_mul6_sat13_nsign;
@@ -877,37 +1197,37 @@ assign top0_lane_sub_mul6_sat13_fill[3] = top0_lane_sub_mul6_sat13_nsign;
 assign top0_lane_sub_mul6_sat13_fill[2] = top0_lane_sub_mul6_sat13_nsign;
 assign top0_lane_sub_mul6_sat13_fill[1] = top0_lane_sub_mul6_sat13_nsign;
 assign top0_lane_sub_mul6_sat13_fill[0] = top0_lane_sub_mul6_sat13_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[30] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[29] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[28] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[27] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[26] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[25] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[24] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[23] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[22] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[21] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[20] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[19] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[18] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[17] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[16] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[15] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[14] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[13] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[12] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[11] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[10] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[9] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[8] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[7] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[6] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[5] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[4] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[3] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[2] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[1] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
-assign top0_lane_sub_mul7_round_sat7_sat14_fill[0] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[30] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[29] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[28] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[27] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[26] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[25] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[24] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[23] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[22] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[21] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[20] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[19] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[18] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[17] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[16] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[15] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[14] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[13] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[12] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[11] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[10] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[9] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[8] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[7] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[6] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[5] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[4] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[3] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[2] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[1] = top0_lane_sub_mul7_sat14_nsign;
+assign top0_lane_sub_mul7_sat14_fill[0] = top0_lane_sub_mul7_sat14_nsign;
 assign top0_lane_sub_mul7_sat15_fill[30] = top0_lane_sub_mul7_sat15_nsign;
 assign top0_lane_sub_mul7_sat15_fill[29] = top0_lane_sub_mul7_sat15_nsign;
 assign top0_lane_sub_mul7_sat15_fill[28] = top0_lane_sub_mul7_sat15_nsign;
@@ -939,37 +1259,37 @@ assign top0_lane_sub_mul7_sat15_fill[3] = top0_lane_sub_mul7_sat15_nsign;
 assign top0_lane_sub_mul7_sat15_fill[2] = top0_lane_sub_mul7_sat15_nsign;
 assign top0_lane_sub_mul7_sat15_fill[1] = top0_lane_sub_mul7_sat15_nsign;
 assign top0_lane_sub_mul7_sat15_fill[0] = top0_lane_sub_mul7_sat15_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[30] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[29] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[28] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[27] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[26] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[25] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[24] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[23] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[22] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[21] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[20] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[19] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[18] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[17] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[16] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[15] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[14] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[13] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[12] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[11] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[10] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[9] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[8] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[7] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[6] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[5] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[4] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[3] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[2] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[1] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
-assign top0_lane_sub_mul8_round_sat8_sat16_fill[0] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[30] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[29] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[28] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[27] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[26] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[25] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[24] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[23] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[22] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[21] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[20] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[19] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[18] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[17] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[16] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[15] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[14] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[13] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[12] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[11] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[10] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[9] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[8] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[7] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[6] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[5] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[4] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[3] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[2] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[1] = top0_lane_sub_mul8_sat16_nsign;
+assign top0_lane_sub_mul8_sat16_fill[0] = top0_lane_sub_mul8_sat16_nsign;
 assign top0_lane_sub_mul8_sat17_fill[30] = top0_lane_sub_mul8_sat17_nsign;
 assign top0_lane_sub_mul8_sat17_fill[29] = top0_lane_sub_mul8_sat17_nsign;
 assign top0_lane_sub_mul8_sat17_fill[28] = top0_lane_sub_mul8_sat17_nsign;
@@ -1001,37 +1321,37 @@ assign top0_lane_sub_mul8_sat17_fill[3] = top0_lane_sub_mul8_sat17_nsign;
 assign top0_lane_sub_mul8_sat17_fill[2] = top0_lane_sub_mul8_sat17_nsign;
 assign top0_lane_sub_mul8_sat17_fill[1] = top0_lane_sub_mul8_sat17_nsign;
 assign top0_lane_sub_mul8_sat17_fill[0] = top0_lane_sub_mul8_sat17_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[30] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[29] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[28] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[27] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[26] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[25] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[24] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[23] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[22] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[21] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[20] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[19] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[18] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[17] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[16] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[15] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[14] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[13] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[12] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[11] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[10] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[9] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[8] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[7] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[6] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[5] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[4] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[3] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[2] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[1] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
-assign top0_lane_sub_mul9_round_sat9_sat18_fill[0] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[30] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[29] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[28] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[27] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[26] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[25] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[24] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[23] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[22] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[21] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[20] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[19] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[18] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[17] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[16] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[15] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[14] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[13] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[12] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[11] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[10] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[9] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[8] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[7] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[6] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[5] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[4] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[3] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[2] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[1] = top0_lane_sub_mul9_sat18_nsign;
+assign top0_lane_sub_mul9_sat18_fill[0] = top0_lane_sub_mul9_sat18_nsign;
 assign top0_lane_sub_mul9_sat19_fill[30] = top0_lane_sub_mul9_sat19_nsign;
 assign top0_lane_sub_mul9_sat19_fill[29] = top0_lane_sub_mul9_sat19_nsign;
 assign top0_lane_sub_mul9_sat19_fill[28] = top0_lane_sub_mul9_sat19_nsign;
@@ -1063,37 +1383,37 @@ assign top0_lane_sub_mul9_sat19_fill[3] = top0_lane_sub_mul9_sat19_nsign;
 assign top0_lane_sub_mul9_sat19_fill[2] = top0_lane_sub_mul9_sat19_nsign;
 assign top0_lane_sub_mul9_sat19_fill[1] = top0_lane_sub_mul9_sat19_nsign;
 assign top0_lane_sub_mul9_sat19_fill[0] = top0_lane_sub_mul9_sat19_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[30] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[29] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[28] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[27] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[26] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[25] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[24] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[23] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[22] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[21] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[20] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[19] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[18] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[17] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[16] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[15] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[14] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[13] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[12] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[11] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[10] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[9] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[8] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[7] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[6] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[5] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[4] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[3] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[2] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[1] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
-assign top0_lane_sub_mul10_round_sat10_sat20_fill[0] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[30] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[29] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[28] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[27] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[26] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[25] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[24] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[23] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[22] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[21] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[20] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[19] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[18] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[17] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[16] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[15] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[14] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[13] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[12] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[11] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[10] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[9] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[8] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[7] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[6] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[5] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[4] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[3] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[2] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[1] = top0_lane_sub_mul10_sat20_nsign;
+assign top0_lane_sub_mul10_sat20_fill[0] = top0_lane_sub_mul10_sat20_nsign;
 assign top0_lane_sub_mul10_sat21_fill[30] = top0_lane_sub_mul10_sat21_nsign;
 assign top0_lane_sub_mul10_sat21_fill[29] = top0_lane_sub_mul10_sat21_nsign;
 assign top0_lane_sub_mul10_sat21_fill[28] = top0_lane_sub_mul10_sat21_nsign;
@@ -1125,37 +1445,37 @@ assign top0_lane_sub_mul10_sat21_fill[3] = top0_lane_sub_mul10_sat21_nsign;
 assign top0_lane_sub_mul10_sat21_fill[2] = top0_lane_sub_mul10_sat21_nsign;
 assign top0_lane_sub_mul10_sat21_fill[1] = top0_lane_sub_mul10_sat21_nsign;
 assign top0_lane_sub_mul10_sat21_fill[0] = top0_lane_sub_mul10_sat21_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[30] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[29] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[28] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[27] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[26] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[25] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[24] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[23] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[22] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[21] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[20] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[19] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[18] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[17] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[16] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[15] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[14] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[13] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[12] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[11] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[10] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[9] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[8] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[7] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[6] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[5] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[4] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[3] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[2] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[1] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
-assign top0_lane_sub_mul11_round_sat11_sat22_fill[0] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[30] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[29] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[28] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[27] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[26] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[25] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[24] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[23] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[22] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[21] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[20] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[19] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[18] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[17] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[16] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[15] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[14] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[13] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[12] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[11] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[10] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[9] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[8] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[7] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[6] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[5] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[4] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[3] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[2] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[1] = top0_lane_sub_mul11_sat22_nsign;
+assign top0_lane_sub_mul11_sat22_fill[0] = top0_lane_sub_mul11_sat22_nsign;
 assign top0_lane_sub_mul11_sat23_fill[30] = top0_lane_sub_mul11_sat23_nsign;
 assign top0_lane_sub_mul11_sat23_fill[29] = top0_lane_sub_mul11_sat23_nsign;
 assign top0_lane_sub_mul11_sat23_fill[28] = top0_lane_sub_mul11_sat23_nsign;
@@ -1187,37 +1507,37 @@ assign top0_lane_sub_mul11_sat23_fill[3] = top0_lane_sub_mul11_sat23_nsign;
 assign top0_lane_sub_mul11_sat23_fill[2] = top0_lane_sub_mul11_sat23_nsign;
 assign top0_lane_sub_mul11_sat23_fill[1] = top0_lane_sub_mul11_sat23_nsign;
 assign top0_lane_sub_mul11_sat23_fill[0] = top0_lane_sub_mul11_sat23_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[30] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[29] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[28] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[27] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[26] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[25] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[24] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[23] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[22] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[21] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[20] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[19] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[18] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[17] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[16] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[15] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[14] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[13] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[12] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[11] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[10] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[9] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[8] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[7] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[6] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[5] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[4] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[3] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[2] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[1] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
-assign top0_lane_sub_mul12_round_sat12_sat24_fill[0] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[30] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[29] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[28] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[27] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[26] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[25] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[24] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[23] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[22] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[21] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[20] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[19] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[18] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[17] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[16] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[15] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[14] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[13] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[12] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[11] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[10] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[9] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[8] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[7] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[6] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[5] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[4] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[3] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[2] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[1] = top0_lane_sub_mul12_sat24_nsign;
+assign top0_lane_sub_mul12_sat24_fill[0] = top0_lane_sub_mul12_sat24_nsign;
 assign top0_lane_sub_mul12_sat25_fill[30] = top0_lane_sub_mul12_sat25_nsign;
 assign top0_lane_sub_mul12_sat25_fill[29] = top0_lane_sub_mul12_sat25_nsign;
 assign top0_lane_sub_mul12_sat25_fill[28] = top0_lane_sub_mul12_sat25_nsign;
@@ -1249,37 +1569,37 @@ assign top0_lane_sub_mul12_sat25_fill[3] = top0_lane_sub_mul12_sat25_nsign;
 assign top0_lane_sub_mul12_sat25_fill[2] = top0_lane_sub_mul12_sat25_nsign;
 assign top0_lane_sub_mul12_sat25_fill[1] = top0_lane_sub_mul12_sat25_nsign;
 assign top0_lane_sub_mul12_sat25_fill[0] = top0_lane_sub_mul12_sat25_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[30] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[29] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[28] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[27] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[26] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[25] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[24] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[23] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[22] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[21] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[20] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[19] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[18] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[17] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[16] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[15] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[14] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[13] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[12] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[11] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[10] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[9] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[8] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[7] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[6] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[5] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[4] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[3] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[2] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[1] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
-assign top0_lane_sub_mul13_round_sat13_sat26_fill[0] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[30] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[29] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[28] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[27] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[26] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[25] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[24] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[23] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[22] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[21] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[20] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[19] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[18] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[17] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[16] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[15] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[14] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[13] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[12] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[11] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[10] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[9] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[8] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[7] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[6] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[5] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[4] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[3] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[2] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[1] = top0_lane_sub_mul13_sat26_nsign;
+assign top0_lane_sub_mul13_sat26_fill[0] = top0_lane_sub_mul13_sat26_nsign;
 assign top0_lane_sub_mul13_sat27_fill[30] = top0_lane_sub_mul13_sat27_nsign;
 assign top0_lane_sub_mul13_sat27_fill[29] = top0_lane_sub_mul13_sat27_nsign;
 assign top0_lane_sub_mul13_sat27_fill[28] = top0_lane_sub_mul13_sat27_nsign;
@@ -1311,37 +1631,37 @@ assign top0_lane_sub_mul13_sat27_fill[3] = top0_lane_sub_mul13_sat27_nsign;
 assign top0_lane_sub_mul13_sat27_fill[2] = top0_lane_sub_mul13_sat27_nsign;
 assign top0_lane_sub_mul13_sat27_fill[1] = top0_lane_sub_mul13_sat27_nsign;
 assign top0_lane_sub_mul13_sat27_fill[0] = top0_lane_sub_mul13_sat27_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[30] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[29] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[28] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[27] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[26] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[25] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[24] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[23] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[22] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[21] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[20] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[19] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[18] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[17] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[16] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[15] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[14] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[13] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[12] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[11] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[10] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[9] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[8] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[7] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[6] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[5] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[4] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[3] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[2] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[1] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
-assign top0_lane_sub_mul14_round_sat14_sat28_fill[0] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[30] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[29] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[28] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[27] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[26] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[25] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[24] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[23] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[22] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[21] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[20] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[19] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[18] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[17] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[16] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[15] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[14] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[13] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[12] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[11] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[10] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[9] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[8] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[7] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[6] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[5] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[4] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[3] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[2] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[1] = top0_lane_sub_mul14_sat28_nsign;
+assign top0_lane_sub_mul14_sat28_fill[0] = top0_lane_sub_mul14_sat28_nsign;
 assign top0_lane_sub_mul14_sat29_fill[30] = top0_lane_sub_mul14_sat29_nsign;
 assign top0_lane_sub_mul14_sat29_fill[29] = top0_lane_sub_mul14_sat29_nsign;
 assign top0_lane_sub_mul14_sat29_fill[28] = top0_lane_sub_mul14_sat29_nsign;
@@ -1373,37 +1693,37 @@ assign top0_lane_sub_mul14_sat29_fill[3] = top0_lane_sub_mul14_sat29_nsign;
 assign top0_lane_sub_mul14_sat29_fill[2] = top0_lane_sub_mul14_sat29_nsign;
 assign top0_lane_sub_mul14_sat29_fill[1] = top0_lane_sub_mul14_sat29_nsign;
 assign top0_lane_sub_mul14_sat29_fill[0] = top0_lane_sub_mul14_sat29_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[30] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[29] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[28] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[27] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[26] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[25] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[24] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[23] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[22] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[21] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[20] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[19] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[18] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[17] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[16] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[15] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[14] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[13] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[12] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[11] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[10] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[9] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[8] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[7] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[6] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[5] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[4] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[3] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[2] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[1] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
-assign top0_lane_sub_mul15_round_sat15_sat30_fill[0] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[30] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[29] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[28] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[27] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[26] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[25] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[24] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[23] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[22] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[21] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[20] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[19] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[18] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[17] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[16] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[15] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[14] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[13] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[12] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[11] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[10] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[9] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[8] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[7] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[6] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[5] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[4] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[3] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[2] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[1] = top0_lane_sub_mul15_sat30_nsign;
+assign top0_lane_sub_mul15_sat30_fill[0] = top0_lane_sub_mul15_sat30_nsign;
 assign top0_lane_sub_mul15_sat31_fill[30] = top0_lane_sub_mul15_sat31_nsign;
 assign top0_lane_sub_mul15_sat31_fill[29] = top0_lane_sub_mul15_sat31_nsign;
 assign top0_lane_sub_mul15_sat31_fill[28] = top0_lane_sub_mul15_sat31_nsign;
@@ -1518,16 +1838,8 @@ always @(posedge clk) begin: top0_inreg
 end
 
 
-always @(posedge clk) begin: top0_kreg
-    if (rst == 1) begin
-        top0_kr <= 0;
-    end
-    else begin
-        if ((top0_en && top0_fire)) begin
-            top0_kr <= $signed(s_axis_s_tdata);
-        end
-    end
-end
+
+assign top0_kload = (top0_en && top0_fire);
 
 
 always @(posedge clk) begin: top0_delay_flags0_sh
@@ -1536,77 +1848,179 @@ always @(posedge clk) begin: top0_delay_flags0_sh
     end
     else begin
         if (top0_en) begin
-            top0_delay_flags0_sr <= {top0_delay_flags0_sr[(3 * (2 - 1))-1:0], top0_v0};
+            top0_delay_flags0_sr <= {top0_delay_flags0_sr[(3 * (3 - 1))-1:0], top0_v0};
         end
     end
 end
 
 
 
-assign top0_vout = top0_delay_flags0_sr[(3 * 2)-1:(3 * (2 - 1))];
+assign top0_vout = top0_delay_flags0_sr[(3 * 3)-1:(3 * (3 - 1))];
+
+
+always @(posedge clk) begin: top0_factor_reg0_st
+    if (rst == 1) begin
+        top0_factor_reg0_kz <= 1;
+        top0_factor_reg0_k <= 0;
+    end
+    else begin
+        if (top0_kload) begin
+            top0_factor_reg0_k <= s_axis_s_tdata;
+            top0_factor_reg0_kz <= (s_axis_s_tdata == 0);
+        end
+    end
+end
 
 
 
 assign top0_lane_sub_mul0_x = $signed(top0_ar[32-1:0]);
-assign top0_lane_sub_mul0_v = $signed(top0_br[32-1:0]);
 
 
 
-assign top0_lane_sub_mul0_p_c = (top0_kr * top0_lane_sub_mul0_v);
+assign top0_lane_sub_mul0_split_mul_reg0_ac = top0_factor_reg0_k;
+assign top0_lane_sub_mul0_split_mul_reg0_bc = top0_br[32-1:0];
 
 
-always @(posedge clk) begin: top0_lane_sub_mul0_s1
+
+assign top0_lane_sub_mul0_split_mul_reg0_alu = top0_lane_sub_mul0_split_mul_reg0_ac[16-1:0];
+assign top0_lane_sub_mul0_split_mul_reg0_blu = top0_lane_sub_mul0_split_mul_reg0_bc[16-1:0];
+assign top0_lane_sub_mul0_split_mul_reg0_al = $signed({1'b0, top0_lane_sub_mul0_split_mul_reg0_ac[16-1:0]});
+assign top0_lane_sub_mul0_split_mul_reg0_bl = $signed({1'b0, top0_lane_sub_mul0_split_mul_reg0_bc[16-1:0]});
+assign top0_lane_sub_mul0_split_mul_reg0_ah = $signed(top0_lane_sub_mul0_split_mul_reg0_ac[32-1:16]);
+assign top0_lane_sub_mul0_split_mul_reg0_bh = $signed(top0_lane_sub_mul0_split_mul_reg0_bc[32-1:16]);
+
+
+always @(posedge clk) begin: top0_lane_sub_mul0_split_mul_reg0_st1
     if (rst == 1) begin
-        top0_lane_sub_mul0_x1 <= 0;
-        top0_lane_sub_mul0_p1 <= 0;
+        top0_lane_sub_mul0_split_mul_reg0_hl <= 0;
+        top0_lane_sub_mul0_split_mul_reg0_hh <= 0;
+        top0_lane_sub_mul0_split_mul_reg0_ll <= 0;
+        top0_lane_sub_mul0_split_mul_reg0_lh <= 0;
     end
     else begin
         if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul0_p1 <= 0;
+            if (top0_factor_reg0_kz) begin
+                top0_lane_sub_mul0_split_mul_reg0_ll <= 0;
+                top0_lane_sub_mul0_split_mul_reg0_lh <= 0;
+                top0_lane_sub_mul0_split_mul_reg0_hl <= 0;
+                top0_lane_sub_mul0_split_mul_reg0_hh <= 0;
             end
             else begin
-                top0_lane_sub_mul0_p1 <= top0_lane_sub_mul0_p_c;
+                top0_lane_sub_mul0_split_mul_reg0_ll <= (top0_lane_sub_mul0_split_mul_reg0_alu * top0_lane_sub_mul0_split_mul_reg0_blu);
+                top0_lane_sub_mul0_split_mul_reg0_lh <= (top0_lane_sub_mul0_split_mul_reg0_al * top0_lane_sub_mul0_split_mul_reg0_bh);
+                top0_lane_sub_mul0_split_mul_reg0_hl <= (top0_lane_sub_mul0_split_mul_reg0_ah * top0_lane_sub_mul0_split_mul_reg0_bl);
+                top0_lane_sub_mul0_split_mul_reg0_hh <= (top0_lane_sub_mul0_split_mul_reg0_ah * top0_lane_sub_mul0_split_mul_reg0_bh);
             end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul0_split_mul_reg0_lh) begin: top0_lane_sub_mul0_split_mul_reg0_sext0_fill
+    if (top0_lane_sub_mul0_split_mul_reg0_lh[(33 - 1)]) begin
+        top0_lane_sub_mul0_split_mul_reg0_sext0_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul0_split_mul_reg0_sext0_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul0_split_mul_reg0_lhe = $signed({top0_lane_sub_mul0_split_mul_reg0_sext0_sgn, top0_lane_sub_mul0_split_mul_reg0_lh});
+
+
+always @(top0_lane_sub_mul0_split_mul_reg0_hl) begin: top0_lane_sub_mul0_split_mul_reg0_sext1_fill
+    if (top0_lane_sub_mul0_split_mul_reg0_hl[(33 - 1)]) begin
+        top0_lane_sub_mul0_split_mul_reg0_sext1_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul0_split_mul_reg0_sext1_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul0_split_mul_reg0_hle = $signed({top0_lane_sub_mul0_split_mul_reg0_sext1_sgn, top0_lane_sub_mul0_split_mul_reg0_hl});
+
+
+
+assign top0_lane_sub_mul0_split_mul_reg0_mid = (top0_lane_sub_mul0_split_mul_reg0_lhe + top0_lane_sub_mul0_split_mul_reg0_hle);
+
+
+
+assign top0_lane_sub_mul0_split_mul_reg0_outer = $signed({top0_lane_sub_mul0_split_mul_reg0_hh, top0_lane_sub_mul0_split_mul_reg0_ll});
+assign top0_lane_sub_mul0_split_mul_reg0_mid_sh = $signed({top0_lane_sub_mul0_split_mul_reg0_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul0_split_mul_reg0_mid_sh) begin: top0_lane_sub_mul0_split_mul_reg0_sext2_fill
+    if (top0_lane_sub_mul0_split_mul_reg0_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul0_split_mul_reg0_sext2_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul0_split_mul_reg0_sext2_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul0_split_mul_reg0_mid_e = $signed({top0_lane_sub_mul0_split_mul_reg0_sext2_sgn, top0_lane_sub_mul0_split_mul_reg0_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul0_split_mul_reg0_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul0_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul0_p2 <= (top0_lane_sub_mul0_split_mul_reg0_outer + top0_lane_sub_mul0_split_mul_reg0_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul0_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul0_x2 <= 0;
+        top0_lane_sub_mul0_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
             top0_lane_sub_mul0_x1 <= top0_lane_sub_mul0_x;
+            top0_lane_sub_mul0_x2 <= top0_lane_sub_mul0_x1;
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul0_round_sat0_t = $signed(top0_lane_sub_mul0_p1 >>> 16);
-assign top0_lane_sub_mul0_round_sat0_rb = $signed({64'h0, top0_lane_sub_mul0_p1[(16 - 1)]});
+assign top0_lane_sub_mul0_q = $signed(top0_lane_sub_mul0_p2 >>> 16);
 
 
 
-assign top0_lane_sub_mul0_round_sat0_r = (top0_lane_sub_mul0_round_sat0_t + top0_lane_sub_mul0_round_sat0_rb);
+assign top0_lane_sub_mul0_sat0_hi = top0_lane_sub_mul0_q[64-1:(32 - 1)];
 
 
 
-assign top0_lane_sub_mul0_round_sat0_sat0_hi = top0_lane_sub_mul0_round_sat0_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul0_sat0_hin = (~top0_lane_sub_mul0_sat0_hi);
 
 
 
-assign top0_lane_sub_mul0_round_sat0_sat0_hin = (~top0_lane_sub_mul0_round_sat0_sat0_hi);
+assign top0_lane_sub_mul0_sat0_nsign = (!top0_lane_sub_mul0_q[(64 - 1)]);
 
 
-
-assign top0_lane_sub_mul0_round_sat0_sat0_nsign = (!top0_lane_sub_mul0_round_sat0_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul0_round_sat0_sat0_fill, top0_lane_sub_mul0_round_sat0_sat0_hi, top0_lane_sub_mul0_round_sat0_r, top0_lane_sub_mul0_round_sat0_sat0_hin) begin: top0_lane_sub_mul0_round_sat0_sat0_clamp
-    if (((top0_lane_sub_mul0_round_sat0_sat0_hi == 0) || (top0_lane_sub_mul0_round_sat0_sat0_hin == 0))) begin
-        top0_lane_sub_mul0_kv = $signed(top0_lane_sub_mul0_round_sat0_r[32-1:0]);
+always @(top0_lane_sub_mul0_sat0_fill, top0_lane_sub_mul0_sat0_hi, top0_lane_sub_mul0_q, top0_lane_sub_mul0_sat0_hin) begin: top0_lane_sub_mul0_sat0_clamp
+    if (((top0_lane_sub_mul0_sat0_hi == 0) || (top0_lane_sub_mul0_sat0_hin == 0))) begin
+        top0_lane_sub_mul0_kv = $signed(top0_lane_sub_mul0_q[32-1:0]);
     end
     else begin
-        top0_lane_sub_mul0_kv = $signed({top0_lane_sub_mul0_round_sat0_r[(65 - 1)], top0_lane_sub_mul0_round_sat0_sat0_fill});
+        top0_lane_sub_mul0_kv = $signed({top0_lane_sub_mul0_q[(64 - 1)], top0_lane_sub_mul0_sat0_fill});
     end
 end
 
 
 
-assign top0_lane_sub_mul0_d = (top0_lane_sub_mul0_x1 - top0_lane_sub_mul0_kv);
+assign top0_lane_sub_mul0_d = (top0_lane_sub_mul0_x2 - top0_lane_sub_mul0_kv);
 
 
 
@@ -1631,7 +2045,7 @@ always @(top0_lane_sub_mul0_sat1_fill, top0_lane_sub_mul0_sat1_hi, top0_lane_sub
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul0_s2
+always @(posedge clk) begin: top0_lane_sub_mul0_s3
     if (rst == 1) begin
         top0_lane_sub_mul0_yr <= 0;
     end
@@ -1647,67 +2061,169 @@ end
 assign top0_lane_sub_mul0_y = top0_lane_sub_mul0_yr;
 
 
-
-assign top0_lane_sub_mul1_x = $signed(top0_ar[64-1:32]);
-assign top0_lane_sub_mul1_v = $signed(top0_br[64-1:32]);
-
-
-
-assign top0_lane_sub_mul1_p_c = (top0_kr * top0_lane_sub_mul1_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul1_s1
+always @(posedge clk) begin: top0_factor_reg1_st
     if (rst == 1) begin
-        top0_lane_sub_mul1_x1 <= 0;
-        top0_lane_sub_mul1_p1 <= 0;
+        top0_factor_reg1_kz <= 1;
+        top0_factor_reg1_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul1_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul1_p1 <= top0_lane_sub_mul1_p_c;
-            end
-            top0_lane_sub_mul1_x1 <= top0_lane_sub_mul1_x;
+        if (top0_kload) begin
+            top0_factor_reg1_k <= s_axis_s_tdata;
+            top0_factor_reg1_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul1_round_sat1_t = $signed(top0_lane_sub_mul1_p1 >>> 16);
-assign top0_lane_sub_mul1_round_sat1_rb = $signed({64'h0, top0_lane_sub_mul1_p1[(16 - 1)]});
+assign top0_lane_sub_mul1_x = $signed(top0_ar[64-1:32]);
 
 
 
-assign top0_lane_sub_mul1_round_sat1_r = (top0_lane_sub_mul1_round_sat1_t + top0_lane_sub_mul1_round_sat1_rb);
+assign top0_lane_sub_mul1_split_mul_reg1_ac = top0_factor_reg1_k;
+assign top0_lane_sub_mul1_split_mul_reg1_bc = top0_br[64-1:32];
 
 
 
-assign top0_lane_sub_mul1_round_sat1_sat2_hi = top0_lane_sub_mul1_round_sat1_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul1_split_mul_reg1_alu = top0_lane_sub_mul1_split_mul_reg1_ac[16-1:0];
+assign top0_lane_sub_mul1_split_mul_reg1_blu = top0_lane_sub_mul1_split_mul_reg1_bc[16-1:0];
+assign top0_lane_sub_mul1_split_mul_reg1_al = $signed({1'b0, top0_lane_sub_mul1_split_mul_reg1_ac[16-1:0]});
+assign top0_lane_sub_mul1_split_mul_reg1_bl = $signed({1'b0, top0_lane_sub_mul1_split_mul_reg1_bc[16-1:0]});
+assign top0_lane_sub_mul1_split_mul_reg1_ah = $signed(top0_lane_sub_mul1_split_mul_reg1_ac[32-1:16]);
+assign top0_lane_sub_mul1_split_mul_reg1_bh = $signed(top0_lane_sub_mul1_split_mul_reg1_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul1_round_sat1_sat2_hin = (~top0_lane_sub_mul1_round_sat1_sat2_hi);
-
-
-
-assign top0_lane_sub_mul1_round_sat1_sat2_nsign = (!top0_lane_sub_mul1_round_sat1_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul1_round_sat1_sat2_fill, top0_lane_sub_mul1_round_sat1_sat2_hi, top0_lane_sub_mul1_round_sat1_r, top0_lane_sub_mul1_round_sat1_sat2_hin) begin: top0_lane_sub_mul1_round_sat1_sat2_clamp
-    if (((top0_lane_sub_mul1_round_sat1_sat2_hi == 0) || (top0_lane_sub_mul1_round_sat1_sat2_hin == 0))) begin
-        top0_lane_sub_mul1_kv = $signed(top0_lane_sub_mul1_round_sat1_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul1_split_mul_reg1_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul1_split_mul_reg1_hl <= 0;
+        top0_lane_sub_mul1_split_mul_reg1_hh <= 0;
+        top0_lane_sub_mul1_split_mul_reg1_ll <= 0;
+        top0_lane_sub_mul1_split_mul_reg1_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul1_kv = $signed({top0_lane_sub_mul1_round_sat1_r[(65 - 1)], top0_lane_sub_mul1_round_sat1_sat2_fill});
+        if (top0_en) begin
+            if (top0_factor_reg1_kz) begin
+                top0_lane_sub_mul1_split_mul_reg1_ll <= 0;
+                top0_lane_sub_mul1_split_mul_reg1_lh <= 0;
+                top0_lane_sub_mul1_split_mul_reg1_hl <= 0;
+                top0_lane_sub_mul1_split_mul_reg1_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul1_split_mul_reg1_ll <= (top0_lane_sub_mul1_split_mul_reg1_alu * top0_lane_sub_mul1_split_mul_reg1_blu);
+                top0_lane_sub_mul1_split_mul_reg1_lh <= (top0_lane_sub_mul1_split_mul_reg1_al * top0_lane_sub_mul1_split_mul_reg1_bh);
+                top0_lane_sub_mul1_split_mul_reg1_hl <= (top0_lane_sub_mul1_split_mul_reg1_ah * top0_lane_sub_mul1_split_mul_reg1_bl);
+                top0_lane_sub_mul1_split_mul_reg1_hh <= (top0_lane_sub_mul1_split_mul_reg1_ah * top0_lane_sub_mul1_split_mul_reg1_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul1_split_mul_reg1_lh) begin: top0_lane_sub_mul1_split_mul_reg1_sext3_fill
+    if (top0_lane_sub_mul1_split_mul_reg1_lh[(33 - 1)]) begin
+        top0_lane_sub_mul1_split_mul_reg1_sext3_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul1_split_mul_reg1_sext3_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul1_d = (top0_lane_sub_mul1_x1 - top0_lane_sub_mul1_kv);
+assign top0_lane_sub_mul1_split_mul_reg1_lhe = $signed({top0_lane_sub_mul1_split_mul_reg1_sext3_sgn, top0_lane_sub_mul1_split_mul_reg1_lh});
+
+
+always @(top0_lane_sub_mul1_split_mul_reg1_hl) begin: top0_lane_sub_mul1_split_mul_reg1_sext4_fill
+    if (top0_lane_sub_mul1_split_mul_reg1_hl[(33 - 1)]) begin
+        top0_lane_sub_mul1_split_mul_reg1_sext4_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul1_split_mul_reg1_sext4_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul1_split_mul_reg1_hle = $signed({top0_lane_sub_mul1_split_mul_reg1_sext4_sgn, top0_lane_sub_mul1_split_mul_reg1_hl});
+
+
+
+assign top0_lane_sub_mul1_split_mul_reg1_mid = (top0_lane_sub_mul1_split_mul_reg1_lhe + top0_lane_sub_mul1_split_mul_reg1_hle);
+
+
+
+assign top0_lane_sub_mul1_split_mul_reg1_outer = $signed({top0_lane_sub_mul1_split_mul_reg1_hh, top0_lane_sub_mul1_split_mul_reg1_ll});
+assign top0_lane_sub_mul1_split_mul_reg1_mid_sh = $signed({top0_lane_sub_mul1_split_mul_reg1_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul1_split_mul_reg1_mid_sh) begin: top0_lane_sub_mul1_split_mul_reg1_sext5_fill
+    if (top0_lane_sub_mul1_split_mul_reg1_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul1_split_mul_reg1_sext5_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul1_split_mul_reg1_sext5_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul1_split_mul_reg1_mid_e = $signed({top0_lane_sub_mul1_split_mul_reg1_sext5_sgn, top0_lane_sub_mul1_split_mul_reg1_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul1_split_mul_reg1_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul1_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul1_p2 <= (top0_lane_sub_mul1_split_mul_reg1_outer + top0_lane_sub_mul1_split_mul_reg1_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul1_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul1_x2 <= 0;
+        top0_lane_sub_mul1_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul1_x1 <= top0_lane_sub_mul1_x;
+            top0_lane_sub_mul1_x2 <= top0_lane_sub_mul1_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul1_q = $signed(top0_lane_sub_mul1_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul1_sat2_hi = top0_lane_sub_mul1_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul1_sat2_hin = (~top0_lane_sub_mul1_sat2_hi);
+
+
+
+assign top0_lane_sub_mul1_sat2_nsign = (!top0_lane_sub_mul1_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul1_sat2_fill, top0_lane_sub_mul1_sat2_hi, top0_lane_sub_mul1_q, top0_lane_sub_mul1_sat2_hin) begin: top0_lane_sub_mul1_sat2_clamp
+    if (((top0_lane_sub_mul1_sat2_hi == 0) || (top0_lane_sub_mul1_sat2_hin == 0))) begin
+        top0_lane_sub_mul1_kv = $signed(top0_lane_sub_mul1_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul1_kv = $signed({top0_lane_sub_mul1_q[(64 - 1)], top0_lane_sub_mul1_sat2_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul1_d = (top0_lane_sub_mul1_x2 - top0_lane_sub_mul1_kv);
 
 
 
@@ -1732,7 +2248,7 @@ always @(top0_lane_sub_mul1_sat3_fill, top0_lane_sub_mul1_sat3_hi, top0_lane_sub
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul1_s2
+always @(posedge clk) begin: top0_lane_sub_mul1_s3
     if (rst == 1) begin
         top0_lane_sub_mul1_yr <= 0;
     end
@@ -1748,67 +2264,169 @@ end
 assign top0_lane_sub_mul1_y = top0_lane_sub_mul1_yr;
 
 
-
-assign top0_lane_sub_mul2_x = $signed(top0_ar[96-1:64]);
-assign top0_lane_sub_mul2_v = $signed(top0_br[96-1:64]);
-
-
-
-assign top0_lane_sub_mul2_p_c = (top0_kr * top0_lane_sub_mul2_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul2_s1
+always @(posedge clk) begin: top0_factor_reg2_st
     if (rst == 1) begin
-        top0_lane_sub_mul2_x1 <= 0;
-        top0_lane_sub_mul2_p1 <= 0;
+        top0_factor_reg2_kz <= 1;
+        top0_factor_reg2_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul2_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul2_p1 <= top0_lane_sub_mul2_p_c;
-            end
-            top0_lane_sub_mul2_x1 <= top0_lane_sub_mul2_x;
+        if (top0_kload) begin
+            top0_factor_reg2_k <= s_axis_s_tdata;
+            top0_factor_reg2_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul2_round_sat2_t = $signed(top0_lane_sub_mul2_p1 >>> 16);
-assign top0_lane_sub_mul2_round_sat2_rb = $signed({64'h0, top0_lane_sub_mul2_p1[(16 - 1)]});
+assign top0_lane_sub_mul2_x = $signed(top0_ar[96-1:64]);
 
 
 
-assign top0_lane_sub_mul2_round_sat2_r = (top0_lane_sub_mul2_round_sat2_t + top0_lane_sub_mul2_round_sat2_rb);
+assign top0_lane_sub_mul2_split_mul_reg2_ac = top0_factor_reg2_k;
+assign top0_lane_sub_mul2_split_mul_reg2_bc = top0_br[96-1:64];
 
 
 
-assign top0_lane_sub_mul2_round_sat2_sat4_hi = top0_lane_sub_mul2_round_sat2_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul2_split_mul_reg2_alu = top0_lane_sub_mul2_split_mul_reg2_ac[16-1:0];
+assign top0_lane_sub_mul2_split_mul_reg2_blu = top0_lane_sub_mul2_split_mul_reg2_bc[16-1:0];
+assign top0_lane_sub_mul2_split_mul_reg2_al = $signed({1'b0, top0_lane_sub_mul2_split_mul_reg2_ac[16-1:0]});
+assign top0_lane_sub_mul2_split_mul_reg2_bl = $signed({1'b0, top0_lane_sub_mul2_split_mul_reg2_bc[16-1:0]});
+assign top0_lane_sub_mul2_split_mul_reg2_ah = $signed(top0_lane_sub_mul2_split_mul_reg2_ac[32-1:16]);
+assign top0_lane_sub_mul2_split_mul_reg2_bh = $signed(top0_lane_sub_mul2_split_mul_reg2_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul2_round_sat2_sat4_hin = (~top0_lane_sub_mul2_round_sat2_sat4_hi);
-
-
-
-assign top0_lane_sub_mul2_round_sat2_sat4_nsign = (!top0_lane_sub_mul2_round_sat2_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul2_round_sat2_sat4_fill, top0_lane_sub_mul2_round_sat2_sat4_hi, top0_lane_sub_mul2_round_sat2_r, top0_lane_sub_mul2_round_sat2_sat4_hin) begin: top0_lane_sub_mul2_round_sat2_sat4_clamp
-    if (((top0_lane_sub_mul2_round_sat2_sat4_hi == 0) || (top0_lane_sub_mul2_round_sat2_sat4_hin == 0))) begin
-        top0_lane_sub_mul2_kv = $signed(top0_lane_sub_mul2_round_sat2_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul2_split_mul_reg2_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul2_split_mul_reg2_hl <= 0;
+        top0_lane_sub_mul2_split_mul_reg2_hh <= 0;
+        top0_lane_sub_mul2_split_mul_reg2_ll <= 0;
+        top0_lane_sub_mul2_split_mul_reg2_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul2_kv = $signed({top0_lane_sub_mul2_round_sat2_r[(65 - 1)], top0_lane_sub_mul2_round_sat2_sat4_fill});
+        if (top0_en) begin
+            if (top0_factor_reg2_kz) begin
+                top0_lane_sub_mul2_split_mul_reg2_ll <= 0;
+                top0_lane_sub_mul2_split_mul_reg2_lh <= 0;
+                top0_lane_sub_mul2_split_mul_reg2_hl <= 0;
+                top0_lane_sub_mul2_split_mul_reg2_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul2_split_mul_reg2_ll <= (top0_lane_sub_mul2_split_mul_reg2_alu * top0_lane_sub_mul2_split_mul_reg2_blu);
+                top0_lane_sub_mul2_split_mul_reg2_lh <= (top0_lane_sub_mul2_split_mul_reg2_al * top0_lane_sub_mul2_split_mul_reg2_bh);
+                top0_lane_sub_mul2_split_mul_reg2_hl <= (top0_lane_sub_mul2_split_mul_reg2_ah * top0_lane_sub_mul2_split_mul_reg2_bl);
+                top0_lane_sub_mul2_split_mul_reg2_hh <= (top0_lane_sub_mul2_split_mul_reg2_ah * top0_lane_sub_mul2_split_mul_reg2_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul2_split_mul_reg2_lh) begin: top0_lane_sub_mul2_split_mul_reg2_sext6_fill
+    if (top0_lane_sub_mul2_split_mul_reg2_lh[(33 - 1)]) begin
+        top0_lane_sub_mul2_split_mul_reg2_sext6_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul2_split_mul_reg2_sext6_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul2_d = (top0_lane_sub_mul2_x1 - top0_lane_sub_mul2_kv);
+assign top0_lane_sub_mul2_split_mul_reg2_lhe = $signed({top0_lane_sub_mul2_split_mul_reg2_sext6_sgn, top0_lane_sub_mul2_split_mul_reg2_lh});
+
+
+always @(top0_lane_sub_mul2_split_mul_reg2_hl) begin: top0_lane_sub_mul2_split_mul_reg2_sext7_fill
+    if (top0_lane_sub_mul2_split_mul_reg2_hl[(33 - 1)]) begin
+        top0_lane_sub_mul2_split_mul_reg2_sext7_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul2_split_mul_reg2_sext7_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul2_split_mul_reg2_hle = $signed({top0_lane_sub_mul2_split_mul_reg2_sext7_sgn, top0_lane_sub_mul2_split_mul_reg2_hl});
+
+
+
+assign top0_lane_sub_mul2_split_mul_reg2_mid = (top0_lane_sub_mul2_split_mul_reg2_lhe + top0_lane_sub_mul2_split_mul_reg2_hle);
+
+
+
+assign top0_lane_sub_mul2_split_mul_reg2_outer = $signed({top0_lane_sub_mul2_split_mul_reg2_hh, top0_lane_sub_mul2_split_mul_reg2_ll});
+assign top0_lane_sub_mul2_split_mul_reg2_mid_sh = $signed({top0_lane_sub_mul2_split_mul_reg2_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul2_split_mul_reg2_mid_sh) begin: top0_lane_sub_mul2_split_mul_reg2_sext8_fill
+    if (top0_lane_sub_mul2_split_mul_reg2_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul2_split_mul_reg2_sext8_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul2_split_mul_reg2_sext8_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul2_split_mul_reg2_mid_e = $signed({top0_lane_sub_mul2_split_mul_reg2_sext8_sgn, top0_lane_sub_mul2_split_mul_reg2_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul2_split_mul_reg2_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul2_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul2_p2 <= (top0_lane_sub_mul2_split_mul_reg2_outer + top0_lane_sub_mul2_split_mul_reg2_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul2_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul2_x2 <= 0;
+        top0_lane_sub_mul2_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul2_x1 <= top0_lane_sub_mul2_x;
+            top0_lane_sub_mul2_x2 <= top0_lane_sub_mul2_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul2_q = $signed(top0_lane_sub_mul2_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul2_sat4_hi = top0_lane_sub_mul2_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul2_sat4_hin = (~top0_lane_sub_mul2_sat4_hi);
+
+
+
+assign top0_lane_sub_mul2_sat4_nsign = (!top0_lane_sub_mul2_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul2_sat4_fill, top0_lane_sub_mul2_sat4_hi, top0_lane_sub_mul2_q, top0_lane_sub_mul2_sat4_hin) begin: top0_lane_sub_mul2_sat4_clamp
+    if (((top0_lane_sub_mul2_sat4_hi == 0) || (top0_lane_sub_mul2_sat4_hin == 0))) begin
+        top0_lane_sub_mul2_kv = $signed(top0_lane_sub_mul2_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul2_kv = $signed({top0_lane_sub_mul2_q[(64 - 1)], top0_lane_sub_mul2_sat4_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul2_d = (top0_lane_sub_mul2_x2 - top0_lane_sub_mul2_kv);
 
 
 
@@ -1833,7 +2451,7 @@ always @(top0_lane_sub_mul2_sat5_fill, top0_lane_sub_mul2_sat5_hi, top0_lane_sub
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul2_s2
+always @(posedge clk) begin: top0_lane_sub_mul2_s3
     if (rst == 1) begin
         top0_lane_sub_mul2_yr <= 0;
     end
@@ -1849,67 +2467,169 @@ end
 assign top0_lane_sub_mul2_y = top0_lane_sub_mul2_yr;
 
 
-
-assign top0_lane_sub_mul3_x = $signed(top0_ar[128-1:96]);
-assign top0_lane_sub_mul3_v = $signed(top0_br[128-1:96]);
-
-
-
-assign top0_lane_sub_mul3_p_c = (top0_kr * top0_lane_sub_mul3_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul3_s1
+always @(posedge clk) begin: top0_factor_reg3_st
     if (rst == 1) begin
-        top0_lane_sub_mul3_x1 <= 0;
-        top0_lane_sub_mul3_p1 <= 0;
+        top0_factor_reg3_kz <= 1;
+        top0_factor_reg3_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul3_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul3_p1 <= top0_lane_sub_mul3_p_c;
-            end
-            top0_lane_sub_mul3_x1 <= top0_lane_sub_mul3_x;
+        if (top0_kload) begin
+            top0_factor_reg3_k <= s_axis_s_tdata;
+            top0_factor_reg3_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul3_round_sat3_t = $signed(top0_lane_sub_mul3_p1 >>> 16);
-assign top0_lane_sub_mul3_round_sat3_rb = $signed({64'h0, top0_lane_sub_mul3_p1[(16 - 1)]});
+assign top0_lane_sub_mul3_x = $signed(top0_ar[128-1:96]);
 
 
 
-assign top0_lane_sub_mul3_round_sat3_r = (top0_lane_sub_mul3_round_sat3_t + top0_lane_sub_mul3_round_sat3_rb);
+assign top0_lane_sub_mul3_split_mul_reg3_ac = top0_factor_reg3_k;
+assign top0_lane_sub_mul3_split_mul_reg3_bc = top0_br[128-1:96];
 
 
 
-assign top0_lane_sub_mul3_round_sat3_sat6_hi = top0_lane_sub_mul3_round_sat3_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul3_split_mul_reg3_alu = top0_lane_sub_mul3_split_mul_reg3_ac[16-1:0];
+assign top0_lane_sub_mul3_split_mul_reg3_blu = top0_lane_sub_mul3_split_mul_reg3_bc[16-1:0];
+assign top0_lane_sub_mul3_split_mul_reg3_al = $signed({1'b0, top0_lane_sub_mul3_split_mul_reg3_ac[16-1:0]});
+assign top0_lane_sub_mul3_split_mul_reg3_bl = $signed({1'b0, top0_lane_sub_mul3_split_mul_reg3_bc[16-1:0]});
+assign top0_lane_sub_mul3_split_mul_reg3_ah = $signed(top0_lane_sub_mul3_split_mul_reg3_ac[32-1:16]);
+assign top0_lane_sub_mul3_split_mul_reg3_bh = $signed(top0_lane_sub_mul3_split_mul_reg3_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul3_round_sat3_sat6_hin = (~top0_lane_sub_mul3_round_sat3_sat6_hi);
-
-
-
-assign top0_lane_sub_mul3_round_sat3_sat6_nsign = (!top0_lane_sub_mul3_round_sat3_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul3_round_sat3_sat6_fill, top0_lane_sub_mul3_round_sat3_sat6_hi, top0_lane_sub_mul3_round_sat3_r, top0_lane_sub_mul3_round_sat3_sat6_hin) begin: top0_lane_sub_mul3_round_sat3_sat6_clamp
-    if (((top0_lane_sub_mul3_round_sat3_sat6_hi == 0) || (top0_lane_sub_mul3_round_sat3_sat6_hin == 0))) begin
-        top0_lane_sub_mul3_kv = $signed(top0_lane_sub_mul3_round_sat3_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul3_split_mul_reg3_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul3_split_mul_reg3_hl <= 0;
+        top0_lane_sub_mul3_split_mul_reg3_hh <= 0;
+        top0_lane_sub_mul3_split_mul_reg3_ll <= 0;
+        top0_lane_sub_mul3_split_mul_reg3_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul3_kv = $signed({top0_lane_sub_mul3_round_sat3_r[(65 - 1)], top0_lane_sub_mul3_round_sat3_sat6_fill});
+        if (top0_en) begin
+            if (top0_factor_reg3_kz) begin
+                top0_lane_sub_mul3_split_mul_reg3_ll <= 0;
+                top0_lane_sub_mul3_split_mul_reg3_lh <= 0;
+                top0_lane_sub_mul3_split_mul_reg3_hl <= 0;
+                top0_lane_sub_mul3_split_mul_reg3_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul3_split_mul_reg3_ll <= (top0_lane_sub_mul3_split_mul_reg3_alu * top0_lane_sub_mul3_split_mul_reg3_blu);
+                top0_lane_sub_mul3_split_mul_reg3_lh <= (top0_lane_sub_mul3_split_mul_reg3_al * top0_lane_sub_mul3_split_mul_reg3_bh);
+                top0_lane_sub_mul3_split_mul_reg3_hl <= (top0_lane_sub_mul3_split_mul_reg3_ah * top0_lane_sub_mul3_split_mul_reg3_bl);
+                top0_lane_sub_mul3_split_mul_reg3_hh <= (top0_lane_sub_mul3_split_mul_reg3_ah * top0_lane_sub_mul3_split_mul_reg3_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul3_split_mul_reg3_lh) begin: top0_lane_sub_mul3_split_mul_reg3_sext9_fill
+    if (top0_lane_sub_mul3_split_mul_reg3_lh[(33 - 1)]) begin
+        top0_lane_sub_mul3_split_mul_reg3_sext9_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul3_split_mul_reg3_sext9_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul3_d = (top0_lane_sub_mul3_x1 - top0_lane_sub_mul3_kv);
+assign top0_lane_sub_mul3_split_mul_reg3_lhe = $signed({top0_lane_sub_mul3_split_mul_reg3_sext9_sgn, top0_lane_sub_mul3_split_mul_reg3_lh});
+
+
+always @(top0_lane_sub_mul3_split_mul_reg3_hl) begin: top0_lane_sub_mul3_split_mul_reg3_sext10_fill
+    if (top0_lane_sub_mul3_split_mul_reg3_hl[(33 - 1)]) begin
+        top0_lane_sub_mul3_split_mul_reg3_sext10_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul3_split_mul_reg3_sext10_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul3_split_mul_reg3_hle = $signed({top0_lane_sub_mul3_split_mul_reg3_sext10_sgn, top0_lane_sub_mul3_split_mul_reg3_hl});
+
+
+
+assign top0_lane_sub_mul3_split_mul_reg3_mid = (top0_lane_sub_mul3_split_mul_reg3_lhe + top0_lane_sub_mul3_split_mul_reg3_hle);
+
+
+
+assign top0_lane_sub_mul3_split_mul_reg3_outer = $signed({top0_lane_sub_mul3_split_mul_reg3_hh, top0_lane_sub_mul3_split_mul_reg3_ll});
+assign top0_lane_sub_mul3_split_mul_reg3_mid_sh = $signed({top0_lane_sub_mul3_split_mul_reg3_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul3_split_mul_reg3_mid_sh) begin: top0_lane_sub_mul3_split_mul_reg3_sext11_fill
+    if (top0_lane_sub_mul3_split_mul_reg3_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul3_split_mul_reg3_sext11_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul3_split_mul_reg3_sext11_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul3_split_mul_reg3_mid_e = $signed({top0_lane_sub_mul3_split_mul_reg3_sext11_sgn, top0_lane_sub_mul3_split_mul_reg3_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul3_split_mul_reg3_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul3_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul3_p2 <= (top0_lane_sub_mul3_split_mul_reg3_outer + top0_lane_sub_mul3_split_mul_reg3_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul3_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul3_x2 <= 0;
+        top0_lane_sub_mul3_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul3_x1 <= top0_lane_sub_mul3_x;
+            top0_lane_sub_mul3_x2 <= top0_lane_sub_mul3_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul3_q = $signed(top0_lane_sub_mul3_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul3_sat6_hi = top0_lane_sub_mul3_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul3_sat6_hin = (~top0_lane_sub_mul3_sat6_hi);
+
+
+
+assign top0_lane_sub_mul3_sat6_nsign = (!top0_lane_sub_mul3_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul3_sat6_fill, top0_lane_sub_mul3_sat6_hi, top0_lane_sub_mul3_q, top0_lane_sub_mul3_sat6_hin) begin: top0_lane_sub_mul3_sat6_clamp
+    if (((top0_lane_sub_mul3_sat6_hi == 0) || (top0_lane_sub_mul3_sat6_hin == 0))) begin
+        top0_lane_sub_mul3_kv = $signed(top0_lane_sub_mul3_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul3_kv = $signed({top0_lane_sub_mul3_q[(64 - 1)], top0_lane_sub_mul3_sat6_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul3_d = (top0_lane_sub_mul3_x2 - top0_lane_sub_mul3_kv);
 
 
 
@@ -1934,7 +2654,7 @@ always @(top0_lane_sub_mul3_sat7_fill, top0_lane_sub_mul3_sat7_hi, top0_lane_sub
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul3_s2
+always @(posedge clk) begin: top0_lane_sub_mul3_s3
     if (rst == 1) begin
         top0_lane_sub_mul3_yr <= 0;
     end
@@ -1950,67 +2670,169 @@ end
 assign top0_lane_sub_mul3_y = top0_lane_sub_mul3_yr;
 
 
-
-assign top0_lane_sub_mul4_x = $signed(top0_ar[160-1:128]);
-assign top0_lane_sub_mul4_v = $signed(top0_br[160-1:128]);
-
-
-
-assign top0_lane_sub_mul4_p_c = (top0_kr * top0_lane_sub_mul4_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul4_s1
+always @(posedge clk) begin: top0_factor_reg4_st
     if (rst == 1) begin
-        top0_lane_sub_mul4_x1 <= 0;
-        top0_lane_sub_mul4_p1 <= 0;
+        top0_factor_reg4_kz <= 1;
+        top0_factor_reg4_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul4_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul4_p1 <= top0_lane_sub_mul4_p_c;
-            end
-            top0_lane_sub_mul4_x1 <= top0_lane_sub_mul4_x;
+        if (top0_kload) begin
+            top0_factor_reg4_k <= s_axis_s_tdata;
+            top0_factor_reg4_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul4_round_sat4_t = $signed(top0_lane_sub_mul4_p1 >>> 16);
-assign top0_lane_sub_mul4_round_sat4_rb = $signed({64'h0, top0_lane_sub_mul4_p1[(16 - 1)]});
+assign top0_lane_sub_mul4_x = $signed(top0_ar[160-1:128]);
 
 
 
-assign top0_lane_sub_mul4_round_sat4_r = (top0_lane_sub_mul4_round_sat4_t + top0_lane_sub_mul4_round_sat4_rb);
+assign top0_lane_sub_mul4_split_mul_reg4_ac = top0_factor_reg4_k;
+assign top0_lane_sub_mul4_split_mul_reg4_bc = top0_br[160-1:128];
 
 
 
-assign top0_lane_sub_mul4_round_sat4_sat8_hi = top0_lane_sub_mul4_round_sat4_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul4_split_mul_reg4_alu = top0_lane_sub_mul4_split_mul_reg4_ac[16-1:0];
+assign top0_lane_sub_mul4_split_mul_reg4_blu = top0_lane_sub_mul4_split_mul_reg4_bc[16-1:0];
+assign top0_lane_sub_mul4_split_mul_reg4_al = $signed({1'b0, top0_lane_sub_mul4_split_mul_reg4_ac[16-1:0]});
+assign top0_lane_sub_mul4_split_mul_reg4_bl = $signed({1'b0, top0_lane_sub_mul4_split_mul_reg4_bc[16-1:0]});
+assign top0_lane_sub_mul4_split_mul_reg4_ah = $signed(top0_lane_sub_mul4_split_mul_reg4_ac[32-1:16]);
+assign top0_lane_sub_mul4_split_mul_reg4_bh = $signed(top0_lane_sub_mul4_split_mul_reg4_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul4_round_sat4_sat8_hin = (~top0_lane_sub_mul4_round_sat4_sat8_hi);
-
-
-
-assign top0_lane_sub_mul4_round_sat4_sat8_nsign = (!top0_lane_sub_mul4_round_sat4_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul4_round_sat4_sat8_fill, top0_lane_sub_mul4_round_sat4_sat8_hi, top0_lane_sub_mul4_round_sat4_r, top0_lane_sub_mul4_round_sat4_sat8_hin) begin: top0_lane_sub_mul4_round_sat4_sat8_clamp
-    if (((top0_lane_sub_mul4_round_sat4_sat8_hi == 0) || (top0_lane_sub_mul4_round_sat4_sat8_hin == 0))) begin
-        top0_lane_sub_mul4_kv = $signed(top0_lane_sub_mul4_round_sat4_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul4_split_mul_reg4_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul4_split_mul_reg4_hl <= 0;
+        top0_lane_sub_mul4_split_mul_reg4_hh <= 0;
+        top0_lane_sub_mul4_split_mul_reg4_ll <= 0;
+        top0_lane_sub_mul4_split_mul_reg4_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul4_kv = $signed({top0_lane_sub_mul4_round_sat4_r[(65 - 1)], top0_lane_sub_mul4_round_sat4_sat8_fill});
+        if (top0_en) begin
+            if (top0_factor_reg4_kz) begin
+                top0_lane_sub_mul4_split_mul_reg4_ll <= 0;
+                top0_lane_sub_mul4_split_mul_reg4_lh <= 0;
+                top0_lane_sub_mul4_split_mul_reg4_hl <= 0;
+                top0_lane_sub_mul4_split_mul_reg4_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul4_split_mul_reg4_ll <= (top0_lane_sub_mul4_split_mul_reg4_alu * top0_lane_sub_mul4_split_mul_reg4_blu);
+                top0_lane_sub_mul4_split_mul_reg4_lh <= (top0_lane_sub_mul4_split_mul_reg4_al * top0_lane_sub_mul4_split_mul_reg4_bh);
+                top0_lane_sub_mul4_split_mul_reg4_hl <= (top0_lane_sub_mul4_split_mul_reg4_ah * top0_lane_sub_mul4_split_mul_reg4_bl);
+                top0_lane_sub_mul4_split_mul_reg4_hh <= (top0_lane_sub_mul4_split_mul_reg4_ah * top0_lane_sub_mul4_split_mul_reg4_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul4_split_mul_reg4_lh) begin: top0_lane_sub_mul4_split_mul_reg4_sext12_fill
+    if (top0_lane_sub_mul4_split_mul_reg4_lh[(33 - 1)]) begin
+        top0_lane_sub_mul4_split_mul_reg4_sext12_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul4_split_mul_reg4_sext12_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul4_d = (top0_lane_sub_mul4_x1 - top0_lane_sub_mul4_kv);
+assign top0_lane_sub_mul4_split_mul_reg4_lhe = $signed({top0_lane_sub_mul4_split_mul_reg4_sext12_sgn, top0_lane_sub_mul4_split_mul_reg4_lh});
+
+
+always @(top0_lane_sub_mul4_split_mul_reg4_hl) begin: top0_lane_sub_mul4_split_mul_reg4_sext13_fill
+    if (top0_lane_sub_mul4_split_mul_reg4_hl[(33 - 1)]) begin
+        top0_lane_sub_mul4_split_mul_reg4_sext13_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul4_split_mul_reg4_sext13_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul4_split_mul_reg4_hle = $signed({top0_lane_sub_mul4_split_mul_reg4_sext13_sgn, top0_lane_sub_mul4_split_mul_reg4_hl});
+
+
+
+assign top0_lane_sub_mul4_split_mul_reg4_mid = (top0_lane_sub_mul4_split_mul_reg4_lhe + top0_lane_sub_mul4_split_mul_reg4_hle);
+
+
+
+assign top0_lane_sub_mul4_split_mul_reg4_outer = $signed({top0_lane_sub_mul4_split_mul_reg4_hh, top0_lane_sub_mul4_split_mul_reg4_ll});
+assign top0_lane_sub_mul4_split_mul_reg4_mid_sh = $signed({top0_lane_sub_mul4_split_mul_reg4_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul4_split_mul_reg4_mid_sh) begin: top0_lane_sub_mul4_split_mul_reg4_sext14_fill
+    if (top0_lane_sub_mul4_split_mul_reg4_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul4_split_mul_reg4_sext14_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul4_split_mul_reg4_sext14_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul4_split_mul_reg4_mid_e = $signed({top0_lane_sub_mul4_split_mul_reg4_sext14_sgn, top0_lane_sub_mul4_split_mul_reg4_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul4_split_mul_reg4_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul4_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul4_p2 <= (top0_lane_sub_mul4_split_mul_reg4_outer + top0_lane_sub_mul4_split_mul_reg4_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul4_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul4_x2 <= 0;
+        top0_lane_sub_mul4_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul4_x1 <= top0_lane_sub_mul4_x;
+            top0_lane_sub_mul4_x2 <= top0_lane_sub_mul4_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul4_q = $signed(top0_lane_sub_mul4_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul4_sat8_hi = top0_lane_sub_mul4_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul4_sat8_hin = (~top0_lane_sub_mul4_sat8_hi);
+
+
+
+assign top0_lane_sub_mul4_sat8_nsign = (!top0_lane_sub_mul4_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul4_sat8_fill, top0_lane_sub_mul4_sat8_hi, top0_lane_sub_mul4_q, top0_lane_sub_mul4_sat8_hin) begin: top0_lane_sub_mul4_sat8_clamp
+    if (((top0_lane_sub_mul4_sat8_hi == 0) || (top0_lane_sub_mul4_sat8_hin == 0))) begin
+        top0_lane_sub_mul4_kv = $signed(top0_lane_sub_mul4_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul4_kv = $signed({top0_lane_sub_mul4_q[(64 - 1)], top0_lane_sub_mul4_sat8_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul4_d = (top0_lane_sub_mul4_x2 - top0_lane_sub_mul4_kv);
 
 
 
@@ -2035,7 +2857,7 @@ always @(top0_lane_sub_mul4_sat9_fill, top0_lane_sub_mul4_sat9_hi, top0_lane_sub
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul4_s2
+always @(posedge clk) begin: top0_lane_sub_mul4_s3
     if (rst == 1) begin
         top0_lane_sub_mul4_yr <= 0;
     end
@@ -2051,67 +2873,169 @@ end
 assign top0_lane_sub_mul4_y = top0_lane_sub_mul4_yr;
 
 
-
-assign top0_lane_sub_mul5_x = $signed(top0_ar[192-1:160]);
-assign top0_lane_sub_mul5_v = $signed(top0_br[192-1:160]);
-
-
-
-assign top0_lane_sub_mul5_p_c = (top0_kr * top0_lane_sub_mul5_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul5_s1
+always @(posedge clk) begin: top0_factor_reg5_st
     if (rst == 1) begin
-        top0_lane_sub_mul5_x1 <= 0;
-        top0_lane_sub_mul5_p1 <= 0;
+        top0_factor_reg5_kz <= 1;
+        top0_factor_reg5_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul5_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul5_p1 <= top0_lane_sub_mul5_p_c;
-            end
-            top0_lane_sub_mul5_x1 <= top0_lane_sub_mul5_x;
+        if (top0_kload) begin
+            top0_factor_reg5_k <= s_axis_s_tdata;
+            top0_factor_reg5_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul5_round_sat5_t = $signed(top0_lane_sub_mul5_p1 >>> 16);
-assign top0_lane_sub_mul5_round_sat5_rb = $signed({64'h0, top0_lane_sub_mul5_p1[(16 - 1)]});
+assign top0_lane_sub_mul5_x = $signed(top0_ar[192-1:160]);
 
 
 
-assign top0_lane_sub_mul5_round_sat5_r = (top0_lane_sub_mul5_round_sat5_t + top0_lane_sub_mul5_round_sat5_rb);
+assign top0_lane_sub_mul5_split_mul_reg5_ac = top0_factor_reg5_k;
+assign top0_lane_sub_mul5_split_mul_reg5_bc = top0_br[192-1:160];
 
 
 
-assign top0_lane_sub_mul5_round_sat5_sat10_hi = top0_lane_sub_mul5_round_sat5_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul5_split_mul_reg5_alu = top0_lane_sub_mul5_split_mul_reg5_ac[16-1:0];
+assign top0_lane_sub_mul5_split_mul_reg5_blu = top0_lane_sub_mul5_split_mul_reg5_bc[16-1:0];
+assign top0_lane_sub_mul5_split_mul_reg5_al = $signed({1'b0, top0_lane_sub_mul5_split_mul_reg5_ac[16-1:0]});
+assign top0_lane_sub_mul5_split_mul_reg5_bl = $signed({1'b0, top0_lane_sub_mul5_split_mul_reg5_bc[16-1:0]});
+assign top0_lane_sub_mul5_split_mul_reg5_ah = $signed(top0_lane_sub_mul5_split_mul_reg5_ac[32-1:16]);
+assign top0_lane_sub_mul5_split_mul_reg5_bh = $signed(top0_lane_sub_mul5_split_mul_reg5_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul5_round_sat5_sat10_hin = (~top0_lane_sub_mul5_round_sat5_sat10_hi);
-
-
-
-assign top0_lane_sub_mul5_round_sat5_sat10_nsign = (!top0_lane_sub_mul5_round_sat5_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul5_round_sat5_sat10_fill, top0_lane_sub_mul5_round_sat5_sat10_hi, top0_lane_sub_mul5_round_sat5_r, top0_lane_sub_mul5_round_sat5_sat10_hin) begin: top0_lane_sub_mul5_round_sat5_sat10_clamp
-    if (((top0_lane_sub_mul5_round_sat5_sat10_hi == 0) || (top0_lane_sub_mul5_round_sat5_sat10_hin == 0))) begin
-        top0_lane_sub_mul5_kv = $signed(top0_lane_sub_mul5_round_sat5_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul5_split_mul_reg5_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul5_split_mul_reg5_hl <= 0;
+        top0_lane_sub_mul5_split_mul_reg5_hh <= 0;
+        top0_lane_sub_mul5_split_mul_reg5_ll <= 0;
+        top0_lane_sub_mul5_split_mul_reg5_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul5_kv = $signed({top0_lane_sub_mul5_round_sat5_r[(65 - 1)], top0_lane_sub_mul5_round_sat5_sat10_fill});
+        if (top0_en) begin
+            if (top0_factor_reg5_kz) begin
+                top0_lane_sub_mul5_split_mul_reg5_ll <= 0;
+                top0_lane_sub_mul5_split_mul_reg5_lh <= 0;
+                top0_lane_sub_mul5_split_mul_reg5_hl <= 0;
+                top0_lane_sub_mul5_split_mul_reg5_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul5_split_mul_reg5_ll <= (top0_lane_sub_mul5_split_mul_reg5_alu * top0_lane_sub_mul5_split_mul_reg5_blu);
+                top0_lane_sub_mul5_split_mul_reg5_lh <= (top0_lane_sub_mul5_split_mul_reg5_al * top0_lane_sub_mul5_split_mul_reg5_bh);
+                top0_lane_sub_mul5_split_mul_reg5_hl <= (top0_lane_sub_mul5_split_mul_reg5_ah * top0_lane_sub_mul5_split_mul_reg5_bl);
+                top0_lane_sub_mul5_split_mul_reg5_hh <= (top0_lane_sub_mul5_split_mul_reg5_ah * top0_lane_sub_mul5_split_mul_reg5_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul5_split_mul_reg5_lh) begin: top0_lane_sub_mul5_split_mul_reg5_sext15_fill
+    if (top0_lane_sub_mul5_split_mul_reg5_lh[(33 - 1)]) begin
+        top0_lane_sub_mul5_split_mul_reg5_sext15_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul5_split_mul_reg5_sext15_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul5_d = (top0_lane_sub_mul5_x1 - top0_lane_sub_mul5_kv);
+assign top0_lane_sub_mul5_split_mul_reg5_lhe = $signed({top0_lane_sub_mul5_split_mul_reg5_sext15_sgn, top0_lane_sub_mul5_split_mul_reg5_lh});
+
+
+always @(top0_lane_sub_mul5_split_mul_reg5_hl) begin: top0_lane_sub_mul5_split_mul_reg5_sext16_fill
+    if (top0_lane_sub_mul5_split_mul_reg5_hl[(33 - 1)]) begin
+        top0_lane_sub_mul5_split_mul_reg5_sext16_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul5_split_mul_reg5_sext16_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul5_split_mul_reg5_hle = $signed({top0_lane_sub_mul5_split_mul_reg5_sext16_sgn, top0_lane_sub_mul5_split_mul_reg5_hl});
+
+
+
+assign top0_lane_sub_mul5_split_mul_reg5_mid = (top0_lane_sub_mul5_split_mul_reg5_lhe + top0_lane_sub_mul5_split_mul_reg5_hle);
+
+
+
+assign top0_lane_sub_mul5_split_mul_reg5_outer = $signed({top0_lane_sub_mul5_split_mul_reg5_hh, top0_lane_sub_mul5_split_mul_reg5_ll});
+assign top0_lane_sub_mul5_split_mul_reg5_mid_sh = $signed({top0_lane_sub_mul5_split_mul_reg5_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul5_split_mul_reg5_mid_sh) begin: top0_lane_sub_mul5_split_mul_reg5_sext17_fill
+    if (top0_lane_sub_mul5_split_mul_reg5_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul5_split_mul_reg5_sext17_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul5_split_mul_reg5_sext17_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul5_split_mul_reg5_mid_e = $signed({top0_lane_sub_mul5_split_mul_reg5_sext17_sgn, top0_lane_sub_mul5_split_mul_reg5_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul5_split_mul_reg5_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul5_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul5_p2 <= (top0_lane_sub_mul5_split_mul_reg5_outer + top0_lane_sub_mul5_split_mul_reg5_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul5_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul5_x2 <= 0;
+        top0_lane_sub_mul5_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul5_x1 <= top0_lane_sub_mul5_x;
+            top0_lane_sub_mul5_x2 <= top0_lane_sub_mul5_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul5_q = $signed(top0_lane_sub_mul5_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul5_sat10_hi = top0_lane_sub_mul5_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul5_sat10_hin = (~top0_lane_sub_mul5_sat10_hi);
+
+
+
+assign top0_lane_sub_mul5_sat10_nsign = (!top0_lane_sub_mul5_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul5_sat10_fill, top0_lane_sub_mul5_sat10_hi, top0_lane_sub_mul5_q, top0_lane_sub_mul5_sat10_hin) begin: top0_lane_sub_mul5_sat10_clamp
+    if (((top0_lane_sub_mul5_sat10_hi == 0) || (top0_lane_sub_mul5_sat10_hin == 0))) begin
+        top0_lane_sub_mul5_kv = $signed(top0_lane_sub_mul5_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul5_kv = $signed({top0_lane_sub_mul5_q[(64 - 1)], top0_lane_sub_mul5_sat10_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul5_d = (top0_lane_sub_mul5_x2 - top0_lane_sub_mul5_kv);
 
 
 
@@ -2136,7 +3060,7 @@ always @(top0_lane_sub_mul5_sat11_fill, top0_lane_sub_mul5_sat11_hi, top0_lane_s
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul5_s2
+always @(posedge clk) begin: top0_lane_sub_mul5_s3
     if (rst == 1) begin
         top0_lane_sub_mul5_yr <= 0;
     end
@@ -2152,67 +3076,169 @@ end
 assign top0_lane_sub_mul5_y = top0_lane_sub_mul5_yr;
 
 
-
-assign top0_lane_sub_mul6_x = $signed(top0_ar[224-1:192]);
-assign top0_lane_sub_mul6_v = $signed(top0_br[224-1:192]);
-
-
-
-assign top0_lane_sub_mul6_p_c = (top0_kr * top0_lane_sub_mul6_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul6_s1
+always @(posedge clk) begin: top0_factor_reg6_st
     if (rst == 1) begin
-        top0_lane_sub_mul6_x1 <= 0;
-        top0_lane_sub_mul6_p1 <= 0;
+        top0_factor_reg6_kz <= 1;
+        top0_factor_reg6_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul6_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul6_p1 <= top0_lane_sub_mul6_p_c;
-            end
-            top0_lane_sub_mul6_x1 <= top0_lane_sub_mul6_x;
+        if (top0_kload) begin
+            top0_factor_reg6_k <= s_axis_s_tdata;
+            top0_factor_reg6_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul6_round_sat6_t = $signed(top0_lane_sub_mul6_p1 >>> 16);
-assign top0_lane_sub_mul6_round_sat6_rb = $signed({64'h0, top0_lane_sub_mul6_p1[(16 - 1)]});
+assign top0_lane_sub_mul6_x = $signed(top0_ar[224-1:192]);
 
 
 
-assign top0_lane_sub_mul6_round_sat6_r = (top0_lane_sub_mul6_round_sat6_t + top0_lane_sub_mul6_round_sat6_rb);
+assign top0_lane_sub_mul6_split_mul_reg6_ac = top0_factor_reg6_k;
+assign top0_lane_sub_mul6_split_mul_reg6_bc = top0_br[224-1:192];
 
 
 
-assign top0_lane_sub_mul6_round_sat6_sat12_hi = top0_lane_sub_mul6_round_sat6_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul6_split_mul_reg6_alu = top0_lane_sub_mul6_split_mul_reg6_ac[16-1:0];
+assign top0_lane_sub_mul6_split_mul_reg6_blu = top0_lane_sub_mul6_split_mul_reg6_bc[16-1:0];
+assign top0_lane_sub_mul6_split_mul_reg6_al = $signed({1'b0, top0_lane_sub_mul6_split_mul_reg6_ac[16-1:0]});
+assign top0_lane_sub_mul6_split_mul_reg6_bl = $signed({1'b0, top0_lane_sub_mul6_split_mul_reg6_bc[16-1:0]});
+assign top0_lane_sub_mul6_split_mul_reg6_ah = $signed(top0_lane_sub_mul6_split_mul_reg6_ac[32-1:16]);
+assign top0_lane_sub_mul6_split_mul_reg6_bh = $signed(top0_lane_sub_mul6_split_mul_reg6_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul6_round_sat6_sat12_hin = (~top0_lane_sub_mul6_round_sat6_sat12_hi);
-
-
-
-assign top0_lane_sub_mul6_round_sat6_sat12_nsign = (!top0_lane_sub_mul6_round_sat6_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul6_round_sat6_sat12_fill, top0_lane_sub_mul6_round_sat6_sat12_hi, top0_lane_sub_mul6_round_sat6_r, top0_lane_sub_mul6_round_sat6_sat12_hin) begin: top0_lane_sub_mul6_round_sat6_sat12_clamp
-    if (((top0_lane_sub_mul6_round_sat6_sat12_hi == 0) || (top0_lane_sub_mul6_round_sat6_sat12_hin == 0))) begin
-        top0_lane_sub_mul6_kv = $signed(top0_lane_sub_mul6_round_sat6_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul6_split_mul_reg6_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul6_split_mul_reg6_hl <= 0;
+        top0_lane_sub_mul6_split_mul_reg6_hh <= 0;
+        top0_lane_sub_mul6_split_mul_reg6_ll <= 0;
+        top0_lane_sub_mul6_split_mul_reg6_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul6_kv = $signed({top0_lane_sub_mul6_round_sat6_r[(65 - 1)], top0_lane_sub_mul6_round_sat6_sat12_fill});
+        if (top0_en) begin
+            if (top0_factor_reg6_kz) begin
+                top0_lane_sub_mul6_split_mul_reg6_ll <= 0;
+                top0_lane_sub_mul6_split_mul_reg6_lh <= 0;
+                top0_lane_sub_mul6_split_mul_reg6_hl <= 0;
+                top0_lane_sub_mul6_split_mul_reg6_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul6_split_mul_reg6_ll <= (top0_lane_sub_mul6_split_mul_reg6_alu * top0_lane_sub_mul6_split_mul_reg6_blu);
+                top0_lane_sub_mul6_split_mul_reg6_lh <= (top0_lane_sub_mul6_split_mul_reg6_al * top0_lane_sub_mul6_split_mul_reg6_bh);
+                top0_lane_sub_mul6_split_mul_reg6_hl <= (top0_lane_sub_mul6_split_mul_reg6_ah * top0_lane_sub_mul6_split_mul_reg6_bl);
+                top0_lane_sub_mul6_split_mul_reg6_hh <= (top0_lane_sub_mul6_split_mul_reg6_ah * top0_lane_sub_mul6_split_mul_reg6_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul6_split_mul_reg6_lh) begin: top0_lane_sub_mul6_split_mul_reg6_sext18_fill
+    if (top0_lane_sub_mul6_split_mul_reg6_lh[(33 - 1)]) begin
+        top0_lane_sub_mul6_split_mul_reg6_sext18_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul6_split_mul_reg6_sext18_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul6_d = (top0_lane_sub_mul6_x1 - top0_lane_sub_mul6_kv);
+assign top0_lane_sub_mul6_split_mul_reg6_lhe = $signed({top0_lane_sub_mul6_split_mul_reg6_sext18_sgn, top0_lane_sub_mul6_split_mul_reg6_lh});
+
+
+always @(top0_lane_sub_mul6_split_mul_reg6_hl) begin: top0_lane_sub_mul6_split_mul_reg6_sext19_fill
+    if (top0_lane_sub_mul6_split_mul_reg6_hl[(33 - 1)]) begin
+        top0_lane_sub_mul6_split_mul_reg6_sext19_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul6_split_mul_reg6_sext19_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul6_split_mul_reg6_hle = $signed({top0_lane_sub_mul6_split_mul_reg6_sext19_sgn, top0_lane_sub_mul6_split_mul_reg6_hl});
+
+
+
+assign top0_lane_sub_mul6_split_mul_reg6_mid = (top0_lane_sub_mul6_split_mul_reg6_lhe + top0_lane_sub_mul6_split_mul_reg6_hle);
+
+
+
+assign top0_lane_sub_mul6_split_mul_reg6_outer = $signed({top0_lane_sub_mul6_split_mul_reg6_hh, top0_lane_sub_mul6_split_mul_reg6_ll});
+assign top0_lane_sub_mul6_split_mul_reg6_mid_sh = $signed({top0_lane_sub_mul6_split_mul_reg6_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul6_split_mul_reg6_mid_sh) begin: top0_lane_sub_mul6_split_mul_reg6_sext20_fill
+    if (top0_lane_sub_mul6_split_mul_reg6_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul6_split_mul_reg6_sext20_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul6_split_mul_reg6_sext20_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul6_split_mul_reg6_mid_e = $signed({top0_lane_sub_mul6_split_mul_reg6_sext20_sgn, top0_lane_sub_mul6_split_mul_reg6_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul6_split_mul_reg6_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul6_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul6_p2 <= (top0_lane_sub_mul6_split_mul_reg6_outer + top0_lane_sub_mul6_split_mul_reg6_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul6_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul6_x2 <= 0;
+        top0_lane_sub_mul6_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul6_x1 <= top0_lane_sub_mul6_x;
+            top0_lane_sub_mul6_x2 <= top0_lane_sub_mul6_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul6_q = $signed(top0_lane_sub_mul6_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul6_sat12_hi = top0_lane_sub_mul6_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul6_sat12_hin = (~top0_lane_sub_mul6_sat12_hi);
+
+
+
+assign top0_lane_sub_mul6_sat12_nsign = (!top0_lane_sub_mul6_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul6_sat12_fill, top0_lane_sub_mul6_sat12_hi, top0_lane_sub_mul6_q, top0_lane_sub_mul6_sat12_hin) begin: top0_lane_sub_mul6_sat12_clamp
+    if (((top0_lane_sub_mul6_sat12_hi == 0) || (top0_lane_sub_mul6_sat12_hin == 0))) begin
+        top0_lane_sub_mul6_kv = $signed(top0_lane_sub_mul6_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul6_kv = $signed({top0_lane_sub_mul6_q[(64 - 1)], top0_lane_sub_mul6_sat12_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul6_d = (top0_lane_sub_mul6_x2 - top0_lane_sub_mul6_kv);
 
 
 
@@ -2237,7 +3263,7 @@ always @(top0_lane_sub_mul6_sat13_fill, top0_lane_sub_mul6_sat13_hi, top0_lane_s
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul6_s2
+always @(posedge clk) begin: top0_lane_sub_mul6_s3
     if (rst == 1) begin
         top0_lane_sub_mul6_yr <= 0;
     end
@@ -2253,67 +3279,169 @@ end
 assign top0_lane_sub_mul6_y = top0_lane_sub_mul6_yr;
 
 
-
-assign top0_lane_sub_mul7_x = $signed(top0_ar[256-1:224]);
-assign top0_lane_sub_mul7_v = $signed(top0_br[256-1:224]);
-
-
-
-assign top0_lane_sub_mul7_p_c = (top0_kr * top0_lane_sub_mul7_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul7_s1
+always @(posedge clk) begin: top0_factor_reg7_st
     if (rst == 1) begin
-        top0_lane_sub_mul7_x1 <= 0;
-        top0_lane_sub_mul7_p1 <= 0;
+        top0_factor_reg7_kz <= 1;
+        top0_factor_reg7_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul7_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul7_p1 <= top0_lane_sub_mul7_p_c;
-            end
-            top0_lane_sub_mul7_x1 <= top0_lane_sub_mul7_x;
+        if (top0_kload) begin
+            top0_factor_reg7_k <= s_axis_s_tdata;
+            top0_factor_reg7_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul7_round_sat7_t = $signed(top0_lane_sub_mul7_p1 >>> 16);
-assign top0_lane_sub_mul7_round_sat7_rb = $signed({64'h0, top0_lane_sub_mul7_p1[(16 - 1)]});
+assign top0_lane_sub_mul7_x = $signed(top0_ar[256-1:224]);
 
 
 
-assign top0_lane_sub_mul7_round_sat7_r = (top0_lane_sub_mul7_round_sat7_t + top0_lane_sub_mul7_round_sat7_rb);
+assign top0_lane_sub_mul7_split_mul_reg7_ac = top0_factor_reg7_k;
+assign top0_lane_sub_mul7_split_mul_reg7_bc = top0_br[256-1:224];
 
 
 
-assign top0_lane_sub_mul7_round_sat7_sat14_hi = top0_lane_sub_mul7_round_sat7_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul7_split_mul_reg7_alu = top0_lane_sub_mul7_split_mul_reg7_ac[16-1:0];
+assign top0_lane_sub_mul7_split_mul_reg7_blu = top0_lane_sub_mul7_split_mul_reg7_bc[16-1:0];
+assign top0_lane_sub_mul7_split_mul_reg7_al = $signed({1'b0, top0_lane_sub_mul7_split_mul_reg7_ac[16-1:0]});
+assign top0_lane_sub_mul7_split_mul_reg7_bl = $signed({1'b0, top0_lane_sub_mul7_split_mul_reg7_bc[16-1:0]});
+assign top0_lane_sub_mul7_split_mul_reg7_ah = $signed(top0_lane_sub_mul7_split_mul_reg7_ac[32-1:16]);
+assign top0_lane_sub_mul7_split_mul_reg7_bh = $signed(top0_lane_sub_mul7_split_mul_reg7_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul7_round_sat7_sat14_hin = (~top0_lane_sub_mul7_round_sat7_sat14_hi);
-
-
-
-assign top0_lane_sub_mul7_round_sat7_sat14_nsign = (!top0_lane_sub_mul7_round_sat7_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul7_round_sat7_sat14_fill, top0_lane_sub_mul7_round_sat7_sat14_hi, top0_lane_sub_mul7_round_sat7_r, top0_lane_sub_mul7_round_sat7_sat14_hin) begin: top0_lane_sub_mul7_round_sat7_sat14_clamp
-    if (((top0_lane_sub_mul7_round_sat7_sat14_hi == 0) || (top0_lane_sub_mul7_round_sat7_sat14_hin == 0))) begin
-        top0_lane_sub_mul7_kv = $signed(top0_lane_sub_mul7_round_sat7_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul7_split_mul_reg7_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul7_split_mul_reg7_hl <= 0;
+        top0_lane_sub_mul7_split_mul_reg7_hh <= 0;
+        top0_lane_sub_mul7_split_mul_reg7_ll <= 0;
+        top0_lane_sub_mul7_split_mul_reg7_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul7_kv = $signed({top0_lane_sub_mul7_round_sat7_r[(65 - 1)], top0_lane_sub_mul7_round_sat7_sat14_fill});
+        if (top0_en) begin
+            if (top0_factor_reg7_kz) begin
+                top0_lane_sub_mul7_split_mul_reg7_ll <= 0;
+                top0_lane_sub_mul7_split_mul_reg7_lh <= 0;
+                top0_lane_sub_mul7_split_mul_reg7_hl <= 0;
+                top0_lane_sub_mul7_split_mul_reg7_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul7_split_mul_reg7_ll <= (top0_lane_sub_mul7_split_mul_reg7_alu * top0_lane_sub_mul7_split_mul_reg7_blu);
+                top0_lane_sub_mul7_split_mul_reg7_lh <= (top0_lane_sub_mul7_split_mul_reg7_al * top0_lane_sub_mul7_split_mul_reg7_bh);
+                top0_lane_sub_mul7_split_mul_reg7_hl <= (top0_lane_sub_mul7_split_mul_reg7_ah * top0_lane_sub_mul7_split_mul_reg7_bl);
+                top0_lane_sub_mul7_split_mul_reg7_hh <= (top0_lane_sub_mul7_split_mul_reg7_ah * top0_lane_sub_mul7_split_mul_reg7_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul7_split_mul_reg7_lh) begin: top0_lane_sub_mul7_split_mul_reg7_sext21_fill
+    if (top0_lane_sub_mul7_split_mul_reg7_lh[(33 - 1)]) begin
+        top0_lane_sub_mul7_split_mul_reg7_sext21_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul7_split_mul_reg7_sext21_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul7_d = (top0_lane_sub_mul7_x1 - top0_lane_sub_mul7_kv);
+assign top0_lane_sub_mul7_split_mul_reg7_lhe = $signed({top0_lane_sub_mul7_split_mul_reg7_sext21_sgn, top0_lane_sub_mul7_split_mul_reg7_lh});
+
+
+always @(top0_lane_sub_mul7_split_mul_reg7_hl) begin: top0_lane_sub_mul7_split_mul_reg7_sext22_fill
+    if (top0_lane_sub_mul7_split_mul_reg7_hl[(33 - 1)]) begin
+        top0_lane_sub_mul7_split_mul_reg7_sext22_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul7_split_mul_reg7_sext22_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul7_split_mul_reg7_hle = $signed({top0_lane_sub_mul7_split_mul_reg7_sext22_sgn, top0_lane_sub_mul7_split_mul_reg7_hl});
+
+
+
+assign top0_lane_sub_mul7_split_mul_reg7_mid = (top0_lane_sub_mul7_split_mul_reg7_lhe + top0_lane_sub_mul7_split_mul_reg7_hle);
+
+
+
+assign top0_lane_sub_mul7_split_mul_reg7_outer = $signed({top0_lane_sub_mul7_split_mul_reg7_hh, top0_lane_sub_mul7_split_mul_reg7_ll});
+assign top0_lane_sub_mul7_split_mul_reg7_mid_sh = $signed({top0_lane_sub_mul7_split_mul_reg7_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul7_split_mul_reg7_mid_sh) begin: top0_lane_sub_mul7_split_mul_reg7_sext23_fill
+    if (top0_lane_sub_mul7_split_mul_reg7_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul7_split_mul_reg7_sext23_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul7_split_mul_reg7_sext23_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul7_split_mul_reg7_mid_e = $signed({top0_lane_sub_mul7_split_mul_reg7_sext23_sgn, top0_lane_sub_mul7_split_mul_reg7_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul7_split_mul_reg7_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul7_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul7_p2 <= (top0_lane_sub_mul7_split_mul_reg7_outer + top0_lane_sub_mul7_split_mul_reg7_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul7_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul7_x2 <= 0;
+        top0_lane_sub_mul7_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul7_x1 <= top0_lane_sub_mul7_x;
+            top0_lane_sub_mul7_x2 <= top0_lane_sub_mul7_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul7_q = $signed(top0_lane_sub_mul7_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul7_sat14_hi = top0_lane_sub_mul7_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul7_sat14_hin = (~top0_lane_sub_mul7_sat14_hi);
+
+
+
+assign top0_lane_sub_mul7_sat14_nsign = (!top0_lane_sub_mul7_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul7_sat14_fill, top0_lane_sub_mul7_sat14_hi, top0_lane_sub_mul7_q, top0_lane_sub_mul7_sat14_hin) begin: top0_lane_sub_mul7_sat14_clamp
+    if (((top0_lane_sub_mul7_sat14_hi == 0) || (top0_lane_sub_mul7_sat14_hin == 0))) begin
+        top0_lane_sub_mul7_kv = $signed(top0_lane_sub_mul7_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul7_kv = $signed({top0_lane_sub_mul7_q[(64 - 1)], top0_lane_sub_mul7_sat14_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul7_d = (top0_lane_sub_mul7_x2 - top0_lane_sub_mul7_kv);
 
 
 
@@ -2338,7 +3466,7 @@ always @(top0_lane_sub_mul7_sat15_fill, top0_lane_sub_mul7_sat15_hi, top0_lane_s
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul7_s2
+always @(posedge clk) begin: top0_lane_sub_mul7_s3
     if (rst == 1) begin
         top0_lane_sub_mul7_yr <= 0;
     end
@@ -2354,67 +3482,169 @@ end
 assign top0_lane_sub_mul7_y = top0_lane_sub_mul7_yr;
 
 
-
-assign top0_lane_sub_mul8_x = $signed(top0_ar[288-1:256]);
-assign top0_lane_sub_mul8_v = $signed(top0_br[288-1:256]);
-
-
-
-assign top0_lane_sub_mul8_p_c = (top0_kr * top0_lane_sub_mul8_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul8_s1
+always @(posedge clk) begin: top0_factor_reg8_st
     if (rst == 1) begin
-        top0_lane_sub_mul8_x1 <= 0;
-        top0_lane_sub_mul8_p1 <= 0;
+        top0_factor_reg8_kz <= 1;
+        top0_factor_reg8_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul8_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul8_p1 <= top0_lane_sub_mul8_p_c;
-            end
-            top0_lane_sub_mul8_x1 <= top0_lane_sub_mul8_x;
+        if (top0_kload) begin
+            top0_factor_reg8_k <= s_axis_s_tdata;
+            top0_factor_reg8_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul8_round_sat8_t = $signed(top0_lane_sub_mul8_p1 >>> 16);
-assign top0_lane_sub_mul8_round_sat8_rb = $signed({64'h0, top0_lane_sub_mul8_p1[(16 - 1)]});
+assign top0_lane_sub_mul8_x = $signed(top0_ar[288-1:256]);
 
 
 
-assign top0_lane_sub_mul8_round_sat8_r = (top0_lane_sub_mul8_round_sat8_t + top0_lane_sub_mul8_round_sat8_rb);
+assign top0_lane_sub_mul8_split_mul_reg8_ac = top0_factor_reg8_k;
+assign top0_lane_sub_mul8_split_mul_reg8_bc = top0_br[288-1:256];
 
 
 
-assign top0_lane_sub_mul8_round_sat8_sat16_hi = top0_lane_sub_mul8_round_sat8_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul8_split_mul_reg8_alu = top0_lane_sub_mul8_split_mul_reg8_ac[16-1:0];
+assign top0_lane_sub_mul8_split_mul_reg8_blu = top0_lane_sub_mul8_split_mul_reg8_bc[16-1:0];
+assign top0_lane_sub_mul8_split_mul_reg8_al = $signed({1'b0, top0_lane_sub_mul8_split_mul_reg8_ac[16-1:0]});
+assign top0_lane_sub_mul8_split_mul_reg8_bl = $signed({1'b0, top0_lane_sub_mul8_split_mul_reg8_bc[16-1:0]});
+assign top0_lane_sub_mul8_split_mul_reg8_ah = $signed(top0_lane_sub_mul8_split_mul_reg8_ac[32-1:16]);
+assign top0_lane_sub_mul8_split_mul_reg8_bh = $signed(top0_lane_sub_mul8_split_mul_reg8_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul8_round_sat8_sat16_hin = (~top0_lane_sub_mul8_round_sat8_sat16_hi);
-
-
-
-assign top0_lane_sub_mul8_round_sat8_sat16_nsign = (!top0_lane_sub_mul8_round_sat8_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul8_round_sat8_sat16_fill, top0_lane_sub_mul8_round_sat8_sat16_hi, top0_lane_sub_mul8_round_sat8_r, top0_lane_sub_mul8_round_sat8_sat16_hin) begin: top0_lane_sub_mul8_round_sat8_sat16_clamp
-    if (((top0_lane_sub_mul8_round_sat8_sat16_hi == 0) || (top0_lane_sub_mul8_round_sat8_sat16_hin == 0))) begin
-        top0_lane_sub_mul8_kv = $signed(top0_lane_sub_mul8_round_sat8_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul8_split_mul_reg8_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul8_split_mul_reg8_hl <= 0;
+        top0_lane_sub_mul8_split_mul_reg8_hh <= 0;
+        top0_lane_sub_mul8_split_mul_reg8_ll <= 0;
+        top0_lane_sub_mul8_split_mul_reg8_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul8_kv = $signed({top0_lane_sub_mul8_round_sat8_r[(65 - 1)], top0_lane_sub_mul8_round_sat8_sat16_fill});
+        if (top0_en) begin
+            if (top0_factor_reg8_kz) begin
+                top0_lane_sub_mul8_split_mul_reg8_ll <= 0;
+                top0_lane_sub_mul8_split_mul_reg8_lh <= 0;
+                top0_lane_sub_mul8_split_mul_reg8_hl <= 0;
+                top0_lane_sub_mul8_split_mul_reg8_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul8_split_mul_reg8_ll <= (top0_lane_sub_mul8_split_mul_reg8_alu * top0_lane_sub_mul8_split_mul_reg8_blu);
+                top0_lane_sub_mul8_split_mul_reg8_lh <= (top0_lane_sub_mul8_split_mul_reg8_al * top0_lane_sub_mul8_split_mul_reg8_bh);
+                top0_lane_sub_mul8_split_mul_reg8_hl <= (top0_lane_sub_mul8_split_mul_reg8_ah * top0_lane_sub_mul8_split_mul_reg8_bl);
+                top0_lane_sub_mul8_split_mul_reg8_hh <= (top0_lane_sub_mul8_split_mul_reg8_ah * top0_lane_sub_mul8_split_mul_reg8_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul8_split_mul_reg8_lh) begin: top0_lane_sub_mul8_split_mul_reg8_sext24_fill
+    if (top0_lane_sub_mul8_split_mul_reg8_lh[(33 - 1)]) begin
+        top0_lane_sub_mul8_split_mul_reg8_sext24_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul8_split_mul_reg8_sext24_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul8_d = (top0_lane_sub_mul8_x1 - top0_lane_sub_mul8_kv);
+assign top0_lane_sub_mul8_split_mul_reg8_lhe = $signed({top0_lane_sub_mul8_split_mul_reg8_sext24_sgn, top0_lane_sub_mul8_split_mul_reg8_lh});
+
+
+always @(top0_lane_sub_mul8_split_mul_reg8_hl) begin: top0_lane_sub_mul8_split_mul_reg8_sext25_fill
+    if (top0_lane_sub_mul8_split_mul_reg8_hl[(33 - 1)]) begin
+        top0_lane_sub_mul8_split_mul_reg8_sext25_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul8_split_mul_reg8_sext25_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul8_split_mul_reg8_hle = $signed({top0_lane_sub_mul8_split_mul_reg8_sext25_sgn, top0_lane_sub_mul8_split_mul_reg8_hl});
+
+
+
+assign top0_lane_sub_mul8_split_mul_reg8_mid = (top0_lane_sub_mul8_split_mul_reg8_lhe + top0_lane_sub_mul8_split_mul_reg8_hle);
+
+
+
+assign top0_lane_sub_mul8_split_mul_reg8_outer = $signed({top0_lane_sub_mul8_split_mul_reg8_hh, top0_lane_sub_mul8_split_mul_reg8_ll});
+assign top0_lane_sub_mul8_split_mul_reg8_mid_sh = $signed({top0_lane_sub_mul8_split_mul_reg8_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul8_split_mul_reg8_mid_sh) begin: top0_lane_sub_mul8_split_mul_reg8_sext26_fill
+    if (top0_lane_sub_mul8_split_mul_reg8_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul8_split_mul_reg8_sext26_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul8_split_mul_reg8_sext26_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul8_split_mul_reg8_mid_e = $signed({top0_lane_sub_mul8_split_mul_reg8_sext26_sgn, top0_lane_sub_mul8_split_mul_reg8_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul8_split_mul_reg8_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul8_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul8_p2 <= (top0_lane_sub_mul8_split_mul_reg8_outer + top0_lane_sub_mul8_split_mul_reg8_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul8_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul8_x2 <= 0;
+        top0_lane_sub_mul8_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul8_x1 <= top0_lane_sub_mul8_x;
+            top0_lane_sub_mul8_x2 <= top0_lane_sub_mul8_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul8_q = $signed(top0_lane_sub_mul8_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul8_sat16_hi = top0_lane_sub_mul8_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul8_sat16_hin = (~top0_lane_sub_mul8_sat16_hi);
+
+
+
+assign top0_lane_sub_mul8_sat16_nsign = (!top0_lane_sub_mul8_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul8_sat16_fill, top0_lane_sub_mul8_sat16_hi, top0_lane_sub_mul8_q, top0_lane_sub_mul8_sat16_hin) begin: top0_lane_sub_mul8_sat16_clamp
+    if (((top0_lane_sub_mul8_sat16_hi == 0) || (top0_lane_sub_mul8_sat16_hin == 0))) begin
+        top0_lane_sub_mul8_kv = $signed(top0_lane_sub_mul8_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul8_kv = $signed({top0_lane_sub_mul8_q[(64 - 1)], top0_lane_sub_mul8_sat16_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul8_d = (top0_lane_sub_mul8_x2 - top0_lane_sub_mul8_kv);
 
 
 
@@ -2439,7 +3669,7 @@ always @(top0_lane_sub_mul8_sat17_fill, top0_lane_sub_mul8_sat17_hi, top0_lane_s
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul8_s2
+always @(posedge clk) begin: top0_lane_sub_mul8_s3
     if (rst == 1) begin
         top0_lane_sub_mul8_yr <= 0;
     end
@@ -2455,67 +3685,169 @@ end
 assign top0_lane_sub_mul8_y = top0_lane_sub_mul8_yr;
 
 
-
-assign top0_lane_sub_mul9_x = $signed(top0_ar[320-1:288]);
-assign top0_lane_sub_mul9_v = $signed(top0_br[320-1:288]);
-
-
-
-assign top0_lane_sub_mul9_p_c = (top0_kr * top0_lane_sub_mul9_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul9_s1
+always @(posedge clk) begin: top0_factor_reg9_st
     if (rst == 1) begin
-        top0_lane_sub_mul9_x1 <= 0;
-        top0_lane_sub_mul9_p1 <= 0;
+        top0_factor_reg9_kz <= 1;
+        top0_factor_reg9_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul9_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul9_p1 <= top0_lane_sub_mul9_p_c;
-            end
-            top0_lane_sub_mul9_x1 <= top0_lane_sub_mul9_x;
+        if (top0_kload) begin
+            top0_factor_reg9_k <= s_axis_s_tdata;
+            top0_factor_reg9_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul9_round_sat9_t = $signed(top0_lane_sub_mul9_p1 >>> 16);
-assign top0_lane_sub_mul9_round_sat9_rb = $signed({64'h0, top0_lane_sub_mul9_p1[(16 - 1)]});
+assign top0_lane_sub_mul9_x = $signed(top0_ar[320-1:288]);
 
 
 
-assign top0_lane_sub_mul9_round_sat9_r = (top0_lane_sub_mul9_round_sat9_t + top0_lane_sub_mul9_round_sat9_rb);
+assign top0_lane_sub_mul9_split_mul_reg9_ac = top0_factor_reg9_k;
+assign top0_lane_sub_mul9_split_mul_reg9_bc = top0_br[320-1:288];
 
 
 
-assign top0_lane_sub_mul9_round_sat9_sat18_hi = top0_lane_sub_mul9_round_sat9_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul9_split_mul_reg9_alu = top0_lane_sub_mul9_split_mul_reg9_ac[16-1:0];
+assign top0_lane_sub_mul9_split_mul_reg9_blu = top0_lane_sub_mul9_split_mul_reg9_bc[16-1:0];
+assign top0_lane_sub_mul9_split_mul_reg9_al = $signed({1'b0, top0_lane_sub_mul9_split_mul_reg9_ac[16-1:0]});
+assign top0_lane_sub_mul9_split_mul_reg9_bl = $signed({1'b0, top0_lane_sub_mul9_split_mul_reg9_bc[16-1:0]});
+assign top0_lane_sub_mul9_split_mul_reg9_ah = $signed(top0_lane_sub_mul9_split_mul_reg9_ac[32-1:16]);
+assign top0_lane_sub_mul9_split_mul_reg9_bh = $signed(top0_lane_sub_mul9_split_mul_reg9_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul9_round_sat9_sat18_hin = (~top0_lane_sub_mul9_round_sat9_sat18_hi);
-
-
-
-assign top0_lane_sub_mul9_round_sat9_sat18_nsign = (!top0_lane_sub_mul9_round_sat9_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul9_round_sat9_sat18_fill, top0_lane_sub_mul9_round_sat9_sat18_hi, top0_lane_sub_mul9_round_sat9_r, top0_lane_sub_mul9_round_sat9_sat18_hin) begin: top0_lane_sub_mul9_round_sat9_sat18_clamp
-    if (((top0_lane_sub_mul9_round_sat9_sat18_hi == 0) || (top0_lane_sub_mul9_round_sat9_sat18_hin == 0))) begin
-        top0_lane_sub_mul9_kv = $signed(top0_lane_sub_mul9_round_sat9_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul9_split_mul_reg9_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul9_split_mul_reg9_hl <= 0;
+        top0_lane_sub_mul9_split_mul_reg9_hh <= 0;
+        top0_lane_sub_mul9_split_mul_reg9_ll <= 0;
+        top0_lane_sub_mul9_split_mul_reg9_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul9_kv = $signed({top0_lane_sub_mul9_round_sat9_r[(65 - 1)], top0_lane_sub_mul9_round_sat9_sat18_fill});
+        if (top0_en) begin
+            if (top0_factor_reg9_kz) begin
+                top0_lane_sub_mul9_split_mul_reg9_ll <= 0;
+                top0_lane_sub_mul9_split_mul_reg9_lh <= 0;
+                top0_lane_sub_mul9_split_mul_reg9_hl <= 0;
+                top0_lane_sub_mul9_split_mul_reg9_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul9_split_mul_reg9_ll <= (top0_lane_sub_mul9_split_mul_reg9_alu * top0_lane_sub_mul9_split_mul_reg9_blu);
+                top0_lane_sub_mul9_split_mul_reg9_lh <= (top0_lane_sub_mul9_split_mul_reg9_al * top0_lane_sub_mul9_split_mul_reg9_bh);
+                top0_lane_sub_mul9_split_mul_reg9_hl <= (top0_lane_sub_mul9_split_mul_reg9_ah * top0_lane_sub_mul9_split_mul_reg9_bl);
+                top0_lane_sub_mul9_split_mul_reg9_hh <= (top0_lane_sub_mul9_split_mul_reg9_ah * top0_lane_sub_mul9_split_mul_reg9_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul9_split_mul_reg9_lh) begin: top0_lane_sub_mul9_split_mul_reg9_sext27_fill
+    if (top0_lane_sub_mul9_split_mul_reg9_lh[(33 - 1)]) begin
+        top0_lane_sub_mul9_split_mul_reg9_sext27_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul9_split_mul_reg9_sext27_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul9_d = (top0_lane_sub_mul9_x1 - top0_lane_sub_mul9_kv);
+assign top0_lane_sub_mul9_split_mul_reg9_lhe = $signed({top0_lane_sub_mul9_split_mul_reg9_sext27_sgn, top0_lane_sub_mul9_split_mul_reg9_lh});
+
+
+always @(top0_lane_sub_mul9_split_mul_reg9_hl) begin: top0_lane_sub_mul9_split_mul_reg9_sext28_fill
+    if (top0_lane_sub_mul9_split_mul_reg9_hl[(33 - 1)]) begin
+        top0_lane_sub_mul9_split_mul_reg9_sext28_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul9_split_mul_reg9_sext28_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul9_split_mul_reg9_hle = $signed({top0_lane_sub_mul9_split_mul_reg9_sext28_sgn, top0_lane_sub_mul9_split_mul_reg9_hl});
+
+
+
+assign top0_lane_sub_mul9_split_mul_reg9_mid = (top0_lane_sub_mul9_split_mul_reg9_lhe + top0_lane_sub_mul9_split_mul_reg9_hle);
+
+
+
+assign top0_lane_sub_mul9_split_mul_reg9_outer = $signed({top0_lane_sub_mul9_split_mul_reg9_hh, top0_lane_sub_mul9_split_mul_reg9_ll});
+assign top0_lane_sub_mul9_split_mul_reg9_mid_sh = $signed({top0_lane_sub_mul9_split_mul_reg9_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul9_split_mul_reg9_mid_sh) begin: top0_lane_sub_mul9_split_mul_reg9_sext29_fill
+    if (top0_lane_sub_mul9_split_mul_reg9_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul9_split_mul_reg9_sext29_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul9_split_mul_reg9_sext29_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul9_split_mul_reg9_mid_e = $signed({top0_lane_sub_mul9_split_mul_reg9_sext29_sgn, top0_lane_sub_mul9_split_mul_reg9_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul9_split_mul_reg9_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul9_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul9_p2 <= (top0_lane_sub_mul9_split_mul_reg9_outer + top0_lane_sub_mul9_split_mul_reg9_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul9_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul9_x2 <= 0;
+        top0_lane_sub_mul9_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul9_x1 <= top0_lane_sub_mul9_x;
+            top0_lane_sub_mul9_x2 <= top0_lane_sub_mul9_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul9_q = $signed(top0_lane_sub_mul9_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul9_sat18_hi = top0_lane_sub_mul9_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul9_sat18_hin = (~top0_lane_sub_mul9_sat18_hi);
+
+
+
+assign top0_lane_sub_mul9_sat18_nsign = (!top0_lane_sub_mul9_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul9_sat18_fill, top0_lane_sub_mul9_sat18_hi, top0_lane_sub_mul9_q, top0_lane_sub_mul9_sat18_hin) begin: top0_lane_sub_mul9_sat18_clamp
+    if (((top0_lane_sub_mul9_sat18_hi == 0) || (top0_lane_sub_mul9_sat18_hin == 0))) begin
+        top0_lane_sub_mul9_kv = $signed(top0_lane_sub_mul9_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul9_kv = $signed({top0_lane_sub_mul9_q[(64 - 1)], top0_lane_sub_mul9_sat18_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul9_d = (top0_lane_sub_mul9_x2 - top0_lane_sub_mul9_kv);
 
 
 
@@ -2540,7 +3872,7 @@ always @(top0_lane_sub_mul9_sat19_fill, top0_lane_sub_mul9_sat19_hi, top0_lane_s
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul9_s2
+always @(posedge clk) begin: top0_lane_sub_mul9_s3
     if (rst == 1) begin
         top0_lane_sub_mul9_yr <= 0;
     end
@@ -2556,67 +3888,169 @@ end
 assign top0_lane_sub_mul9_y = top0_lane_sub_mul9_yr;
 
 
-
-assign top0_lane_sub_mul10_x = $signed(top0_ar[352-1:320]);
-assign top0_lane_sub_mul10_v = $signed(top0_br[352-1:320]);
-
-
-
-assign top0_lane_sub_mul10_p_c = (top0_kr * top0_lane_sub_mul10_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul10_s1
+always @(posedge clk) begin: top0_factor_reg10_st
     if (rst == 1) begin
-        top0_lane_sub_mul10_x1 <= 0;
-        top0_lane_sub_mul10_p1 <= 0;
+        top0_factor_reg10_kz <= 1;
+        top0_factor_reg10_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul10_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul10_p1 <= top0_lane_sub_mul10_p_c;
-            end
-            top0_lane_sub_mul10_x1 <= top0_lane_sub_mul10_x;
+        if (top0_kload) begin
+            top0_factor_reg10_k <= s_axis_s_tdata;
+            top0_factor_reg10_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul10_round_sat10_t = $signed(top0_lane_sub_mul10_p1 >>> 16);
-assign top0_lane_sub_mul10_round_sat10_rb = $signed({64'h0, top0_lane_sub_mul10_p1[(16 - 1)]});
+assign top0_lane_sub_mul10_x = $signed(top0_ar[352-1:320]);
 
 
 
-assign top0_lane_sub_mul10_round_sat10_r = (top0_lane_sub_mul10_round_sat10_t + top0_lane_sub_mul10_round_sat10_rb);
+assign top0_lane_sub_mul10_split_mul_reg10_ac = top0_factor_reg10_k;
+assign top0_lane_sub_mul10_split_mul_reg10_bc = top0_br[352-1:320];
 
 
 
-assign top0_lane_sub_mul10_round_sat10_sat20_hi = top0_lane_sub_mul10_round_sat10_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul10_split_mul_reg10_alu = top0_lane_sub_mul10_split_mul_reg10_ac[16-1:0];
+assign top0_lane_sub_mul10_split_mul_reg10_blu = top0_lane_sub_mul10_split_mul_reg10_bc[16-1:0];
+assign top0_lane_sub_mul10_split_mul_reg10_al = $signed({1'b0, top0_lane_sub_mul10_split_mul_reg10_ac[16-1:0]});
+assign top0_lane_sub_mul10_split_mul_reg10_bl = $signed({1'b0, top0_lane_sub_mul10_split_mul_reg10_bc[16-1:0]});
+assign top0_lane_sub_mul10_split_mul_reg10_ah = $signed(top0_lane_sub_mul10_split_mul_reg10_ac[32-1:16]);
+assign top0_lane_sub_mul10_split_mul_reg10_bh = $signed(top0_lane_sub_mul10_split_mul_reg10_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul10_round_sat10_sat20_hin = (~top0_lane_sub_mul10_round_sat10_sat20_hi);
-
-
-
-assign top0_lane_sub_mul10_round_sat10_sat20_nsign = (!top0_lane_sub_mul10_round_sat10_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul10_round_sat10_sat20_fill, top0_lane_sub_mul10_round_sat10_sat20_hi, top0_lane_sub_mul10_round_sat10_r, top0_lane_sub_mul10_round_sat10_sat20_hin) begin: top0_lane_sub_mul10_round_sat10_sat20_clamp
-    if (((top0_lane_sub_mul10_round_sat10_sat20_hi == 0) || (top0_lane_sub_mul10_round_sat10_sat20_hin == 0))) begin
-        top0_lane_sub_mul10_kv = $signed(top0_lane_sub_mul10_round_sat10_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul10_split_mul_reg10_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul10_split_mul_reg10_hl <= 0;
+        top0_lane_sub_mul10_split_mul_reg10_hh <= 0;
+        top0_lane_sub_mul10_split_mul_reg10_ll <= 0;
+        top0_lane_sub_mul10_split_mul_reg10_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul10_kv = $signed({top0_lane_sub_mul10_round_sat10_r[(65 - 1)], top0_lane_sub_mul10_round_sat10_sat20_fill});
+        if (top0_en) begin
+            if (top0_factor_reg10_kz) begin
+                top0_lane_sub_mul10_split_mul_reg10_ll <= 0;
+                top0_lane_sub_mul10_split_mul_reg10_lh <= 0;
+                top0_lane_sub_mul10_split_mul_reg10_hl <= 0;
+                top0_lane_sub_mul10_split_mul_reg10_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul10_split_mul_reg10_ll <= (top0_lane_sub_mul10_split_mul_reg10_alu * top0_lane_sub_mul10_split_mul_reg10_blu);
+                top0_lane_sub_mul10_split_mul_reg10_lh <= (top0_lane_sub_mul10_split_mul_reg10_al * top0_lane_sub_mul10_split_mul_reg10_bh);
+                top0_lane_sub_mul10_split_mul_reg10_hl <= (top0_lane_sub_mul10_split_mul_reg10_ah * top0_lane_sub_mul10_split_mul_reg10_bl);
+                top0_lane_sub_mul10_split_mul_reg10_hh <= (top0_lane_sub_mul10_split_mul_reg10_ah * top0_lane_sub_mul10_split_mul_reg10_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul10_split_mul_reg10_lh) begin: top0_lane_sub_mul10_split_mul_reg10_sext30_fill
+    if (top0_lane_sub_mul10_split_mul_reg10_lh[(33 - 1)]) begin
+        top0_lane_sub_mul10_split_mul_reg10_sext30_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul10_split_mul_reg10_sext30_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul10_d = (top0_lane_sub_mul10_x1 - top0_lane_sub_mul10_kv);
+assign top0_lane_sub_mul10_split_mul_reg10_lhe = $signed({top0_lane_sub_mul10_split_mul_reg10_sext30_sgn, top0_lane_sub_mul10_split_mul_reg10_lh});
+
+
+always @(top0_lane_sub_mul10_split_mul_reg10_hl) begin: top0_lane_sub_mul10_split_mul_reg10_sext31_fill
+    if (top0_lane_sub_mul10_split_mul_reg10_hl[(33 - 1)]) begin
+        top0_lane_sub_mul10_split_mul_reg10_sext31_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul10_split_mul_reg10_sext31_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul10_split_mul_reg10_hle = $signed({top0_lane_sub_mul10_split_mul_reg10_sext31_sgn, top0_lane_sub_mul10_split_mul_reg10_hl});
+
+
+
+assign top0_lane_sub_mul10_split_mul_reg10_mid = (top0_lane_sub_mul10_split_mul_reg10_lhe + top0_lane_sub_mul10_split_mul_reg10_hle);
+
+
+
+assign top0_lane_sub_mul10_split_mul_reg10_outer = $signed({top0_lane_sub_mul10_split_mul_reg10_hh, top0_lane_sub_mul10_split_mul_reg10_ll});
+assign top0_lane_sub_mul10_split_mul_reg10_mid_sh = $signed({top0_lane_sub_mul10_split_mul_reg10_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul10_split_mul_reg10_mid_sh) begin: top0_lane_sub_mul10_split_mul_reg10_sext32_fill
+    if (top0_lane_sub_mul10_split_mul_reg10_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul10_split_mul_reg10_sext32_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul10_split_mul_reg10_sext32_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul10_split_mul_reg10_mid_e = $signed({top0_lane_sub_mul10_split_mul_reg10_sext32_sgn, top0_lane_sub_mul10_split_mul_reg10_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul10_split_mul_reg10_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul10_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul10_p2 <= (top0_lane_sub_mul10_split_mul_reg10_outer + top0_lane_sub_mul10_split_mul_reg10_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul10_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul10_x2 <= 0;
+        top0_lane_sub_mul10_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul10_x1 <= top0_lane_sub_mul10_x;
+            top0_lane_sub_mul10_x2 <= top0_lane_sub_mul10_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul10_q = $signed(top0_lane_sub_mul10_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul10_sat20_hi = top0_lane_sub_mul10_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul10_sat20_hin = (~top0_lane_sub_mul10_sat20_hi);
+
+
+
+assign top0_lane_sub_mul10_sat20_nsign = (!top0_lane_sub_mul10_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul10_sat20_fill, top0_lane_sub_mul10_sat20_hi, top0_lane_sub_mul10_q, top0_lane_sub_mul10_sat20_hin) begin: top0_lane_sub_mul10_sat20_clamp
+    if (((top0_lane_sub_mul10_sat20_hi == 0) || (top0_lane_sub_mul10_sat20_hin == 0))) begin
+        top0_lane_sub_mul10_kv = $signed(top0_lane_sub_mul10_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul10_kv = $signed({top0_lane_sub_mul10_q[(64 - 1)], top0_lane_sub_mul10_sat20_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul10_d = (top0_lane_sub_mul10_x2 - top0_lane_sub_mul10_kv);
 
 
 
@@ -2641,7 +4075,7 @@ always @(top0_lane_sub_mul10_sat21_fill, top0_lane_sub_mul10_sat21_hi, top0_lane
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul10_s2
+always @(posedge clk) begin: top0_lane_sub_mul10_s3
     if (rst == 1) begin
         top0_lane_sub_mul10_yr <= 0;
     end
@@ -2657,67 +4091,169 @@ end
 assign top0_lane_sub_mul10_y = top0_lane_sub_mul10_yr;
 
 
-
-assign top0_lane_sub_mul11_x = $signed(top0_ar[384-1:352]);
-assign top0_lane_sub_mul11_v = $signed(top0_br[384-1:352]);
-
-
-
-assign top0_lane_sub_mul11_p_c = (top0_kr * top0_lane_sub_mul11_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul11_s1
+always @(posedge clk) begin: top0_factor_reg11_st
     if (rst == 1) begin
-        top0_lane_sub_mul11_x1 <= 0;
-        top0_lane_sub_mul11_p1 <= 0;
+        top0_factor_reg11_kz <= 1;
+        top0_factor_reg11_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul11_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul11_p1 <= top0_lane_sub_mul11_p_c;
-            end
-            top0_lane_sub_mul11_x1 <= top0_lane_sub_mul11_x;
+        if (top0_kload) begin
+            top0_factor_reg11_k <= s_axis_s_tdata;
+            top0_factor_reg11_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul11_round_sat11_t = $signed(top0_lane_sub_mul11_p1 >>> 16);
-assign top0_lane_sub_mul11_round_sat11_rb = $signed({64'h0, top0_lane_sub_mul11_p1[(16 - 1)]});
+assign top0_lane_sub_mul11_x = $signed(top0_ar[384-1:352]);
 
 
 
-assign top0_lane_sub_mul11_round_sat11_r = (top0_lane_sub_mul11_round_sat11_t + top0_lane_sub_mul11_round_sat11_rb);
+assign top0_lane_sub_mul11_split_mul_reg11_ac = top0_factor_reg11_k;
+assign top0_lane_sub_mul11_split_mul_reg11_bc = top0_br[384-1:352];
 
 
 
-assign top0_lane_sub_mul11_round_sat11_sat22_hi = top0_lane_sub_mul11_round_sat11_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul11_split_mul_reg11_alu = top0_lane_sub_mul11_split_mul_reg11_ac[16-1:0];
+assign top0_lane_sub_mul11_split_mul_reg11_blu = top0_lane_sub_mul11_split_mul_reg11_bc[16-1:0];
+assign top0_lane_sub_mul11_split_mul_reg11_al = $signed({1'b0, top0_lane_sub_mul11_split_mul_reg11_ac[16-1:0]});
+assign top0_lane_sub_mul11_split_mul_reg11_bl = $signed({1'b0, top0_lane_sub_mul11_split_mul_reg11_bc[16-1:0]});
+assign top0_lane_sub_mul11_split_mul_reg11_ah = $signed(top0_lane_sub_mul11_split_mul_reg11_ac[32-1:16]);
+assign top0_lane_sub_mul11_split_mul_reg11_bh = $signed(top0_lane_sub_mul11_split_mul_reg11_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul11_round_sat11_sat22_hin = (~top0_lane_sub_mul11_round_sat11_sat22_hi);
-
-
-
-assign top0_lane_sub_mul11_round_sat11_sat22_nsign = (!top0_lane_sub_mul11_round_sat11_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul11_round_sat11_sat22_fill, top0_lane_sub_mul11_round_sat11_sat22_hi, top0_lane_sub_mul11_round_sat11_r, top0_lane_sub_mul11_round_sat11_sat22_hin) begin: top0_lane_sub_mul11_round_sat11_sat22_clamp
-    if (((top0_lane_sub_mul11_round_sat11_sat22_hi == 0) || (top0_lane_sub_mul11_round_sat11_sat22_hin == 0))) begin
-        top0_lane_sub_mul11_kv = $signed(top0_lane_sub_mul11_round_sat11_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul11_split_mul_reg11_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul11_split_mul_reg11_hl <= 0;
+        top0_lane_sub_mul11_split_mul_reg11_hh <= 0;
+        top0_lane_sub_mul11_split_mul_reg11_ll <= 0;
+        top0_lane_sub_mul11_split_mul_reg11_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul11_kv = $signed({top0_lane_sub_mul11_round_sat11_r[(65 - 1)], top0_lane_sub_mul11_round_sat11_sat22_fill});
+        if (top0_en) begin
+            if (top0_factor_reg11_kz) begin
+                top0_lane_sub_mul11_split_mul_reg11_ll <= 0;
+                top0_lane_sub_mul11_split_mul_reg11_lh <= 0;
+                top0_lane_sub_mul11_split_mul_reg11_hl <= 0;
+                top0_lane_sub_mul11_split_mul_reg11_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul11_split_mul_reg11_ll <= (top0_lane_sub_mul11_split_mul_reg11_alu * top0_lane_sub_mul11_split_mul_reg11_blu);
+                top0_lane_sub_mul11_split_mul_reg11_lh <= (top0_lane_sub_mul11_split_mul_reg11_al * top0_lane_sub_mul11_split_mul_reg11_bh);
+                top0_lane_sub_mul11_split_mul_reg11_hl <= (top0_lane_sub_mul11_split_mul_reg11_ah * top0_lane_sub_mul11_split_mul_reg11_bl);
+                top0_lane_sub_mul11_split_mul_reg11_hh <= (top0_lane_sub_mul11_split_mul_reg11_ah * top0_lane_sub_mul11_split_mul_reg11_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul11_split_mul_reg11_lh) begin: top0_lane_sub_mul11_split_mul_reg11_sext33_fill
+    if (top0_lane_sub_mul11_split_mul_reg11_lh[(33 - 1)]) begin
+        top0_lane_sub_mul11_split_mul_reg11_sext33_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul11_split_mul_reg11_sext33_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul11_d = (top0_lane_sub_mul11_x1 - top0_lane_sub_mul11_kv);
+assign top0_lane_sub_mul11_split_mul_reg11_lhe = $signed({top0_lane_sub_mul11_split_mul_reg11_sext33_sgn, top0_lane_sub_mul11_split_mul_reg11_lh});
+
+
+always @(top0_lane_sub_mul11_split_mul_reg11_hl) begin: top0_lane_sub_mul11_split_mul_reg11_sext34_fill
+    if (top0_lane_sub_mul11_split_mul_reg11_hl[(33 - 1)]) begin
+        top0_lane_sub_mul11_split_mul_reg11_sext34_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul11_split_mul_reg11_sext34_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul11_split_mul_reg11_hle = $signed({top0_lane_sub_mul11_split_mul_reg11_sext34_sgn, top0_lane_sub_mul11_split_mul_reg11_hl});
+
+
+
+assign top0_lane_sub_mul11_split_mul_reg11_mid = (top0_lane_sub_mul11_split_mul_reg11_lhe + top0_lane_sub_mul11_split_mul_reg11_hle);
+
+
+
+assign top0_lane_sub_mul11_split_mul_reg11_outer = $signed({top0_lane_sub_mul11_split_mul_reg11_hh, top0_lane_sub_mul11_split_mul_reg11_ll});
+assign top0_lane_sub_mul11_split_mul_reg11_mid_sh = $signed({top0_lane_sub_mul11_split_mul_reg11_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul11_split_mul_reg11_mid_sh) begin: top0_lane_sub_mul11_split_mul_reg11_sext35_fill
+    if (top0_lane_sub_mul11_split_mul_reg11_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul11_split_mul_reg11_sext35_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul11_split_mul_reg11_sext35_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul11_split_mul_reg11_mid_e = $signed({top0_lane_sub_mul11_split_mul_reg11_sext35_sgn, top0_lane_sub_mul11_split_mul_reg11_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul11_split_mul_reg11_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul11_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul11_p2 <= (top0_lane_sub_mul11_split_mul_reg11_outer + top0_lane_sub_mul11_split_mul_reg11_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul11_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul11_x2 <= 0;
+        top0_lane_sub_mul11_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul11_x1 <= top0_lane_sub_mul11_x;
+            top0_lane_sub_mul11_x2 <= top0_lane_sub_mul11_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul11_q = $signed(top0_lane_sub_mul11_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul11_sat22_hi = top0_lane_sub_mul11_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul11_sat22_hin = (~top0_lane_sub_mul11_sat22_hi);
+
+
+
+assign top0_lane_sub_mul11_sat22_nsign = (!top0_lane_sub_mul11_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul11_sat22_fill, top0_lane_sub_mul11_sat22_hi, top0_lane_sub_mul11_q, top0_lane_sub_mul11_sat22_hin) begin: top0_lane_sub_mul11_sat22_clamp
+    if (((top0_lane_sub_mul11_sat22_hi == 0) || (top0_lane_sub_mul11_sat22_hin == 0))) begin
+        top0_lane_sub_mul11_kv = $signed(top0_lane_sub_mul11_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul11_kv = $signed({top0_lane_sub_mul11_q[(64 - 1)], top0_lane_sub_mul11_sat22_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul11_d = (top0_lane_sub_mul11_x2 - top0_lane_sub_mul11_kv);
 
 
 
@@ -2742,7 +4278,7 @@ always @(top0_lane_sub_mul11_sat23_fill, top0_lane_sub_mul11_sat23_hi, top0_lane
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul11_s2
+always @(posedge clk) begin: top0_lane_sub_mul11_s3
     if (rst == 1) begin
         top0_lane_sub_mul11_yr <= 0;
     end
@@ -2758,67 +4294,169 @@ end
 assign top0_lane_sub_mul11_y = top0_lane_sub_mul11_yr;
 
 
-
-assign top0_lane_sub_mul12_x = $signed(top0_ar[416-1:384]);
-assign top0_lane_sub_mul12_v = $signed(top0_br[416-1:384]);
-
-
-
-assign top0_lane_sub_mul12_p_c = (top0_kr * top0_lane_sub_mul12_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul12_s1
+always @(posedge clk) begin: top0_factor_reg12_st
     if (rst == 1) begin
-        top0_lane_sub_mul12_x1 <= 0;
-        top0_lane_sub_mul12_p1 <= 0;
+        top0_factor_reg12_kz <= 1;
+        top0_factor_reg12_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul12_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul12_p1 <= top0_lane_sub_mul12_p_c;
-            end
-            top0_lane_sub_mul12_x1 <= top0_lane_sub_mul12_x;
+        if (top0_kload) begin
+            top0_factor_reg12_k <= s_axis_s_tdata;
+            top0_factor_reg12_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul12_round_sat12_t = $signed(top0_lane_sub_mul12_p1 >>> 16);
-assign top0_lane_sub_mul12_round_sat12_rb = $signed({64'h0, top0_lane_sub_mul12_p1[(16 - 1)]});
+assign top0_lane_sub_mul12_x = $signed(top0_ar[416-1:384]);
 
 
 
-assign top0_lane_sub_mul12_round_sat12_r = (top0_lane_sub_mul12_round_sat12_t + top0_lane_sub_mul12_round_sat12_rb);
+assign top0_lane_sub_mul12_split_mul_reg12_ac = top0_factor_reg12_k;
+assign top0_lane_sub_mul12_split_mul_reg12_bc = top0_br[416-1:384];
 
 
 
-assign top0_lane_sub_mul12_round_sat12_sat24_hi = top0_lane_sub_mul12_round_sat12_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul12_split_mul_reg12_alu = top0_lane_sub_mul12_split_mul_reg12_ac[16-1:0];
+assign top0_lane_sub_mul12_split_mul_reg12_blu = top0_lane_sub_mul12_split_mul_reg12_bc[16-1:0];
+assign top0_lane_sub_mul12_split_mul_reg12_al = $signed({1'b0, top0_lane_sub_mul12_split_mul_reg12_ac[16-1:0]});
+assign top0_lane_sub_mul12_split_mul_reg12_bl = $signed({1'b0, top0_lane_sub_mul12_split_mul_reg12_bc[16-1:0]});
+assign top0_lane_sub_mul12_split_mul_reg12_ah = $signed(top0_lane_sub_mul12_split_mul_reg12_ac[32-1:16]);
+assign top0_lane_sub_mul12_split_mul_reg12_bh = $signed(top0_lane_sub_mul12_split_mul_reg12_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul12_round_sat12_sat24_hin = (~top0_lane_sub_mul12_round_sat12_sat24_hi);
-
-
-
-assign top0_lane_sub_mul12_round_sat12_sat24_nsign = (!top0_lane_sub_mul12_round_sat12_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul12_round_sat12_sat24_fill, top0_lane_sub_mul12_round_sat12_sat24_hi, top0_lane_sub_mul12_round_sat12_r, top0_lane_sub_mul12_round_sat12_sat24_hin) begin: top0_lane_sub_mul12_round_sat12_sat24_clamp
-    if (((top0_lane_sub_mul12_round_sat12_sat24_hi == 0) || (top0_lane_sub_mul12_round_sat12_sat24_hin == 0))) begin
-        top0_lane_sub_mul12_kv = $signed(top0_lane_sub_mul12_round_sat12_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul12_split_mul_reg12_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul12_split_mul_reg12_hl <= 0;
+        top0_lane_sub_mul12_split_mul_reg12_hh <= 0;
+        top0_lane_sub_mul12_split_mul_reg12_ll <= 0;
+        top0_lane_sub_mul12_split_mul_reg12_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul12_kv = $signed({top0_lane_sub_mul12_round_sat12_r[(65 - 1)], top0_lane_sub_mul12_round_sat12_sat24_fill});
+        if (top0_en) begin
+            if (top0_factor_reg12_kz) begin
+                top0_lane_sub_mul12_split_mul_reg12_ll <= 0;
+                top0_lane_sub_mul12_split_mul_reg12_lh <= 0;
+                top0_lane_sub_mul12_split_mul_reg12_hl <= 0;
+                top0_lane_sub_mul12_split_mul_reg12_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul12_split_mul_reg12_ll <= (top0_lane_sub_mul12_split_mul_reg12_alu * top0_lane_sub_mul12_split_mul_reg12_blu);
+                top0_lane_sub_mul12_split_mul_reg12_lh <= (top0_lane_sub_mul12_split_mul_reg12_al * top0_lane_sub_mul12_split_mul_reg12_bh);
+                top0_lane_sub_mul12_split_mul_reg12_hl <= (top0_lane_sub_mul12_split_mul_reg12_ah * top0_lane_sub_mul12_split_mul_reg12_bl);
+                top0_lane_sub_mul12_split_mul_reg12_hh <= (top0_lane_sub_mul12_split_mul_reg12_ah * top0_lane_sub_mul12_split_mul_reg12_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul12_split_mul_reg12_lh) begin: top0_lane_sub_mul12_split_mul_reg12_sext36_fill
+    if (top0_lane_sub_mul12_split_mul_reg12_lh[(33 - 1)]) begin
+        top0_lane_sub_mul12_split_mul_reg12_sext36_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul12_split_mul_reg12_sext36_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul12_d = (top0_lane_sub_mul12_x1 - top0_lane_sub_mul12_kv);
+assign top0_lane_sub_mul12_split_mul_reg12_lhe = $signed({top0_lane_sub_mul12_split_mul_reg12_sext36_sgn, top0_lane_sub_mul12_split_mul_reg12_lh});
+
+
+always @(top0_lane_sub_mul12_split_mul_reg12_hl) begin: top0_lane_sub_mul12_split_mul_reg12_sext37_fill
+    if (top0_lane_sub_mul12_split_mul_reg12_hl[(33 - 1)]) begin
+        top0_lane_sub_mul12_split_mul_reg12_sext37_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul12_split_mul_reg12_sext37_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul12_split_mul_reg12_hle = $signed({top0_lane_sub_mul12_split_mul_reg12_sext37_sgn, top0_lane_sub_mul12_split_mul_reg12_hl});
+
+
+
+assign top0_lane_sub_mul12_split_mul_reg12_mid = (top0_lane_sub_mul12_split_mul_reg12_lhe + top0_lane_sub_mul12_split_mul_reg12_hle);
+
+
+
+assign top0_lane_sub_mul12_split_mul_reg12_outer = $signed({top0_lane_sub_mul12_split_mul_reg12_hh, top0_lane_sub_mul12_split_mul_reg12_ll});
+assign top0_lane_sub_mul12_split_mul_reg12_mid_sh = $signed({top0_lane_sub_mul12_split_mul_reg12_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul12_split_mul_reg12_mid_sh) begin: top0_lane_sub_mul12_split_mul_reg12_sext38_fill
+    if (top0_lane_sub_mul12_split_mul_reg12_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul12_split_mul_reg12_sext38_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul12_split_mul_reg12_sext38_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul12_split_mul_reg12_mid_e = $signed({top0_lane_sub_mul12_split_mul_reg12_sext38_sgn, top0_lane_sub_mul12_split_mul_reg12_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul12_split_mul_reg12_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul12_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul12_p2 <= (top0_lane_sub_mul12_split_mul_reg12_outer + top0_lane_sub_mul12_split_mul_reg12_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul12_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul12_x2 <= 0;
+        top0_lane_sub_mul12_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul12_x1 <= top0_lane_sub_mul12_x;
+            top0_lane_sub_mul12_x2 <= top0_lane_sub_mul12_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul12_q = $signed(top0_lane_sub_mul12_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul12_sat24_hi = top0_lane_sub_mul12_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul12_sat24_hin = (~top0_lane_sub_mul12_sat24_hi);
+
+
+
+assign top0_lane_sub_mul12_sat24_nsign = (!top0_lane_sub_mul12_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul12_sat24_fill, top0_lane_sub_mul12_sat24_hi, top0_lane_sub_mul12_q, top0_lane_sub_mul12_sat24_hin) begin: top0_lane_sub_mul12_sat24_clamp
+    if (((top0_lane_sub_mul12_sat24_hi == 0) || (top0_lane_sub_mul12_sat24_hin == 0))) begin
+        top0_lane_sub_mul12_kv = $signed(top0_lane_sub_mul12_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul12_kv = $signed({top0_lane_sub_mul12_q[(64 - 1)], top0_lane_sub_mul12_sat24_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul12_d = (top0_lane_sub_mul12_x2 - top0_lane_sub_mul12_kv);
 
 
 
@@ -2843,7 +4481,7 @@ always @(top0_lane_sub_mul12_sat25_fill, top0_lane_sub_mul12_sat25_hi, top0_lane
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul12_s2
+always @(posedge clk) begin: top0_lane_sub_mul12_s3
     if (rst == 1) begin
         top0_lane_sub_mul12_yr <= 0;
     end
@@ -2859,67 +4497,169 @@ end
 assign top0_lane_sub_mul12_y = top0_lane_sub_mul12_yr;
 
 
-
-assign top0_lane_sub_mul13_x = $signed(top0_ar[448-1:416]);
-assign top0_lane_sub_mul13_v = $signed(top0_br[448-1:416]);
-
-
-
-assign top0_lane_sub_mul13_p_c = (top0_kr * top0_lane_sub_mul13_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul13_s1
+always @(posedge clk) begin: top0_factor_reg13_st
     if (rst == 1) begin
-        top0_lane_sub_mul13_x1 <= 0;
-        top0_lane_sub_mul13_p1 <= 0;
+        top0_factor_reg13_kz <= 1;
+        top0_factor_reg13_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul13_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul13_p1 <= top0_lane_sub_mul13_p_c;
-            end
-            top0_lane_sub_mul13_x1 <= top0_lane_sub_mul13_x;
+        if (top0_kload) begin
+            top0_factor_reg13_k <= s_axis_s_tdata;
+            top0_factor_reg13_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul13_round_sat13_t = $signed(top0_lane_sub_mul13_p1 >>> 16);
-assign top0_lane_sub_mul13_round_sat13_rb = $signed({64'h0, top0_lane_sub_mul13_p1[(16 - 1)]});
+assign top0_lane_sub_mul13_x = $signed(top0_ar[448-1:416]);
 
 
 
-assign top0_lane_sub_mul13_round_sat13_r = (top0_lane_sub_mul13_round_sat13_t + top0_lane_sub_mul13_round_sat13_rb);
+assign top0_lane_sub_mul13_split_mul_reg13_ac = top0_factor_reg13_k;
+assign top0_lane_sub_mul13_split_mul_reg13_bc = top0_br[448-1:416];
 
 
 
-assign top0_lane_sub_mul13_round_sat13_sat26_hi = top0_lane_sub_mul13_round_sat13_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul13_split_mul_reg13_alu = top0_lane_sub_mul13_split_mul_reg13_ac[16-1:0];
+assign top0_lane_sub_mul13_split_mul_reg13_blu = top0_lane_sub_mul13_split_mul_reg13_bc[16-1:0];
+assign top0_lane_sub_mul13_split_mul_reg13_al = $signed({1'b0, top0_lane_sub_mul13_split_mul_reg13_ac[16-1:0]});
+assign top0_lane_sub_mul13_split_mul_reg13_bl = $signed({1'b0, top0_lane_sub_mul13_split_mul_reg13_bc[16-1:0]});
+assign top0_lane_sub_mul13_split_mul_reg13_ah = $signed(top0_lane_sub_mul13_split_mul_reg13_ac[32-1:16]);
+assign top0_lane_sub_mul13_split_mul_reg13_bh = $signed(top0_lane_sub_mul13_split_mul_reg13_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul13_round_sat13_sat26_hin = (~top0_lane_sub_mul13_round_sat13_sat26_hi);
-
-
-
-assign top0_lane_sub_mul13_round_sat13_sat26_nsign = (!top0_lane_sub_mul13_round_sat13_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul13_round_sat13_sat26_fill, top0_lane_sub_mul13_round_sat13_sat26_hi, top0_lane_sub_mul13_round_sat13_r, top0_lane_sub_mul13_round_sat13_sat26_hin) begin: top0_lane_sub_mul13_round_sat13_sat26_clamp
-    if (((top0_lane_sub_mul13_round_sat13_sat26_hi == 0) || (top0_lane_sub_mul13_round_sat13_sat26_hin == 0))) begin
-        top0_lane_sub_mul13_kv = $signed(top0_lane_sub_mul13_round_sat13_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul13_split_mul_reg13_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul13_split_mul_reg13_hl <= 0;
+        top0_lane_sub_mul13_split_mul_reg13_hh <= 0;
+        top0_lane_sub_mul13_split_mul_reg13_ll <= 0;
+        top0_lane_sub_mul13_split_mul_reg13_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul13_kv = $signed({top0_lane_sub_mul13_round_sat13_r[(65 - 1)], top0_lane_sub_mul13_round_sat13_sat26_fill});
+        if (top0_en) begin
+            if (top0_factor_reg13_kz) begin
+                top0_lane_sub_mul13_split_mul_reg13_ll <= 0;
+                top0_lane_sub_mul13_split_mul_reg13_lh <= 0;
+                top0_lane_sub_mul13_split_mul_reg13_hl <= 0;
+                top0_lane_sub_mul13_split_mul_reg13_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul13_split_mul_reg13_ll <= (top0_lane_sub_mul13_split_mul_reg13_alu * top0_lane_sub_mul13_split_mul_reg13_blu);
+                top0_lane_sub_mul13_split_mul_reg13_lh <= (top0_lane_sub_mul13_split_mul_reg13_al * top0_lane_sub_mul13_split_mul_reg13_bh);
+                top0_lane_sub_mul13_split_mul_reg13_hl <= (top0_lane_sub_mul13_split_mul_reg13_ah * top0_lane_sub_mul13_split_mul_reg13_bl);
+                top0_lane_sub_mul13_split_mul_reg13_hh <= (top0_lane_sub_mul13_split_mul_reg13_ah * top0_lane_sub_mul13_split_mul_reg13_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul13_split_mul_reg13_lh) begin: top0_lane_sub_mul13_split_mul_reg13_sext39_fill
+    if (top0_lane_sub_mul13_split_mul_reg13_lh[(33 - 1)]) begin
+        top0_lane_sub_mul13_split_mul_reg13_sext39_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul13_split_mul_reg13_sext39_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul13_d = (top0_lane_sub_mul13_x1 - top0_lane_sub_mul13_kv);
+assign top0_lane_sub_mul13_split_mul_reg13_lhe = $signed({top0_lane_sub_mul13_split_mul_reg13_sext39_sgn, top0_lane_sub_mul13_split_mul_reg13_lh});
+
+
+always @(top0_lane_sub_mul13_split_mul_reg13_hl) begin: top0_lane_sub_mul13_split_mul_reg13_sext40_fill
+    if (top0_lane_sub_mul13_split_mul_reg13_hl[(33 - 1)]) begin
+        top0_lane_sub_mul13_split_mul_reg13_sext40_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul13_split_mul_reg13_sext40_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul13_split_mul_reg13_hle = $signed({top0_lane_sub_mul13_split_mul_reg13_sext40_sgn, top0_lane_sub_mul13_split_mul_reg13_hl});
+
+
+
+assign top0_lane_sub_mul13_split_mul_reg13_mid = (top0_lane_sub_mul13_split_mul_reg13_lhe + top0_lane_sub_mul13_split_mul_reg13_hle);
+
+
+
+assign top0_lane_sub_mul13_split_mul_reg13_outer = $signed({top0_lane_sub_mul13_split_mul_reg13_hh, top0_lane_sub_mul13_split_mul_reg13_ll});
+assign top0_lane_sub_mul13_split_mul_reg13_mid_sh = $signed({top0_lane_sub_mul13_split_mul_reg13_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul13_split_mul_reg13_mid_sh) begin: top0_lane_sub_mul13_split_mul_reg13_sext41_fill
+    if (top0_lane_sub_mul13_split_mul_reg13_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul13_split_mul_reg13_sext41_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul13_split_mul_reg13_sext41_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul13_split_mul_reg13_mid_e = $signed({top0_lane_sub_mul13_split_mul_reg13_sext41_sgn, top0_lane_sub_mul13_split_mul_reg13_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul13_split_mul_reg13_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul13_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul13_p2 <= (top0_lane_sub_mul13_split_mul_reg13_outer + top0_lane_sub_mul13_split_mul_reg13_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul13_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul13_x2 <= 0;
+        top0_lane_sub_mul13_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul13_x1 <= top0_lane_sub_mul13_x;
+            top0_lane_sub_mul13_x2 <= top0_lane_sub_mul13_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul13_q = $signed(top0_lane_sub_mul13_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul13_sat26_hi = top0_lane_sub_mul13_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul13_sat26_hin = (~top0_lane_sub_mul13_sat26_hi);
+
+
+
+assign top0_lane_sub_mul13_sat26_nsign = (!top0_lane_sub_mul13_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul13_sat26_fill, top0_lane_sub_mul13_sat26_hi, top0_lane_sub_mul13_q, top0_lane_sub_mul13_sat26_hin) begin: top0_lane_sub_mul13_sat26_clamp
+    if (((top0_lane_sub_mul13_sat26_hi == 0) || (top0_lane_sub_mul13_sat26_hin == 0))) begin
+        top0_lane_sub_mul13_kv = $signed(top0_lane_sub_mul13_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul13_kv = $signed({top0_lane_sub_mul13_q[(64 - 1)], top0_lane_sub_mul13_sat26_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul13_d = (top0_lane_sub_mul13_x2 - top0_lane_sub_mul13_kv);
 
 
 
@@ -2944,7 +4684,7 @@ always @(top0_lane_sub_mul13_sat27_fill, top0_lane_sub_mul13_sat27_hi, top0_lane
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul13_s2
+always @(posedge clk) begin: top0_lane_sub_mul13_s3
     if (rst == 1) begin
         top0_lane_sub_mul13_yr <= 0;
     end
@@ -2960,67 +4700,169 @@ end
 assign top0_lane_sub_mul13_y = top0_lane_sub_mul13_yr;
 
 
-
-assign top0_lane_sub_mul14_x = $signed(top0_ar[480-1:448]);
-assign top0_lane_sub_mul14_v = $signed(top0_br[480-1:448]);
-
-
-
-assign top0_lane_sub_mul14_p_c = (top0_kr * top0_lane_sub_mul14_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul14_s1
+always @(posedge clk) begin: top0_factor_reg14_st
     if (rst == 1) begin
-        top0_lane_sub_mul14_x1 <= 0;
-        top0_lane_sub_mul14_p1 <= 0;
+        top0_factor_reg14_kz <= 1;
+        top0_factor_reg14_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul14_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul14_p1 <= top0_lane_sub_mul14_p_c;
-            end
-            top0_lane_sub_mul14_x1 <= top0_lane_sub_mul14_x;
+        if (top0_kload) begin
+            top0_factor_reg14_k <= s_axis_s_tdata;
+            top0_factor_reg14_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul14_round_sat14_t = $signed(top0_lane_sub_mul14_p1 >>> 16);
-assign top0_lane_sub_mul14_round_sat14_rb = $signed({64'h0, top0_lane_sub_mul14_p1[(16 - 1)]});
+assign top0_lane_sub_mul14_x = $signed(top0_ar[480-1:448]);
 
 
 
-assign top0_lane_sub_mul14_round_sat14_r = (top0_lane_sub_mul14_round_sat14_t + top0_lane_sub_mul14_round_sat14_rb);
+assign top0_lane_sub_mul14_split_mul_reg14_ac = top0_factor_reg14_k;
+assign top0_lane_sub_mul14_split_mul_reg14_bc = top0_br[480-1:448];
 
 
 
-assign top0_lane_sub_mul14_round_sat14_sat28_hi = top0_lane_sub_mul14_round_sat14_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul14_split_mul_reg14_alu = top0_lane_sub_mul14_split_mul_reg14_ac[16-1:0];
+assign top0_lane_sub_mul14_split_mul_reg14_blu = top0_lane_sub_mul14_split_mul_reg14_bc[16-1:0];
+assign top0_lane_sub_mul14_split_mul_reg14_al = $signed({1'b0, top0_lane_sub_mul14_split_mul_reg14_ac[16-1:0]});
+assign top0_lane_sub_mul14_split_mul_reg14_bl = $signed({1'b0, top0_lane_sub_mul14_split_mul_reg14_bc[16-1:0]});
+assign top0_lane_sub_mul14_split_mul_reg14_ah = $signed(top0_lane_sub_mul14_split_mul_reg14_ac[32-1:16]);
+assign top0_lane_sub_mul14_split_mul_reg14_bh = $signed(top0_lane_sub_mul14_split_mul_reg14_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul14_round_sat14_sat28_hin = (~top0_lane_sub_mul14_round_sat14_sat28_hi);
-
-
-
-assign top0_lane_sub_mul14_round_sat14_sat28_nsign = (!top0_lane_sub_mul14_round_sat14_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul14_round_sat14_sat28_fill, top0_lane_sub_mul14_round_sat14_sat28_hi, top0_lane_sub_mul14_round_sat14_r, top0_lane_sub_mul14_round_sat14_sat28_hin) begin: top0_lane_sub_mul14_round_sat14_sat28_clamp
-    if (((top0_lane_sub_mul14_round_sat14_sat28_hi == 0) || (top0_lane_sub_mul14_round_sat14_sat28_hin == 0))) begin
-        top0_lane_sub_mul14_kv = $signed(top0_lane_sub_mul14_round_sat14_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul14_split_mul_reg14_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul14_split_mul_reg14_hl <= 0;
+        top0_lane_sub_mul14_split_mul_reg14_hh <= 0;
+        top0_lane_sub_mul14_split_mul_reg14_ll <= 0;
+        top0_lane_sub_mul14_split_mul_reg14_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul14_kv = $signed({top0_lane_sub_mul14_round_sat14_r[(65 - 1)], top0_lane_sub_mul14_round_sat14_sat28_fill});
+        if (top0_en) begin
+            if (top0_factor_reg14_kz) begin
+                top0_lane_sub_mul14_split_mul_reg14_ll <= 0;
+                top0_lane_sub_mul14_split_mul_reg14_lh <= 0;
+                top0_lane_sub_mul14_split_mul_reg14_hl <= 0;
+                top0_lane_sub_mul14_split_mul_reg14_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul14_split_mul_reg14_ll <= (top0_lane_sub_mul14_split_mul_reg14_alu * top0_lane_sub_mul14_split_mul_reg14_blu);
+                top0_lane_sub_mul14_split_mul_reg14_lh <= (top0_lane_sub_mul14_split_mul_reg14_al * top0_lane_sub_mul14_split_mul_reg14_bh);
+                top0_lane_sub_mul14_split_mul_reg14_hl <= (top0_lane_sub_mul14_split_mul_reg14_ah * top0_lane_sub_mul14_split_mul_reg14_bl);
+                top0_lane_sub_mul14_split_mul_reg14_hh <= (top0_lane_sub_mul14_split_mul_reg14_ah * top0_lane_sub_mul14_split_mul_reg14_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul14_split_mul_reg14_lh) begin: top0_lane_sub_mul14_split_mul_reg14_sext42_fill
+    if (top0_lane_sub_mul14_split_mul_reg14_lh[(33 - 1)]) begin
+        top0_lane_sub_mul14_split_mul_reg14_sext42_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul14_split_mul_reg14_sext42_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul14_d = (top0_lane_sub_mul14_x1 - top0_lane_sub_mul14_kv);
+assign top0_lane_sub_mul14_split_mul_reg14_lhe = $signed({top0_lane_sub_mul14_split_mul_reg14_sext42_sgn, top0_lane_sub_mul14_split_mul_reg14_lh});
+
+
+always @(top0_lane_sub_mul14_split_mul_reg14_hl) begin: top0_lane_sub_mul14_split_mul_reg14_sext43_fill
+    if (top0_lane_sub_mul14_split_mul_reg14_hl[(33 - 1)]) begin
+        top0_lane_sub_mul14_split_mul_reg14_sext43_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul14_split_mul_reg14_sext43_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul14_split_mul_reg14_hle = $signed({top0_lane_sub_mul14_split_mul_reg14_sext43_sgn, top0_lane_sub_mul14_split_mul_reg14_hl});
+
+
+
+assign top0_lane_sub_mul14_split_mul_reg14_mid = (top0_lane_sub_mul14_split_mul_reg14_lhe + top0_lane_sub_mul14_split_mul_reg14_hle);
+
+
+
+assign top0_lane_sub_mul14_split_mul_reg14_outer = $signed({top0_lane_sub_mul14_split_mul_reg14_hh, top0_lane_sub_mul14_split_mul_reg14_ll});
+assign top0_lane_sub_mul14_split_mul_reg14_mid_sh = $signed({top0_lane_sub_mul14_split_mul_reg14_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul14_split_mul_reg14_mid_sh) begin: top0_lane_sub_mul14_split_mul_reg14_sext44_fill
+    if (top0_lane_sub_mul14_split_mul_reg14_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul14_split_mul_reg14_sext44_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul14_split_mul_reg14_sext44_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul14_split_mul_reg14_mid_e = $signed({top0_lane_sub_mul14_split_mul_reg14_sext44_sgn, top0_lane_sub_mul14_split_mul_reg14_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul14_split_mul_reg14_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul14_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul14_p2 <= (top0_lane_sub_mul14_split_mul_reg14_outer + top0_lane_sub_mul14_split_mul_reg14_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul14_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul14_x2 <= 0;
+        top0_lane_sub_mul14_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul14_x1 <= top0_lane_sub_mul14_x;
+            top0_lane_sub_mul14_x2 <= top0_lane_sub_mul14_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul14_q = $signed(top0_lane_sub_mul14_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul14_sat28_hi = top0_lane_sub_mul14_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul14_sat28_hin = (~top0_lane_sub_mul14_sat28_hi);
+
+
+
+assign top0_lane_sub_mul14_sat28_nsign = (!top0_lane_sub_mul14_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul14_sat28_fill, top0_lane_sub_mul14_sat28_hi, top0_lane_sub_mul14_q, top0_lane_sub_mul14_sat28_hin) begin: top0_lane_sub_mul14_sat28_clamp
+    if (((top0_lane_sub_mul14_sat28_hi == 0) || (top0_lane_sub_mul14_sat28_hin == 0))) begin
+        top0_lane_sub_mul14_kv = $signed(top0_lane_sub_mul14_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul14_kv = $signed({top0_lane_sub_mul14_q[(64 - 1)], top0_lane_sub_mul14_sat28_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul14_d = (top0_lane_sub_mul14_x2 - top0_lane_sub_mul14_kv);
 
 
 
@@ -3045,7 +4887,7 @@ always @(top0_lane_sub_mul14_sat29_fill, top0_lane_sub_mul14_sat29_hi, top0_lane
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul14_s2
+always @(posedge clk) begin: top0_lane_sub_mul14_s3
     if (rst == 1) begin
         top0_lane_sub_mul14_yr <= 0;
     end
@@ -3061,67 +4903,169 @@ end
 assign top0_lane_sub_mul14_y = top0_lane_sub_mul14_yr;
 
 
-
-assign top0_lane_sub_mul15_x = $signed(top0_ar[512-1:480]);
-assign top0_lane_sub_mul15_v = $signed(top0_br[512-1:480]);
-
-
-
-assign top0_lane_sub_mul15_p_c = (top0_kr * top0_lane_sub_mul15_v);
-
-
-always @(posedge clk) begin: top0_lane_sub_mul15_s1
+always @(posedge clk) begin: top0_factor_reg15_st
     if (rst == 1) begin
-        top0_lane_sub_mul15_x1 <= 0;
-        top0_lane_sub_mul15_p1 <= 0;
+        top0_factor_reg15_kz <= 1;
+        top0_factor_reg15_k <= 0;
     end
     else begin
-        if (top0_en) begin
-            if ((top0_kr == 0)) begin
-                top0_lane_sub_mul15_p1 <= 0;
-            end
-            else begin
-                top0_lane_sub_mul15_p1 <= top0_lane_sub_mul15_p_c;
-            end
-            top0_lane_sub_mul15_x1 <= top0_lane_sub_mul15_x;
+        if (top0_kload) begin
+            top0_factor_reg15_k <= s_axis_s_tdata;
+            top0_factor_reg15_kz <= (s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign top0_lane_sub_mul15_round_sat15_t = $signed(top0_lane_sub_mul15_p1 >>> 16);
-assign top0_lane_sub_mul15_round_sat15_rb = $signed({64'h0, top0_lane_sub_mul15_p1[(16 - 1)]});
+assign top0_lane_sub_mul15_x = $signed(top0_ar[512-1:480]);
 
 
 
-assign top0_lane_sub_mul15_round_sat15_r = (top0_lane_sub_mul15_round_sat15_t + top0_lane_sub_mul15_round_sat15_rb);
+assign top0_lane_sub_mul15_split_mul_reg15_ac = top0_factor_reg15_k;
+assign top0_lane_sub_mul15_split_mul_reg15_bc = top0_br[512-1:480];
 
 
 
-assign top0_lane_sub_mul15_round_sat15_sat30_hi = top0_lane_sub_mul15_round_sat15_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul15_split_mul_reg15_alu = top0_lane_sub_mul15_split_mul_reg15_ac[16-1:0];
+assign top0_lane_sub_mul15_split_mul_reg15_blu = top0_lane_sub_mul15_split_mul_reg15_bc[16-1:0];
+assign top0_lane_sub_mul15_split_mul_reg15_al = $signed({1'b0, top0_lane_sub_mul15_split_mul_reg15_ac[16-1:0]});
+assign top0_lane_sub_mul15_split_mul_reg15_bl = $signed({1'b0, top0_lane_sub_mul15_split_mul_reg15_bc[16-1:0]});
+assign top0_lane_sub_mul15_split_mul_reg15_ah = $signed(top0_lane_sub_mul15_split_mul_reg15_ac[32-1:16]);
+assign top0_lane_sub_mul15_split_mul_reg15_bh = $signed(top0_lane_sub_mul15_split_mul_reg15_bc[32-1:16]);
 
 
-
-assign top0_lane_sub_mul15_round_sat15_sat30_hin = (~top0_lane_sub_mul15_round_sat15_sat30_hi);
-
-
-
-assign top0_lane_sub_mul15_round_sat15_sat30_nsign = (!top0_lane_sub_mul15_round_sat15_r[(65 - 1)]);
-
-
-always @(top0_lane_sub_mul15_round_sat15_sat30_fill, top0_lane_sub_mul15_round_sat15_sat30_hi, top0_lane_sub_mul15_round_sat15_r, top0_lane_sub_mul15_round_sat15_sat30_hin) begin: top0_lane_sub_mul15_round_sat15_sat30_clamp
-    if (((top0_lane_sub_mul15_round_sat15_sat30_hi == 0) || (top0_lane_sub_mul15_round_sat15_sat30_hin == 0))) begin
-        top0_lane_sub_mul15_kv = $signed(top0_lane_sub_mul15_round_sat15_r[32-1:0]);
+always @(posedge clk) begin: top0_lane_sub_mul15_split_mul_reg15_st1
+    if (rst == 1) begin
+        top0_lane_sub_mul15_split_mul_reg15_hl <= 0;
+        top0_lane_sub_mul15_split_mul_reg15_hh <= 0;
+        top0_lane_sub_mul15_split_mul_reg15_ll <= 0;
+        top0_lane_sub_mul15_split_mul_reg15_lh <= 0;
     end
     else begin
-        top0_lane_sub_mul15_kv = $signed({top0_lane_sub_mul15_round_sat15_r[(65 - 1)], top0_lane_sub_mul15_round_sat15_sat30_fill});
+        if (top0_en) begin
+            if (top0_factor_reg15_kz) begin
+                top0_lane_sub_mul15_split_mul_reg15_ll <= 0;
+                top0_lane_sub_mul15_split_mul_reg15_lh <= 0;
+                top0_lane_sub_mul15_split_mul_reg15_hl <= 0;
+                top0_lane_sub_mul15_split_mul_reg15_hh <= 0;
+            end
+            else begin
+                top0_lane_sub_mul15_split_mul_reg15_ll <= (top0_lane_sub_mul15_split_mul_reg15_alu * top0_lane_sub_mul15_split_mul_reg15_blu);
+                top0_lane_sub_mul15_split_mul_reg15_lh <= (top0_lane_sub_mul15_split_mul_reg15_al * top0_lane_sub_mul15_split_mul_reg15_bh);
+                top0_lane_sub_mul15_split_mul_reg15_hl <= (top0_lane_sub_mul15_split_mul_reg15_ah * top0_lane_sub_mul15_split_mul_reg15_bl);
+                top0_lane_sub_mul15_split_mul_reg15_hh <= (top0_lane_sub_mul15_split_mul_reg15_ah * top0_lane_sub_mul15_split_mul_reg15_bh);
+            end
+        end
+    end
+end
+
+
+always @(top0_lane_sub_mul15_split_mul_reg15_lh) begin: top0_lane_sub_mul15_split_mul_reg15_sext45_fill
+    if (top0_lane_sub_mul15_split_mul_reg15_lh[(33 - 1)]) begin
+        top0_lane_sub_mul15_split_mul_reg15_sext45_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul15_split_mul_reg15_sext45_sgn = 0;
     end
 end
 
 
 
-assign top0_lane_sub_mul15_d = (top0_lane_sub_mul15_x1 - top0_lane_sub_mul15_kv);
+assign top0_lane_sub_mul15_split_mul_reg15_lhe = $signed({top0_lane_sub_mul15_split_mul_reg15_sext45_sgn, top0_lane_sub_mul15_split_mul_reg15_lh});
+
+
+always @(top0_lane_sub_mul15_split_mul_reg15_hl) begin: top0_lane_sub_mul15_split_mul_reg15_sext46_fill
+    if (top0_lane_sub_mul15_split_mul_reg15_hl[(33 - 1)]) begin
+        top0_lane_sub_mul15_split_mul_reg15_sext46_sgn = 1;
+    end
+    else begin
+        top0_lane_sub_mul15_split_mul_reg15_sext46_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul15_split_mul_reg15_hle = $signed({top0_lane_sub_mul15_split_mul_reg15_sext46_sgn, top0_lane_sub_mul15_split_mul_reg15_hl});
+
+
+
+assign top0_lane_sub_mul15_split_mul_reg15_mid = (top0_lane_sub_mul15_split_mul_reg15_lhe + top0_lane_sub_mul15_split_mul_reg15_hle);
+
+
+
+assign top0_lane_sub_mul15_split_mul_reg15_outer = $signed({top0_lane_sub_mul15_split_mul_reg15_hh, top0_lane_sub_mul15_split_mul_reg15_ll});
+assign top0_lane_sub_mul15_split_mul_reg15_mid_sh = $signed({top0_lane_sub_mul15_split_mul_reg15_mid, 16'h8000});
+
+
+always @(top0_lane_sub_mul15_split_mul_reg15_mid_sh) begin: top0_lane_sub_mul15_split_mul_reg15_sext47_fill
+    if (top0_lane_sub_mul15_split_mul_reg15_mid_sh[(50 - 1)]) begin
+        top0_lane_sub_mul15_split_mul_reg15_sext47_sgn = 16383;
+    end
+    else begin
+        top0_lane_sub_mul15_split_mul_reg15_sext47_sgn = 0;
+    end
+end
+
+
+
+assign top0_lane_sub_mul15_split_mul_reg15_mid_e = $signed({top0_lane_sub_mul15_split_mul_reg15_sext47_sgn, top0_lane_sub_mul15_split_mul_reg15_mid_sh});
+
+
+always @(posedge clk) begin: top0_lane_sub_mul15_split_mul_reg15_st2
+    if (rst == 1) begin
+        top0_lane_sub_mul15_p2 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul15_p2 <= (top0_lane_sub_mul15_split_mul_reg15_outer + top0_lane_sub_mul15_split_mul_reg15_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: top0_lane_sub_mul15_xdl
+    if (rst == 1) begin
+        top0_lane_sub_mul15_x2 <= 0;
+        top0_lane_sub_mul15_x1 <= 0;
+    end
+    else begin
+        if (top0_en) begin
+            top0_lane_sub_mul15_x1 <= top0_lane_sub_mul15_x;
+            top0_lane_sub_mul15_x2 <= top0_lane_sub_mul15_x1;
+        end
+    end
+end
+
+
+
+assign top0_lane_sub_mul15_q = $signed(top0_lane_sub_mul15_p2 >>> 16);
+
+
+
+assign top0_lane_sub_mul15_sat30_hi = top0_lane_sub_mul15_q[64-1:(32 - 1)];
+
+
+
+assign top0_lane_sub_mul15_sat30_hin = (~top0_lane_sub_mul15_sat30_hi);
+
+
+
+assign top0_lane_sub_mul15_sat30_nsign = (!top0_lane_sub_mul15_q[(64 - 1)]);
+
+
+always @(top0_lane_sub_mul15_sat30_fill, top0_lane_sub_mul15_sat30_hi, top0_lane_sub_mul15_q, top0_lane_sub_mul15_sat30_hin) begin: top0_lane_sub_mul15_sat30_clamp
+    if (((top0_lane_sub_mul15_sat30_hi == 0) || (top0_lane_sub_mul15_sat30_hin == 0))) begin
+        top0_lane_sub_mul15_kv = $signed(top0_lane_sub_mul15_q[32-1:0]);
+    end
+    else begin
+        top0_lane_sub_mul15_kv = $signed({top0_lane_sub_mul15_q[(64 - 1)], top0_lane_sub_mul15_sat30_fill});
+    end
+end
+
+
+
+assign top0_lane_sub_mul15_d = (top0_lane_sub_mul15_x2 - top0_lane_sub_mul15_kv);
 
 
 
@@ -3146,7 +5090,7 @@ always @(top0_lane_sub_mul15_sat31_fill, top0_lane_sub_mul15_sat31_hi, top0_lane
 end
 
 
-always @(posedge clk) begin: top0_lane_sub_mul15_s2
+always @(posedge clk) begin: top0_lane_sub_mul15_s3
     if (rst == 1) begin
         top0_lane_sub_mul15_yr <= 0;
     end

@@ -57,7 +57,7 @@ signal top0_running: std_logic;
 signal top0_ar: unsigned(511 downto 0);
 signal top0_br: unsigned(511 downto 0);
 signal top0_v0: unsigned(2 downto 0);
-signal top0_kr: signed (31 downto 0);
+signal top0_kload: std_logic;
 signal top0_ybits: unsigned(511 downto 0);
 signal top0_ycat: unsigned(511 downto 0);
 signal top0_push: std_logic;
@@ -68,339 +68,659 @@ signal top0_control0_dim_r: unsigned(10 downto 0);
 signal top0_control0_icnt: unsigned(12 downto 0);
 signal top0_control0_it_r: unsigned(12 downto 0);
 signal top0_control0_lcnt: unsigned(10 downto 0);
-signal top0_delay_flags0_sr: unsigned(5 downto 0);
+signal top0_delay_flags0_sr: unsigned(8 downto 0);
+signal top0_factor_reg0_k: unsigned(31 downto 0);
+signal top0_factor_reg0_kz: std_logic;
 signal top0_lane_sub_mul0_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul0_d: signed (32 downto 0);
 signal top0_lane_sub_mul0_kv: signed (31 downto 0);
-signal top0_lane_sub_mul0_p1: signed (64 downto 0);
-signal top0_lane_sub_mul0_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul0_v: signed (31 downto 0);
+signal top0_lane_sub_mul0_p2: signed (63 downto 0);
+signal top0_lane_sub_mul0_q: signed (63 downto 0);
 signal top0_lane_sub_mul0_x: signed (31 downto 0);
 signal top0_lane_sub_mul0_x1: signed (31 downto 0);
+signal top0_lane_sub_mul0_x2: signed (31 downto 0);
 signal top0_lane_sub_mul0_yr: signed (31 downto 0);
 signal top0_lane_sub_mul0_yc: signed (31 downto 0);
-signal top0_lane_sub_mul0_round_sat0_r: signed (64 downto 0);
-signal top0_lane_sub_mul0_round_sat0_rb: signed (64 downto 0);
-signal top0_lane_sub_mul0_round_sat0_t: signed (64 downto 0);
-signal top0_lane_sub_mul0_round_sat0_sat0_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul0_round_sat0_sat0_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul0_round_sat0_sat0_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul0_round_sat0_sat0_nsign: std_logic;
+signal top0_lane_sub_mul0_split_mul_reg0_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_al: signed (16 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_bl: signed (16 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_ah: signed (15 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_bh: signed (15 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_lh: signed (32 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_hl: signed (32 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_hh: signed (31 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_mid: signed (33 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_hle: signed (33 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_outer: signed (63 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_sext0_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_sext1_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul0_split_mul_reg0_sext2_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul0_sat0_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul0_sat0_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul0_sat0_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul0_sat0_nsign: std_logic;
 signal top0_lane_sub_mul0_sat1_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul0_sat1_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul0_sat1_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul0_sat1_nsign: std_logic;
+signal top0_factor_reg1_k: unsigned(31 downto 0);
+signal top0_factor_reg1_kz: std_logic;
 signal top0_lane_sub_mul1_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul1_d: signed (32 downto 0);
 signal top0_lane_sub_mul1_kv: signed (31 downto 0);
-signal top0_lane_sub_mul1_p1: signed (64 downto 0);
-signal top0_lane_sub_mul1_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul1_v: signed (31 downto 0);
+signal top0_lane_sub_mul1_p2: signed (63 downto 0);
+signal top0_lane_sub_mul1_q: signed (63 downto 0);
 signal top0_lane_sub_mul1_x: signed (31 downto 0);
 signal top0_lane_sub_mul1_x1: signed (31 downto 0);
+signal top0_lane_sub_mul1_x2: signed (31 downto 0);
 signal top0_lane_sub_mul1_yr: signed (31 downto 0);
 signal top0_lane_sub_mul1_yc: signed (31 downto 0);
-signal top0_lane_sub_mul1_round_sat1_r: signed (64 downto 0);
-signal top0_lane_sub_mul1_round_sat1_rb: signed (64 downto 0);
-signal top0_lane_sub_mul1_round_sat1_t: signed (64 downto 0);
-signal top0_lane_sub_mul1_round_sat1_sat2_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul1_round_sat1_sat2_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul1_round_sat1_sat2_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul1_round_sat1_sat2_nsign: std_logic;
+signal top0_lane_sub_mul1_split_mul_reg1_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_al: signed (16 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_bl: signed (16 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_ah: signed (15 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_bh: signed (15 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_lh: signed (32 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_hl: signed (32 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_hh: signed (31 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_mid: signed (33 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_hle: signed (33 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_outer: signed (63 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_sext3_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_sext4_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul1_split_mul_reg1_sext5_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul1_sat2_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul1_sat2_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul1_sat2_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul1_sat2_nsign: std_logic;
 signal top0_lane_sub_mul1_sat3_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul1_sat3_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul1_sat3_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul1_sat3_nsign: std_logic;
+signal top0_factor_reg2_k: unsigned(31 downto 0);
+signal top0_factor_reg2_kz: std_logic;
 signal top0_lane_sub_mul2_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul2_d: signed (32 downto 0);
 signal top0_lane_sub_mul2_kv: signed (31 downto 0);
-signal top0_lane_sub_mul2_p1: signed (64 downto 0);
-signal top0_lane_sub_mul2_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul2_v: signed (31 downto 0);
+signal top0_lane_sub_mul2_p2: signed (63 downto 0);
+signal top0_lane_sub_mul2_q: signed (63 downto 0);
 signal top0_lane_sub_mul2_x: signed (31 downto 0);
 signal top0_lane_sub_mul2_x1: signed (31 downto 0);
+signal top0_lane_sub_mul2_x2: signed (31 downto 0);
 signal top0_lane_sub_mul2_yr: signed (31 downto 0);
 signal top0_lane_sub_mul2_yc: signed (31 downto 0);
-signal top0_lane_sub_mul2_round_sat2_r: signed (64 downto 0);
-signal top0_lane_sub_mul2_round_sat2_rb: signed (64 downto 0);
-signal top0_lane_sub_mul2_round_sat2_t: signed (64 downto 0);
-signal top0_lane_sub_mul2_round_sat2_sat4_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul2_round_sat2_sat4_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul2_round_sat2_sat4_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul2_round_sat2_sat4_nsign: std_logic;
+signal top0_lane_sub_mul2_split_mul_reg2_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_al: signed (16 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_bl: signed (16 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_ah: signed (15 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_bh: signed (15 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_lh: signed (32 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_hl: signed (32 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_hh: signed (31 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_mid: signed (33 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_hle: signed (33 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_outer: signed (63 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_sext6_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_sext7_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul2_split_mul_reg2_sext8_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul2_sat4_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul2_sat4_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul2_sat4_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul2_sat4_nsign: std_logic;
 signal top0_lane_sub_mul2_sat5_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul2_sat5_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul2_sat5_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul2_sat5_nsign: std_logic;
+signal top0_factor_reg3_k: unsigned(31 downto 0);
+signal top0_factor_reg3_kz: std_logic;
 signal top0_lane_sub_mul3_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul3_d: signed (32 downto 0);
 signal top0_lane_sub_mul3_kv: signed (31 downto 0);
-signal top0_lane_sub_mul3_p1: signed (64 downto 0);
-signal top0_lane_sub_mul3_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul3_v: signed (31 downto 0);
+signal top0_lane_sub_mul3_p2: signed (63 downto 0);
+signal top0_lane_sub_mul3_q: signed (63 downto 0);
 signal top0_lane_sub_mul3_x: signed (31 downto 0);
 signal top0_lane_sub_mul3_x1: signed (31 downto 0);
+signal top0_lane_sub_mul3_x2: signed (31 downto 0);
 signal top0_lane_sub_mul3_yr: signed (31 downto 0);
 signal top0_lane_sub_mul3_yc: signed (31 downto 0);
-signal top0_lane_sub_mul3_round_sat3_r: signed (64 downto 0);
-signal top0_lane_sub_mul3_round_sat3_rb: signed (64 downto 0);
-signal top0_lane_sub_mul3_round_sat3_t: signed (64 downto 0);
-signal top0_lane_sub_mul3_round_sat3_sat6_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul3_round_sat3_sat6_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul3_round_sat3_sat6_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul3_round_sat3_sat6_nsign: std_logic;
+signal top0_lane_sub_mul3_split_mul_reg3_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_al: signed (16 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_bl: signed (16 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_ah: signed (15 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_bh: signed (15 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_lh: signed (32 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_hl: signed (32 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_hh: signed (31 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_mid: signed (33 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_hle: signed (33 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_outer: signed (63 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_sext9_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_sext10_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul3_split_mul_reg3_sext11_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul3_sat6_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul3_sat6_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul3_sat6_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul3_sat6_nsign: std_logic;
 signal top0_lane_sub_mul3_sat7_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul3_sat7_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul3_sat7_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul3_sat7_nsign: std_logic;
+signal top0_factor_reg4_k: unsigned(31 downto 0);
+signal top0_factor_reg4_kz: std_logic;
 signal top0_lane_sub_mul4_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul4_d: signed (32 downto 0);
 signal top0_lane_sub_mul4_kv: signed (31 downto 0);
-signal top0_lane_sub_mul4_p1: signed (64 downto 0);
-signal top0_lane_sub_mul4_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul4_v: signed (31 downto 0);
+signal top0_lane_sub_mul4_p2: signed (63 downto 0);
+signal top0_lane_sub_mul4_q: signed (63 downto 0);
 signal top0_lane_sub_mul4_x: signed (31 downto 0);
 signal top0_lane_sub_mul4_x1: signed (31 downto 0);
+signal top0_lane_sub_mul4_x2: signed (31 downto 0);
 signal top0_lane_sub_mul4_yr: signed (31 downto 0);
 signal top0_lane_sub_mul4_yc: signed (31 downto 0);
-signal top0_lane_sub_mul4_round_sat4_r: signed (64 downto 0);
-signal top0_lane_sub_mul4_round_sat4_rb: signed (64 downto 0);
-signal top0_lane_sub_mul4_round_sat4_t: signed (64 downto 0);
-signal top0_lane_sub_mul4_round_sat4_sat8_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul4_round_sat4_sat8_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul4_round_sat4_sat8_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul4_round_sat4_sat8_nsign: std_logic;
+signal top0_lane_sub_mul4_split_mul_reg4_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_al: signed (16 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_bl: signed (16 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_ah: signed (15 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_bh: signed (15 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_lh: signed (32 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_hl: signed (32 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_hh: signed (31 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_mid: signed (33 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_hle: signed (33 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_outer: signed (63 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_sext12_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_sext13_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul4_split_mul_reg4_sext14_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul4_sat8_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul4_sat8_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul4_sat8_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul4_sat8_nsign: std_logic;
 signal top0_lane_sub_mul4_sat9_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul4_sat9_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul4_sat9_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul4_sat9_nsign: std_logic;
+signal top0_factor_reg5_k: unsigned(31 downto 0);
+signal top0_factor_reg5_kz: std_logic;
 signal top0_lane_sub_mul5_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul5_d: signed (32 downto 0);
 signal top0_lane_sub_mul5_kv: signed (31 downto 0);
-signal top0_lane_sub_mul5_p1: signed (64 downto 0);
-signal top0_lane_sub_mul5_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul5_v: signed (31 downto 0);
+signal top0_lane_sub_mul5_p2: signed (63 downto 0);
+signal top0_lane_sub_mul5_q: signed (63 downto 0);
 signal top0_lane_sub_mul5_x: signed (31 downto 0);
 signal top0_lane_sub_mul5_x1: signed (31 downto 0);
+signal top0_lane_sub_mul5_x2: signed (31 downto 0);
 signal top0_lane_sub_mul5_yr: signed (31 downto 0);
 signal top0_lane_sub_mul5_yc: signed (31 downto 0);
-signal top0_lane_sub_mul5_round_sat5_r: signed (64 downto 0);
-signal top0_lane_sub_mul5_round_sat5_rb: signed (64 downto 0);
-signal top0_lane_sub_mul5_round_sat5_t: signed (64 downto 0);
-signal top0_lane_sub_mul5_round_sat5_sat10_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul5_round_sat5_sat10_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul5_round_sat5_sat10_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul5_round_sat5_sat10_nsign: std_logic;
+signal top0_lane_sub_mul5_split_mul_reg5_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_al: signed (16 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_bl: signed (16 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_ah: signed (15 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_bh: signed (15 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_lh: signed (32 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_hl: signed (32 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_hh: signed (31 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_mid: signed (33 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_hle: signed (33 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_outer: signed (63 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_sext15_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_sext16_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul5_split_mul_reg5_sext17_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul5_sat10_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul5_sat10_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul5_sat10_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul5_sat10_nsign: std_logic;
 signal top0_lane_sub_mul5_sat11_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul5_sat11_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul5_sat11_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul5_sat11_nsign: std_logic;
+signal top0_factor_reg6_k: unsigned(31 downto 0);
+signal top0_factor_reg6_kz: std_logic;
 signal top0_lane_sub_mul6_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul6_d: signed (32 downto 0);
 signal top0_lane_sub_mul6_kv: signed (31 downto 0);
-signal top0_lane_sub_mul6_p1: signed (64 downto 0);
-signal top0_lane_sub_mul6_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul6_v: signed (31 downto 0);
+signal top0_lane_sub_mul6_p2: signed (63 downto 0);
+signal top0_lane_sub_mul6_q: signed (63 downto 0);
 signal top0_lane_sub_mul6_x: signed (31 downto 0);
 signal top0_lane_sub_mul6_x1: signed (31 downto 0);
+signal top0_lane_sub_mul6_x2: signed (31 downto 0);
 signal top0_lane_sub_mul6_yr: signed (31 downto 0);
 signal top0_lane_sub_mul6_yc: signed (31 downto 0);
-signal top0_lane_sub_mul6_round_sat6_r: signed (64 downto 0);
-signal top0_lane_sub_mul6_round_sat6_rb: signed (64 downto 0);
-signal top0_lane_sub_mul6_round_sat6_t: signed (64 downto 0);
-signal top0_lane_sub_mul6_round_sat6_sat12_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul6_round_sat6_sat12_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul6_round_sat6_sat12_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul6_round_sat6_sat12_nsign: std_logic;
+signal top0_lane_sub_mul6_split_mul_reg6_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_al: signed (16 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_bl: signed (16 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_ah: signed (15 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_bh: signed (15 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_lh: signed (32 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_hl: signed (32 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_hh: signed (31 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_mid: signed (33 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_hle: signed (33 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_outer: signed (63 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_sext18_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_sext19_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul6_split_mul_reg6_sext20_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul6_sat12_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul6_sat12_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul6_sat12_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul6_sat12_nsign: std_logic;
 signal top0_lane_sub_mul6_sat13_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul6_sat13_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul6_sat13_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul6_sat13_nsign: std_logic;
+signal top0_factor_reg7_k: unsigned(31 downto 0);
+signal top0_factor_reg7_kz: std_logic;
 signal top0_lane_sub_mul7_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul7_d: signed (32 downto 0);
 signal top0_lane_sub_mul7_kv: signed (31 downto 0);
-signal top0_lane_sub_mul7_p1: signed (64 downto 0);
-signal top0_lane_sub_mul7_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul7_v: signed (31 downto 0);
+signal top0_lane_sub_mul7_p2: signed (63 downto 0);
+signal top0_lane_sub_mul7_q: signed (63 downto 0);
 signal top0_lane_sub_mul7_x: signed (31 downto 0);
 signal top0_lane_sub_mul7_x1: signed (31 downto 0);
+signal top0_lane_sub_mul7_x2: signed (31 downto 0);
 signal top0_lane_sub_mul7_yr: signed (31 downto 0);
 signal top0_lane_sub_mul7_yc: signed (31 downto 0);
-signal top0_lane_sub_mul7_round_sat7_r: signed (64 downto 0);
-signal top0_lane_sub_mul7_round_sat7_rb: signed (64 downto 0);
-signal top0_lane_sub_mul7_round_sat7_t: signed (64 downto 0);
-signal top0_lane_sub_mul7_round_sat7_sat14_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul7_round_sat7_sat14_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul7_round_sat7_sat14_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul7_round_sat7_sat14_nsign: std_logic;
+signal top0_lane_sub_mul7_split_mul_reg7_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_al: signed (16 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_bl: signed (16 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_ah: signed (15 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_bh: signed (15 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_lh: signed (32 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_hl: signed (32 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_hh: signed (31 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_mid: signed (33 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_hle: signed (33 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_outer: signed (63 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_sext21_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_sext22_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul7_split_mul_reg7_sext23_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul7_sat14_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul7_sat14_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul7_sat14_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul7_sat14_nsign: std_logic;
 signal top0_lane_sub_mul7_sat15_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul7_sat15_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul7_sat15_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul7_sat15_nsign: std_logic;
+signal top0_factor_reg8_k: unsigned(31 downto 0);
+signal top0_factor_reg8_kz: std_logic;
 signal top0_lane_sub_mul8_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul8_d: signed (32 downto 0);
 signal top0_lane_sub_mul8_kv: signed (31 downto 0);
-signal top0_lane_sub_mul8_p1: signed (64 downto 0);
-signal top0_lane_sub_mul8_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul8_v: signed (31 downto 0);
+signal top0_lane_sub_mul8_p2: signed (63 downto 0);
+signal top0_lane_sub_mul8_q: signed (63 downto 0);
 signal top0_lane_sub_mul8_x: signed (31 downto 0);
 signal top0_lane_sub_mul8_x1: signed (31 downto 0);
+signal top0_lane_sub_mul8_x2: signed (31 downto 0);
 signal top0_lane_sub_mul8_yr: signed (31 downto 0);
 signal top0_lane_sub_mul8_yc: signed (31 downto 0);
-signal top0_lane_sub_mul8_round_sat8_r: signed (64 downto 0);
-signal top0_lane_sub_mul8_round_sat8_rb: signed (64 downto 0);
-signal top0_lane_sub_mul8_round_sat8_t: signed (64 downto 0);
-signal top0_lane_sub_mul8_round_sat8_sat16_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul8_round_sat8_sat16_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul8_round_sat8_sat16_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul8_round_sat8_sat16_nsign: std_logic;
+signal top0_lane_sub_mul8_split_mul_reg8_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_al: signed (16 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_bl: signed (16 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_ah: signed (15 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_bh: signed (15 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_lh: signed (32 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_hl: signed (32 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_hh: signed (31 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_mid: signed (33 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_hle: signed (33 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_outer: signed (63 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_sext24_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_sext25_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul8_split_mul_reg8_sext26_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul8_sat16_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul8_sat16_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul8_sat16_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul8_sat16_nsign: std_logic;
 signal top0_lane_sub_mul8_sat17_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul8_sat17_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul8_sat17_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul8_sat17_nsign: std_logic;
+signal top0_factor_reg9_k: unsigned(31 downto 0);
+signal top0_factor_reg9_kz: std_logic;
 signal top0_lane_sub_mul9_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul9_d: signed (32 downto 0);
 signal top0_lane_sub_mul9_kv: signed (31 downto 0);
-signal top0_lane_sub_mul9_p1: signed (64 downto 0);
-signal top0_lane_sub_mul9_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul9_v: signed (31 downto 0);
+signal top0_lane_sub_mul9_p2: signed (63 downto 0);
+signal top0_lane_sub_mul9_q: signed (63 downto 0);
 signal top0_lane_sub_mul9_x: signed (31 downto 0);
 signal top0_lane_sub_mul9_x1: signed (31 downto 0);
+signal top0_lane_sub_mul9_x2: signed (31 downto 0);
 signal top0_lane_sub_mul9_yr: signed (31 downto 0);
 signal top0_lane_sub_mul9_yc: signed (31 downto 0);
-signal top0_lane_sub_mul9_round_sat9_r: signed (64 downto 0);
-signal top0_lane_sub_mul9_round_sat9_rb: signed (64 downto 0);
-signal top0_lane_sub_mul9_round_sat9_t: signed (64 downto 0);
-signal top0_lane_sub_mul9_round_sat9_sat18_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul9_round_sat9_sat18_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul9_round_sat9_sat18_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul9_round_sat9_sat18_nsign: std_logic;
+signal top0_lane_sub_mul9_split_mul_reg9_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_al: signed (16 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_bl: signed (16 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_ah: signed (15 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_bh: signed (15 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_lh: signed (32 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_hl: signed (32 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_hh: signed (31 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_mid: signed (33 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_hle: signed (33 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_outer: signed (63 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_sext27_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_sext28_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul9_split_mul_reg9_sext29_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul9_sat18_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul9_sat18_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul9_sat18_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul9_sat18_nsign: std_logic;
 signal top0_lane_sub_mul9_sat19_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul9_sat19_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul9_sat19_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul9_sat19_nsign: std_logic;
+signal top0_factor_reg10_k: unsigned(31 downto 0);
+signal top0_factor_reg10_kz: std_logic;
 signal top0_lane_sub_mul10_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul10_d: signed (32 downto 0);
 signal top0_lane_sub_mul10_kv: signed (31 downto 0);
-signal top0_lane_sub_mul10_p1: signed (64 downto 0);
-signal top0_lane_sub_mul10_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul10_v: signed (31 downto 0);
+signal top0_lane_sub_mul10_p2: signed (63 downto 0);
+signal top0_lane_sub_mul10_q: signed (63 downto 0);
 signal top0_lane_sub_mul10_x: signed (31 downto 0);
 signal top0_lane_sub_mul10_x1: signed (31 downto 0);
+signal top0_lane_sub_mul10_x2: signed (31 downto 0);
 signal top0_lane_sub_mul10_yr: signed (31 downto 0);
 signal top0_lane_sub_mul10_yc: signed (31 downto 0);
-signal top0_lane_sub_mul10_round_sat10_r: signed (64 downto 0);
-signal top0_lane_sub_mul10_round_sat10_rb: signed (64 downto 0);
-signal top0_lane_sub_mul10_round_sat10_t: signed (64 downto 0);
-signal top0_lane_sub_mul10_round_sat10_sat20_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul10_round_sat10_sat20_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul10_round_sat10_sat20_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul10_round_sat10_sat20_nsign: std_logic;
+signal top0_lane_sub_mul10_split_mul_reg10_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_al: signed (16 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_bl: signed (16 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_ah: signed (15 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_bh: signed (15 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_lh: signed (32 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_hl: signed (32 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_hh: signed (31 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_mid: signed (33 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_hle: signed (33 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_outer: signed (63 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_sext30_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_sext31_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul10_split_mul_reg10_sext32_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul10_sat20_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul10_sat20_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul10_sat20_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul10_sat20_nsign: std_logic;
 signal top0_lane_sub_mul10_sat21_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul10_sat21_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul10_sat21_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul10_sat21_nsign: std_logic;
+signal top0_factor_reg11_k: unsigned(31 downto 0);
+signal top0_factor_reg11_kz: std_logic;
 signal top0_lane_sub_mul11_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul11_d: signed (32 downto 0);
 signal top0_lane_sub_mul11_kv: signed (31 downto 0);
-signal top0_lane_sub_mul11_p1: signed (64 downto 0);
-signal top0_lane_sub_mul11_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul11_v: signed (31 downto 0);
+signal top0_lane_sub_mul11_p2: signed (63 downto 0);
+signal top0_lane_sub_mul11_q: signed (63 downto 0);
 signal top0_lane_sub_mul11_x: signed (31 downto 0);
 signal top0_lane_sub_mul11_x1: signed (31 downto 0);
+signal top0_lane_sub_mul11_x2: signed (31 downto 0);
 signal top0_lane_sub_mul11_yr: signed (31 downto 0);
 signal top0_lane_sub_mul11_yc: signed (31 downto 0);
-signal top0_lane_sub_mul11_round_sat11_r: signed (64 downto 0);
-signal top0_lane_sub_mul11_round_sat11_rb: signed (64 downto 0);
-signal top0_lane_sub_mul11_round_sat11_t: signed (64 downto 0);
-signal top0_lane_sub_mul11_round_sat11_sat22_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul11_round_sat11_sat22_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul11_round_sat11_sat22_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul11_round_sat11_sat22_nsign: std_logic;
+signal top0_lane_sub_mul11_split_mul_reg11_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_al: signed (16 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_bl: signed (16 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_ah: signed (15 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_bh: signed (15 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_lh: signed (32 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_hl: signed (32 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_hh: signed (31 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_mid: signed (33 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_hle: signed (33 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_outer: signed (63 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_sext33_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_sext34_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul11_split_mul_reg11_sext35_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul11_sat22_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul11_sat22_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul11_sat22_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul11_sat22_nsign: std_logic;
 signal top0_lane_sub_mul11_sat23_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul11_sat23_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul11_sat23_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul11_sat23_nsign: std_logic;
+signal top0_factor_reg12_k: unsigned(31 downto 0);
+signal top0_factor_reg12_kz: std_logic;
 signal top0_lane_sub_mul12_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul12_d: signed (32 downto 0);
 signal top0_lane_sub_mul12_kv: signed (31 downto 0);
-signal top0_lane_sub_mul12_p1: signed (64 downto 0);
-signal top0_lane_sub_mul12_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul12_v: signed (31 downto 0);
+signal top0_lane_sub_mul12_p2: signed (63 downto 0);
+signal top0_lane_sub_mul12_q: signed (63 downto 0);
 signal top0_lane_sub_mul12_x: signed (31 downto 0);
 signal top0_lane_sub_mul12_x1: signed (31 downto 0);
+signal top0_lane_sub_mul12_x2: signed (31 downto 0);
 signal top0_lane_sub_mul12_yr: signed (31 downto 0);
 signal top0_lane_sub_mul12_yc: signed (31 downto 0);
-signal top0_lane_sub_mul12_round_sat12_r: signed (64 downto 0);
-signal top0_lane_sub_mul12_round_sat12_rb: signed (64 downto 0);
-signal top0_lane_sub_mul12_round_sat12_t: signed (64 downto 0);
-signal top0_lane_sub_mul12_round_sat12_sat24_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul12_round_sat12_sat24_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul12_round_sat12_sat24_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul12_round_sat12_sat24_nsign: std_logic;
+signal top0_lane_sub_mul12_split_mul_reg12_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_al: signed (16 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_bl: signed (16 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_ah: signed (15 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_bh: signed (15 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_lh: signed (32 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_hl: signed (32 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_hh: signed (31 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_mid: signed (33 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_hle: signed (33 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_outer: signed (63 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_sext36_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_sext37_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul12_split_mul_reg12_sext38_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul12_sat24_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul12_sat24_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul12_sat24_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul12_sat24_nsign: std_logic;
 signal top0_lane_sub_mul12_sat25_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul12_sat25_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul12_sat25_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul12_sat25_nsign: std_logic;
+signal top0_factor_reg13_k: unsigned(31 downto 0);
+signal top0_factor_reg13_kz: std_logic;
 signal top0_lane_sub_mul13_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul13_d: signed (32 downto 0);
 signal top0_lane_sub_mul13_kv: signed (31 downto 0);
-signal top0_lane_sub_mul13_p1: signed (64 downto 0);
-signal top0_lane_sub_mul13_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul13_v: signed (31 downto 0);
+signal top0_lane_sub_mul13_p2: signed (63 downto 0);
+signal top0_lane_sub_mul13_q: signed (63 downto 0);
 signal top0_lane_sub_mul13_x: signed (31 downto 0);
 signal top0_lane_sub_mul13_x1: signed (31 downto 0);
+signal top0_lane_sub_mul13_x2: signed (31 downto 0);
 signal top0_lane_sub_mul13_yr: signed (31 downto 0);
 signal top0_lane_sub_mul13_yc: signed (31 downto 0);
-signal top0_lane_sub_mul13_round_sat13_r: signed (64 downto 0);
-signal top0_lane_sub_mul13_round_sat13_rb: signed (64 downto 0);
-signal top0_lane_sub_mul13_round_sat13_t: signed (64 downto 0);
-signal top0_lane_sub_mul13_round_sat13_sat26_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul13_round_sat13_sat26_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul13_round_sat13_sat26_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul13_round_sat13_sat26_nsign: std_logic;
+signal top0_lane_sub_mul13_split_mul_reg13_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_al: signed (16 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_bl: signed (16 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_ah: signed (15 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_bh: signed (15 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_lh: signed (32 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_hl: signed (32 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_hh: signed (31 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_mid: signed (33 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_hle: signed (33 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_outer: signed (63 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_sext39_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_sext40_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul13_split_mul_reg13_sext41_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul13_sat26_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul13_sat26_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul13_sat26_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul13_sat26_nsign: std_logic;
 signal top0_lane_sub_mul13_sat27_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul13_sat27_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul13_sat27_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul13_sat27_nsign: std_logic;
+signal top0_factor_reg14_k: unsigned(31 downto 0);
+signal top0_factor_reg14_kz: std_logic;
 signal top0_lane_sub_mul14_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul14_d: signed (32 downto 0);
 signal top0_lane_sub_mul14_kv: signed (31 downto 0);
-signal top0_lane_sub_mul14_p1: signed (64 downto 0);
-signal top0_lane_sub_mul14_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul14_v: signed (31 downto 0);
+signal top0_lane_sub_mul14_p2: signed (63 downto 0);
+signal top0_lane_sub_mul14_q: signed (63 downto 0);
 signal top0_lane_sub_mul14_x: signed (31 downto 0);
 signal top0_lane_sub_mul14_x1: signed (31 downto 0);
+signal top0_lane_sub_mul14_x2: signed (31 downto 0);
 signal top0_lane_sub_mul14_yr: signed (31 downto 0);
 signal top0_lane_sub_mul14_yc: signed (31 downto 0);
-signal top0_lane_sub_mul14_round_sat14_r: signed (64 downto 0);
-signal top0_lane_sub_mul14_round_sat14_rb: signed (64 downto 0);
-signal top0_lane_sub_mul14_round_sat14_t: signed (64 downto 0);
-signal top0_lane_sub_mul14_round_sat14_sat28_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul14_round_sat14_sat28_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul14_round_sat14_sat28_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul14_round_sat14_sat28_nsign: std_logic;
+signal top0_lane_sub_mul14_split_mul_reg14_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_al: signed (16 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_bl: signed (16 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_ah: signed (15 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_bh: signed (15 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_lh: signed (32 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_hl: signed (32 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_hh: signed (31 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_mid: signed (33 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_hle: signed (33 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_outer: signed (63 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_sext42_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_sext43_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul14_split_mul_reg14_sext44_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul14_sat28_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul14_sat28_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul14_sat28_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul14_sat28_nsign: std_logic;
 signal top0_lane_sub_mul14_sat29_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul14_sat29_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul14_sat29_hin: unsigned(1 downto 0);
 signal top0_lane_sub_mul14_sat29_nsign: std_logic;
+signal top0_factor_reg15_k: unsigned(31 downto 0);
+signal top0_factor_reg15_kz: std_logic;
 signal top0_lane_sub_mul15_y: unsigned(31 downto 0);
 signal top0_lane_sub_mul15_d: signed (32 downto 0);
 signal top0_lane_sub_mul15_kv: signed (31 downto 0);
-signal top0_lane_sub_mul15_p1: signed (64 downto 0);
-signal top0_lane_sub_mul15_p_c: signed (64 downto 0);
-signal top0_lane_sub_mul15_v: signed (31 downto 0);
+signal top0_lane_sub_mul15_p2: signed (63 downto 0);
+signal top0_lane_sub_mul15_q: signed (63 downto 0);
 signal top0_lane_sub_mul15_x: signed (31 downto 0);
 signal top0_lane_sub_mul15_x1: signed (31 downto 0);
+signal top0_lane_sub_mul15_x2: signed (31 downto 0);
 signal top0_lane_sub_mul15_yr: signed (31 downto 0);
 signal top0_lane_sub_mul15_yc: signed (31 downto 0);
-signal top0_lane_sub_mul15_round_sat15_r: signed (64 downto 0);
-signal top0_lane_sub_mul15_round_sat15_rb: signed (64 downto 0);
-signal top0_lane_sub_mul15_round_sat15_t: signed (64 downto 0);
-signal top0_lane_sub_mul15_round_sat15_sat30_fill: unsigned(30 downto 0);
-signal top0_lane_sub_mul15_round_sat15_sat30_hi: unsigned(33 downto 0);
-signal top0_lane_sub_mul15_round_sat15_sat30_hin: unsigned(33 downto 0);
-signal top0_lane_sub_mul15_round_sat15_sat30_nsign: std_logic;
+signal top0_lane_sub_mul15_split_mul_reg15_ac: unsigned(31 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_bc: unsigned(31 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_alu: unsigned(15 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_blu: unsigned(15 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_al: signed (16 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_bl: signed (16 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_ah: signed (15 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_bh: signed (15 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_ll: unsigned(31 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_lh: signed (32 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_hl: signed (32 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_hh: signed (31 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_mid: signed (33 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_lhe: signed (33 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_hle: signed (33 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_outer: signed (63 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_mid_sh: signed (49 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_mid_e: signed (63 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_sext45_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_sext46_sgn: unsigned(0 downto 0);
+signal top0_lane_sub_mul15_split_mul_reg15_sext47_sgn: unsigned(13 downto 0);
+signal top0_lane_sub_mul15_sat30_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul15_sat30_hi: unsigned(32 downto 0);
+signal top0_lane_sub_mul15_sat30_hin: unsigned(32 downto 0);
+signal top0_lane_sub_mul15_sat30_nsign: std_logic;
 signal top0_lane_sub_mul15_sat31_fill: unsigned(30 downto 0);
 signal top0_lane_sub_mul15_sat31_hi: unsigned(1 downto 0);
 signal top0_lane_sub_mul15_sat31_hin: unsigned(1 downto 0);
@@ -439,37 +759,37 @@ top0_ycat(128-1 downto 96) <= top0_lane_sub_mul3_y;
 top0_ycat(96-1 downto 64) <= top0_lane_sub_mul2_y;
 top0_ycat(64-1 downto 32) <= top0_lane_sub_mul1_y;
 top0_ycat(32-1 downto 0) <= top0_lane_sub_mul0_y;
-top0_lane_sub_mul0_round_sat0_sat0_fill(30) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(29) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(28) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(27) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(26) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(25) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(24) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(23) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(22) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(21) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(20) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(19) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(18) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(17) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(16) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(15) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(14) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(13) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(12) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(11) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(10) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(9) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(8) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(7) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(6) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(5) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(4) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(3) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(2) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(1) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
-top0_lane_sub_mul0_round_sat0_sat0_fill(0) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(30) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(29) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(28) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(27) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(26) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(25) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(24) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(23) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(22) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(21) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(20) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(19) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(18) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(17) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(16) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(15) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(14) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(13) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(12) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(11) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(10) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(9) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(8) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(7) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(6) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(5) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(4) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(3) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(2) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(1) <= top0_lane_sub_mul0_sat0_nsign;
+top0_lane_sub_mul0_sat0_fill(0) <= top0_lane_sub_mul0_sat0_nsign;
 top0_lane_sub_mul0_sat1_fill(30) <= top0_lane_sub_mul0_sat1_nsign;
 top0_lane_sub_mul0_sat1_fill(29) <= top0_lane_sub_mul0_sat1_nsign;
 top0_lane_sub_mul0_sat1_fill(28) <= top0_lane_sub_mul0_sat1_nsign;
@@ -501,37 +821,37 @@ top0_lane_sub_mul0_sat1_fill(3) <= top0_lane_sub_mul0_sat1_nsign;
 top0_lane_sub_mul0_sat1_fill(2) <= top0_lane_sub_mul0_sat1_nsign;
 top0_lane_sub_mul0_sat1_fill(1) <= top0_lane_sub_mul0_sat1_nsign;
 top0_lane_sub_mul0_sat1_fill(0) <= top0_lane_sub_mul0_sat1_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(30) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(29) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(28) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(27) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(26) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(25) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(24) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(23) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(22) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(21) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(20) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(19) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(18) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(17) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(16) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(15) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(14) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(13) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(12) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(11) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(10) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(9) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(8) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(7) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(6) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(5) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(4) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(3) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(2) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(1) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
-top0_lane_sub_mul1_round_sat1_sat2_fill(0) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(30) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(29) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(28) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(27) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(26) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(25) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(24) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(23) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(22) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(21) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(20) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(19) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(18) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(17) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(16) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(15) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(14) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(13) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(12) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(11) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(10) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(9) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(8) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(7) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(6) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(5) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(4) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(3) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(2) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(1) <= top0_lane_sub_mul1_sat2_nsign;
+top0_lane_sub_mul1_sat2_fill(0) <= top0_lane_sub_mul1_sat2_nsign;
 top0_lane_sub_mul1_sat3_fill(30) <= top0_lane_sub_mul1_sat3_nsign;
 top0_lane_sub_mul1_sat3_fill(29) <= top0_lane_sub_mul1_sat3_nsign;
 top0_lane_sub_mul1_sat3_fill(28) <= top0_lane_sub_mul1_sat3_nsign;
@@ -563,37 +883,37 @@ top0_lane_sub_mul1_sat3_fill(3) <= top0_lane_sub_mul1_sat3_nsign;
 top0_lane_sub_mul1_sat3_fill(2) <= top0_lane_sub_mul1_sat3_nsign;
 top0_lane_sub_mul1_sat3_fill(1) <= top0_lane_sub_mul1_sat3_nsign;
 top0_lane_sub_mul1_sat3_fill(0) <= top0_lane_sub_mul1_sat3_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(30) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(29) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(28) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(27) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(26) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(25) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(24) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(23) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(22) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(21) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(20) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(19) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(18) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(17) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(16) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(15) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(14) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(13) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(12) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(11) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(10) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(9) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(8) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(7) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(6) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(5) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(4) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(3) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(2) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(1) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
-top0_lane_sub_mul2_round_sat2_sat4_fill(0) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(30) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(29) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(28) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(27) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(26) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(25) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(24) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(23) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(22) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(21) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(20) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(19) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(18) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(17) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(16) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(15) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(14) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(13) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(12) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(11) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(10) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(9) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(8) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(7) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(6) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(5) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(4) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(3) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(2) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(1) <= top0_lane_sub_mul2_sat4_nsign;
+top0_lane_sub_mul2_sat4_fill(0) <= top0_lane_sub_mul2_sat4_nsign;
 top0_lane_sub_mul2_sat5_fill(30) <= top0_lane_sub_mul2_sat5_nsign;
 top0_lane_sub_mul2_sat5_fill(29) <= top0_lane_sub_mul2_sat5_nsign;
 top0_lane_sub_mul2_sat5_fill(28) <= top0_lane_sub_mul2_sat5_nsign;
@@ -625,37 +945,37 @@ top0_lane_sub_mul2_sat5_fill(3) <= top0_lane_sub_mul2_sat5_nsign;
 top0_lane_sub_mul2_sat5_fill(2) <= top0_lane_sub_mul2_sat5_nsign;
 top0_lane_sub_mul2_sat5_fill(1) <= top0_lane_sub_mul2_sat5_nsign;
 top0_lane_sub_mul2_sat5_fill(0) <= top0_lane_sub_mul2_sat5_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(30) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(29) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(28) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(27) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(26) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(25) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(24) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(23) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(22) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(21) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(20) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(19) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(18) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(17) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(16) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(15) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(14) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(13) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(12) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(11) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(10) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(9) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(8) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(7) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(6) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(5) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(4) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(3) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(2) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(1) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
-top0_lane_sub_mul3_round_sat3_sat6_fill(0) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(30) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(29) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(28) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(27) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(26) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(25) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(24) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(23) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(22) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(21) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(20) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(19) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(18) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(17) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(16) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(15) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(14) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(13) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(12) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(11) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(10) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(9) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(8) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(7) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(6) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(5) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(4) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(3) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(2) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(1) <= top0_lane_sub_mul3_sat6_nsign;
+top0_lane_sub_mul3_sat6_fill(0) <= top0_lane_sub_mul3_sat6_nsign;
 top0_lane_sub_mul3_sat7_fill(30) <= top0_lane_sub_mul3_sat7_nsign;
 top0_lane_sub_mul3_sat7_fill(29) <= top0_lane_sub_mul3_sat7_nsign;
 top0_lane_sub_mul3_sat7_fill(28) <= top0_lane_sub_mul3_sat7_nsign;
@@ -687,37 +1007,37 @@ top0_lane_sub_mul3_sat7_fill(3) <= top0_lane_sub_mul3_sat7_nsign;
 top0_lane_sub_mul3_sat7_fill(2) <= top0_lane_sub_mul3_sat7_nsign;
 top0_lane_sub_mul3_sat7_fill(1) <= top0_lane_sub_mul3_sat7_nsign;
 top0_lane_sub_mul3_sat7_fill(0) <= top0_lane_sub_mul3_sat7_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(30) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(29) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(28) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(27) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(26) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(25) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(24) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(23) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(22) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(21) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(20) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(19) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(18) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(17) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(16) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(15) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(14) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(13) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(12) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(11) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(10) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(9) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(8) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(7) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(6) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(5) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(4) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(3) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(2) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(1) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
-top0_lane_sub_mul4_round_sat4_sat8_fill(0) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(30) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(29) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(28) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(27) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(26) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(25) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(24) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(23) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(22) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(21) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(20) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(19) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(18) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(17) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(16) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(15) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(14) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(13) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(12) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(11) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(10) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(9) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(8) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(7) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(6) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(5) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(4) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(3) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(2) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(1) <= top0_lane_sub_mul4_sat8_nsign;
+top0_lane_sub_mul4_sat8_fill(0) <= top0_lane_sub_mul4_sat8_nsign;
 top0_lane_sub_mul4_sat9_fill(30) <= top0_lane_sub_mul4_sat9_nsign;
 top0_lane_sub_mul4_sat9_fill(29) <= top0_lane_sub_mul4_sat9_nsign;
 top0_lane_sub_mul4_sat9_fill(28) <= top0_lane_sub_mul4_sat9_nsign;
@@ -749,37 +1069,37 @@ top0_lane_sub_mul4_sat9_fill(3) <= top0_lane_sub_mul4_sat9_nsign;
 top0_lane_sub_mul4_sat9_fill(2) <= top0_lane_sub_mul4_sat9_nsign;
 top0_lane_sub_mul4_sat9_fill(1) <= top0_lane_sub_mul4_sat9_nsign;
 top0_lane_sub_mul4_sat9_fill(0) <= top0_lane_sub_mul4_sat9_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(30) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(29) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(28) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(27) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(26) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(25) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(24) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(23) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(22) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(21) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(20) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(19) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(18) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(17) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(16) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(15) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(14) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(13) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(12) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(11) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(10) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(9) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(8) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(7) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(6) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(5) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(4) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(3) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(2) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(1) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
-top0_lane_sub_mul5_round_sat5_sat10_fill(0) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(30) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(29) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(28) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(27) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(26) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(25) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(24) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(23) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(22) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(21) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(20) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(19) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(18) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(17) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(16) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(15) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(14) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(13) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(12) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(11) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(10) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(9) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(8) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(7) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(6) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(5) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(4) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(3) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(2) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(1) <= top0_lane_sub_mul5_sat10_nsign;
+top0_lane_sub_mul5_sat10_fill(0) <= top0_lane_sub_mul5_sat10_nsign;
 top0_lane_sub_mul5_sat11_fill(30) <= top0_lane_sub_mul5_sat11_nsign;
 top0_lane_sub_mul5_sat11_fill(29) <= top0_lane_sub_mul5_sat11_nsign;
 top0_lane_sub_mul5_sat11_fill(28) <= top0_lane_sub_mul5_sat11_nsign;
@@ -811,37 +1131,37 @@ top0_lane_sub_mul5_sat11_fill(3) <= top0_lane_sub_mul5_sat11_nsign;
 top0_lane_sub_mul5_sat11_fill(2) <= top0_lane_sub_mul5_sat11_nsign;
 top0_lane_sub_mul5_sat11_fill(1) <= top0_lane_sub_mul5_sat11_nsign;
 top0_lane_sub_mul5_sat11_fill(0) <= top0_lane_sub_mul5_sat11_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(30) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(29) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(28) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(27) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(26) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(25) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(24) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(23) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(22) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(21) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(20) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(19) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(18) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(17) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(16) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(15) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(14) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(13) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(12) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(11) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(10) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(9) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(8) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(7) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(6) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(5) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(4) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(3) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(2) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(1) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
-top0_lane_sub_mul6_round_sat6_sat12_fill(0) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(30) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(29) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(28) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(27) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(26) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(25) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(24) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(23) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(22) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(21) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(20) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(19) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(18) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(17) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(16) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(15) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(14) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(13) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(12) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(11) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(10) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(9) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(8) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(7) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(6) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(5) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(4) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(3) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(2) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(1) <= top0_lane_sub_mul6_sat12_nsign;
+top0_lane_sub_mul6_sat12_fill(0) <= top0_lane_sub_mul6_sat12_nsign;
 top0_lane_sub_mul6_sat13_fill(30) <= top0_lane_sub_mul6_sat13_nsign;
 top0_lane_sub_mul6_sat13_fill(29) <= top0_lane_sub_mul6_sat13_nsign;
 top0_lane_sub_mul6_sat13_fill(28) <= top0_lane_sub_mul6_sat13_nsign;
@@ -873,37 +1193,37 @@ top0_lane_sub_mul6_sat13_fill(3) <= top0_lane_sub_mul6_sat13_nsign;
 top0_lane_sub_mul6_sat13_fill(2) <= top0_lane_sub_mul6_sat13_nsign;
 top0_lane_sub_mul6_sat13_fill(1) <= top0_lane_sub_mul6_sat13_nsign;
 top0_lane_sub_mul6_sat13_fill(0) <= top0_lane_sub_mul6_sat13_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(30) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(29) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(28) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(27) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(26) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(25) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(24) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(23) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(22) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(21) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(20) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(19) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(18) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(17) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(16) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(15) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(14) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(13) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(12) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(11) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(10) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(9) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(8) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(7) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(6) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(5) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(4) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(3) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(2) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(1) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
-top0_lane_sub_mul7_round_sat7_sat14_fill(0) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(30) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(29) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(28) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(27) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(26) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(25) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(24) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(23) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(22) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(21) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(20) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(19) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(18) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(17) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(16) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(15) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(14) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(13) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(12) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(11) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(10) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(9) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(8) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(7) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(6) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(5) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(4) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(3) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(2) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(1) <= top0_lane_sub_mul7_sat14_nsign;
+top0_lane_sub_mul7_sat14_fill(0) <= top0_lane_sub_mul7_sat14_nsign;
 top0_lane_sub_mul7_sat15_fill(30) <= top0_lane_sub_mul7_sat15_nsign;
 top0_lane_sub_mul7_sat15_fill(29) <= top0_lane_sub_mul7_sat15_nsign;
 top0_lane_sub_mul7_sat15_fill(28) <= top0_lane_sub_mul7_sat15_nsign;
@@ -935,37 +1255,37 @@ top0_lane_sub_mul7_sat15_fill(3) <= top0_lane_sub_mul7_sat15_nsign;
 top0_lane_sub_mul7_sat15_fill(2) <= top0_lane_sub_mul7_sat15_nsign;
 top0_lane_sub_mul7_sat15_fill(1) <= top0_lane_sub_mul7_sat15_nsign;
 top0_lane_sub_mul7_sat15_fill(0) <= top0_lane_sub_mul7_sat15_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(30) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(29) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(28) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(27) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(26) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(25) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(24) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(23) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(22) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(21) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(20) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(19) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(18) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(17) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(16) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(15) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(14) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(13) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(12) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(11) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(10) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(9) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(8) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(7) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(6) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(5) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(4) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(3) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(2) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(1) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
-top0_lane_sub_mul8_round_sat8_sat16_fill(0) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(30) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(29) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(28) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(27) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(26) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(25) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(24) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(23) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(22) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(21) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(20) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(19) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(18) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(17) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(16) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(15) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(14) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(13) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(12) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(11) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(10) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(9) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(8) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(7) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(6) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(5) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(4) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(3) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(2) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(1) <= top0_lane_sub_mul8_sat16_nsign;
+top0_lane_sub_mul8_sat16_fill(0) <= top0_lane_sub_mul8_sat16_nsign;
 top0_lane_sub_mul8_sat17_fill(30) <= top0_lane_sub_mul8_sat17_nsign;
 top0_lane_sub_mul8_sat17_fill(29) <= top0_lane_sub_mul8_sat17_nsign;
 top0_lane_sub_mul8_sat17_fill(28) <= top0_lane_sub_mul8_sat17_nsign;
@@ -997,37 +1317,37 @@ top0_lane_sub_mul8_sat17_fill(3) <= top0_lane_sub_mul8_sat17_nsign;
 top0_lane_sub_mul8_sat17_fill(2) <= top0_lane_sub_mul8_sat17_nsign;
 top0_lane_sub_mul8_sat17_fill(1) <= top0_lane_sub_mul8_sat17_nsign;
 top0_lane_sub_mul8_sat17_fill(0) <= top0_lane_sub_mul8_sat17_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(30) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(29) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(28) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(27) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(26) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(25) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(24) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(23) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(22) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(21) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(20) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(19) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(18) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(17) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(16) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(15) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(14) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(13) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(12) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(11) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(10) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(9) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(8) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(7) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(6) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(5) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(4) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(3) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(2) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(1) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
-top0_lane_sub_mul9_round_sat9_sat18_fill(0) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(30) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(29) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(28) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(27) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(26) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(25) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(24) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(23) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(22) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(21) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(20) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(19) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(18) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(17) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(16) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(15) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(14) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(13) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(12) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(11) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(10) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(9) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(8) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(7) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(6) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(5) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(4) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(3) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(2) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(1) <= top0_lane_sub_mul9_sat18_nsign;
+top0_lane_sub_mul9_sat18_fill(0) <= top0_lane_sub_mul9_sat18_nsign;
 top0_lane_sub_mul9_sat19_fill(30) <= top0_lane_sub_mul9_sat19_nsign;
 top0_lane_sub_mul9_sat19_fill(29) <= top0_lane_sub_mul9_sat19_nsign;
 top0_lane_sub_mul9_sat19_fill(28) <= top0_lane_sub_mul9_sat19_nsign;
@@ -1059,37 +1379,37 @@ top0_lane_sub_mul9_sat19_fill(3) <= top0_lane_sub_mul9_sat19_nsign;
 top0_lane_sub_mul9_sat19_fill(2) <= top0_lane_sub_mul9_sat19_nsign;
 top0_lane_sub_mul9_sat19_fill(1) <= top0_lane_sub_mul9_sat19_nsign;
 top0_lane_sub_mul9_sat19_fill(0) <= top0_lane_sub_mul9_sat19_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(30) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(29) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(28) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(27) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(26) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(25) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(24) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(23) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(22) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(21) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(20) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(19) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(18) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(17) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(16) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(15) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(14) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(13) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(12) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(11) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(10) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(9) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(8) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(7) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(6) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(5) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(4) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(3) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(2) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(1) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
-top0_lane_sub_mul10_round_sat10_sat20_fill(0) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(30) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(29) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(28) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(27) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(26) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(25) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(24) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(23) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(22) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(21) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(20) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(19) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(18) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(17) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(16) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(15) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(14) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(13) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(12) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(11) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(10) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(9) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(8) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(7) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(6) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(5) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(4) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(3) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(2) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(1) <= top0_lane_sub_mul10_sat20_nsign;
+top0_lane_sub_mul10_sat20_fill(0) <= top0_lane_sub_mul10_sat20_nsign;
 top0_lane_sub_mul10_sat21_fill(30) <= top0_lane_sub_mul10_sat21_nsign;
 top0_lane_sub_mul10_sat21_fill(29) <= top0_lane_sub_mul10_sat21_nsign;
 top0_lane_sub_mul10_sat21_fill(28) <= top0_lane_sub_mul10_sat21_nsign;
@@ -1121,37 +1441,37 @@ top0_lane_sub_mul10_sat21_fill(3) <= top0_lane_sub_mul10_sat21_nsign;
 top0_lane_sub_mul10_sat21_fill(2) <= top0_lane_sub_mul10_sat21_nsign;
 top0_lane_sub_mul10_sat21_fill(1) <= top0_lane_sub_mul10_sat21_nsign;
 top0_lane_sub_mul10_sat21_fill(0) <= top0_lane_sub_mul10_sat21_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(30) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(29) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(28) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(27) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(26) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(25) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(24) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(23) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(22) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(21) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(20) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(19) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(18) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(17) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(16) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(15) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(14) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(13) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(12) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(11) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(10) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(9) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(8) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(7) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(6) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(5) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(4) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(3) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(2) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(1) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
-top0_lane_sub_mul11_round_sat11_sat22_fill(0) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(30) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(29) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(28) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(27) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(26) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(25) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(24) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(23) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(22) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(21) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(20) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(19) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(18) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(17) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(16) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(15) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(14) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(13) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(12) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(11) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(10) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(9) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(8) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(7) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(6) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(5) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(4) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(3) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(2) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(1) <= top0_lane_sub_mul11_sat22_nsign;
+top0_lane_sub_mul11_sat22_fill(0) <= top0_lane_sub_mul11_sat22_nsign;
 top0_lane_sub_mul11_sat23_fill(30) <= top0_lane_sub_mul11_sat23_nsign;
 top0_lane_sub_mul11_sat23_fill(29) <= top0_lane_sub_mul11_sat23_nsign;
 top0_lane_sub_mul11_sat23_fill(28) <= top0_lane_sub_mul11_sat23_nsign;
@@ -1183,37 +1503,37 @@ top0_lane_sub_mul11_sat23_fill(3) <= top0_lane_sub_mul11_sat23_nsign;
 top0_lane_sub_mul11_sat23_fill(2) <= top0_lane_sub_mul11_sat23_nsign;
 top0_lane_sub_mul11_sat23_fill(1) <= top0_lane_sub_mul11_sat23_nsign;
 top0_lane_sub_mul11_sat23_fill(0) <= top0_lane_sub_mul11_sat23_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(30) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(29) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(28) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(27) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(26) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(25) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(24) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(23) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(22) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(21) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(20) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(19) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(18) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(17) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(16) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(15) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(14) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(13) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(12) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(11) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(10) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(9) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(8) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(7) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(6) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(5) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(4) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(3) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(2) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(1) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
-top0_lane_sub_mul12_round_sat12_sat24_fill(0) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(30) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(29) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(28) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(27) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(26) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(25) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(24) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(23) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(22) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(21) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(20) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(19) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(18) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(17) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(16) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(15) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(14) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(13) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(12) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(11) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(10) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(9) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(8) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(7) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(6) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(5) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(4) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(3) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(2) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(1) <= top0_lane_sub_mul12_sat24_nsign;
+top0_lane_sub_mul12_sat24_fill(0) <= top0_lane_sub_mul12_sat24_nsign;
 top0_lane_sub_mul12_sat25_fill(30) <= top0_lane_sub_mul12_sat25_nsign;
 top0_lane_sub_mul12_sat25_fill(29) <= top0_lane_sub_mul12_sat25_nsign;
 top0_lane_sub_mul12_sat25_fill(28) <= top0_lane_sub_mul12_sat25_nsign;
@@ -1245,37 +1565,37 @@ top0_lane_sub_mul12_sat25_fill(3) <= top0_lane_sub_mul12_sat25_nsign;
 top0_lane_sub_mul12_sat25_fill(2) <= top0_lane_sub_mul12_sat25_nsign;
 top0_lane_sub_mul12_sat25_fill(1) <= top0_lane_sub_mul12_sat25_nsign;
 top0_lane_sub_mul12_sat25_fill(0) <= top0_lane_sub_mul12_sat25_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(30) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(29) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(28) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(27) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(26) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(25) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(24) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(23) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(22) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(21) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(20) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(19) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(18) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(17) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(16) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(15) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(14) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(13) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(12) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(11) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(10) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(9) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(8) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(7) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(6) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(5) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(4) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(3) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(2) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(1) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
-top0_lane_sub_mul13_round_sat13_sat26_fill(0) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(30) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(29) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(28) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(27) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(26) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(25) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(24) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(23) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(22) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(21) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(20) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(19) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(18) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(17) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(16) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(15) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(14) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(13) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(12) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(11) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(10) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(9) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(8) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(7) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(6) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(5) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(4) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(3) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(2) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(1) <= top0_lane_sub_mul13_sat26_nsign;
+top0_lane_sub_mul13_sat26_fill(0) <= top0_lane_sub_mul13_sat26_nsign;
 top0_lane_sub_mul13_sat27_fill(30) <= top0_lane_sub_mul13_sat27_nsign;
 top0_lane_sub_mul13_sat27_fill(29) <= top0_lane_sub_mul13_sat27_nsign;
 top0_lane_sub_mul13_sat27_fill(28) <= top0_lane_sub_mul13_sat27_nsign;
@@ -1307,37 +1627,37 @@ top0_lane_sub_mul13_sat27_fill(3) <= top0_lane_sub_mul13_sat27_nsign;
 top0_lane_sub_mul13_sat27_fill(2) <= top0_lane_sub_mul13_sat27_nsign;
 top0_lane_sub_mul13_sat27_fill(1) <= top0_lane_sub_mul13_sat27_nsign;
 top0_lane_sub_mul13_sat27_fill(0) <= top0_lane_sub_mul13_sat27_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(30) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(29) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(28) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(27) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(26) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(25) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(24) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(23) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(22) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(21) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(20) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(19) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(18) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(17) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(16) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(15) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(14) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(13) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(12) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(11) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(10) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(9) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(8) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(7) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(6) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(5) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(4) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(3) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(2) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(1) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
-top0_lane_sub_mul14_round_sat14_sat28_fill(0) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(30) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(29) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(28) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(27) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(26) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(25) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(24) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(23) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(22) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(21) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(20) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(19) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(18) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(17) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(16) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(15) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(14) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(13) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(12) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(11) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(10) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(9) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(8) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(7) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(6) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(5) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(4) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(3) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(2) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(1) <= top0_lane_sub_mul14_sat28_nsign;
+top0_lane_sub_mul14_sat28_fill(0) <= top0_lane_sub_mul14_sat28_nsign;
 top0_lane_sub_mul14_sat29_fill(30) <= top0_lane_sub_mul14_sat29_nsign;
 top0_lane_sub_mul14_sat29_fill(29) <= top0_lane_sub_mul14_sat29_nsign;
 top0_lane_sub_mul14_sat29_fill(28) <= top0_lane_sub_mul14_sat29_nsign;
@@ -1369,37 +1689,37 @@ top0_lane_sub_mul14_sat29_fill(3) <= top0_lane_sub_mul14_sat29_nsign;
 top0_lane_sub_mul14_sat29_fill(2) <= top0_lane_sub_mul14_sat29_nsign;
 top0_lane_sub_mul14_sat29_fill(1) <= top0_lane_sub_mul14_sat29_nsign;
 top0_lane_sub_mul14_sat29_fill(0) <= top0_lane_sub_mul14_sat29_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(30) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(29) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(28) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(27) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(26) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(25) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(24) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(23) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(22) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(21) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(20) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(19) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(18) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(17) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(16) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(15) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(14) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(13) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(12) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(11) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(10) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(9) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(8) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(7) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(6) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(5) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(4) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(3) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(2) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(1) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
-top0_lane_sub_mul15_round_sat15_sat30_fill(0) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(30) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(29) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(28) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(27) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(26) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(25) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(24) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(23) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(22) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(21) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(20) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(19) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(18) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(17) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(16) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(15) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(14) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(13) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(12) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(11) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(10) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(9) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(8) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(7) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(6) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(5) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(4) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(3) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(2) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(1) <= top0_lane_sub_mul15_sat30_nsign;
+top0_lane_sub_mul15_sat30_fill(0) <= top0_lane_sub_mul15_sat30_nsign;
 top0_lane_sub_mul15_sat31_fill(30) <= top0_lane_sub_mul15_sat31_nsign;
 top0_lane_sub_mul15_sat31_fill(29) <= top0_lane_sub_mul15_sat31_nsign;
 top0_lane_sub_mul15_sat31_fill(28) <= top0_lane_sub_mul15_sat31_nsign;
@@ -1510,88 +1830,175 @@ begin
     end if;
 end process top0_inreg;
 
-top0_kreg: process (clk) is
-begin
-    if rising_edge(clk) then
-        if (rst = '1') then
-            top0_kr <= to_signed(0, 32);
-        else
-            if (bool(top0_en) and bool(top0_fire)) then
-                top0_kr <= signed(s_axis_s_tdata_num);
-            end if;
-        end if;
-    end if;
-end process top0_kreg;
+
+top0_kload <= stdl(bool(top0_en) and bool(top0_fire));
 
 top0_delay_flags0_sh: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_delay_flags0_sr <= to_unsigned(0, 6);
+            top0_delay_flags0_sr <= to_unsigned(0, 9);
         else
             if bool(top0_en) then
-                top0_delay_flags0_sr <= unsigned'(top0_delay_flags0_sr((3 * (2 - 1))-1 downto 0) & top0_v0);
+                top0_delay_flags0_sr <= unsigned'(top0_delay_flags0_sr((3 * (3 - 1))-1 downto 0) & top0_v0);
             end if;
         end if;
     end if;
 end process top0_delay_flags0_sh;
 
 
-top0_vout <= top0_delay_flags0_sr((3 * 2)-1 downto (3 * (2 - 1)));
+top0_vout <= top0_delay_flags0_sr((3 * 3)-1 downto (3 * (3 - 1)));
 
-
-top0_lane_sub_mul0_x <= signed(top0_ar(32-1 downto 0));
-top0_lane_sub_mul0_v <= signed(top0_br(32-1 downto 0));
-
-
-top0_lane_sub_mul0_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul0_v);
-
-top0_lane_sub_mul0_s1: process (clk) is
+top0_factor_reg0_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul0_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul0_p1 <= to_signed(0, 65);
+            top0_factor_reg0_kz <= '1';
+            top0_factor_reg0_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul0_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul0_p1 <= top0_lane_sub_mul0_p_c;
-                end if;
-                top0_lane_sub_mul0_x1 <= top0_lane_sub_mul0_x;
+            if bool(top0_kload) then
+                top0_factor_reg0_k <= s_axis_s_tdata_num;
+                top0_factor_reg0_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul0_s1;
+end process top0_factor_reg0_st;
 
 
-top0_lane_sub_mul0_round_sat0_t <= shift_right(top0_lane_sub_mul0_p1, 16);
-top0_lane_sub_mul0_round_sat0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul0_p1((16 - 1))));
+top0_lane_sub_mul0_x <= signed(top0_ar(32-1 downto 0));
 
 
-top0_lane_sub_mul0_round_sat0_r <= (top0_lane_sub_mul0_round_sat0_t + top0_lane_sub_mul0_round_sat0_rb);
+top0_lane_sub_mul0_split_mul_reg0_ac <= top0_factor_reg0_k;
+top0_lane_sub_mul0_split_mul_reg0_bc <= top0_br(32-1 downto 0);
 
 
-top0_lane_sub_mul0_round_sat0_sat0_hi <= unsigned(top0_lane_sub_mul0_round_sat0_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul0_split_mul_reg0_alu <= top0_lane_sub_mul0_split_mul_reg0_ac(16-1 downto 0);
+top0_lane_sub_mul0_split_mul_reg0_blu <= top0_lane_sub_mul0_split_mul_reg0_bc(16-1 downto 0);
+top0_lane_sub_mul0_split_mul_reg0_al <= signed(unsigned'('0' & top0_lane_sub_mul0_split_mul_reg0_ac(16-1 downto 0)));
+top0_lane_sub_mul0_split_mul_reg0_bl <= signed(unsigned'('0' & top0_lane_sub_mul0_split_mul_reg0_bc(16-1 downto 0)));
+top0_lane_sub_mul0_split_mul_reg0_ah <= signed(top0_lane_sub_mul0_split_mul_reg0_ac(32-1 downto 16));
+top0_lane_sub_mul0_split_mul_reg0_bh <= signed(top0_lane_sub_mul0_split_mul_reg0_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul0_round_sat0_sat0_hin <= (not top0_lane_sub_mul0_round_sat0_sat0_hi);
-
-
-top0_lane_sub_mul0_round_sat0_sat0_nsign <= stdl((not bool(top0_lane_sub_mul0_round_sat0_r((65 - 1)))));
-
-top0_lane_sub_mul0_round_sat0_sat0_clamp: process (top0_lane_sub_mul0_round_sat0_sat0_fill, top0_lane_sub_mul0_round_sat0_sat0_hi, top0_lane_sub_mul0_round_sat0_r, top0_lane_sub_mul0_round_sat0_sat0_hin) is
+top0_lane_sub_mul0_split_mul_reg0_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul0_round_sat0_sat0_hi = 0) or (top0_lane_sub_mul0_round_sat0_sat0_hin = 0)) then
-        top0_lane_sub_mul0_kv <= signed(unsigned(top0_lane_sub_mul0_round_sat0_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul0_kv <= signed(unsigned'(top0_lane_sub_mul0_round_sat0_r((65 - 1)) & top0_lane_sub_mul0_round_sat0_sat0_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul0_split_mul_reg0_hl <= to_signed(0, 33);
+            top0_lane_sub_mul0_split_mul_reg0_hh <= to_signed(0, 32);
+            top0_lane_sub_mul0_split_mul_reg0_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul0_split_mul_reg0_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg0_kz) then
+                    top0_lane_sub_mul0_split_mul_reg0_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul0_split_mul_reg0_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul0_split_mul_reg0_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul0_split_mul_reg0_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul0_split_mul_reg0_ll <= (top0_lane_sub_mul0_split_mul_reg0_alu * top0_lane_sub_mul0_split_mul_reg0_blu);
+                    top0_lane_sub_mul0_split_mul_reg0_lh <= (top0_lane_sub_mul0_split_mul_reg0_al * top0_lane_sub_mul0_split_mul_reg0_bh);
+                    top0_lane_sub_mul0_split_mul_reg0_hl <= (top0_lane_sub_mul0_split_mul_reg0_ah * top0_lane_sub_mul0_split_mul_reg0_bl);
+                    top0_lane_sub_mul0_split_mul_reg0_hh <= (top0_lane_sub_mul0_split_mul_reg0_ah * top0_lane_sub_mul0_split_mul_reg0_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul0_round_sat0_sat0_clamp;
+end process top0_lane_sub_mul0_split_mul_reg0_st1;
+
+top0_lane_sub_mul0_split_mul_reg0_sext0_fill: process (top0_lane_sub_mul0_split_mul_reg0_lh) is
+begin
+    if bool(top0_lane_sub_mul0_split_mul_reg0_lh((33 - 1))) then
+        top0_lane_sub_mul0_split_mul_reg0_sext0_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul0_split_mul_reg0_sext0_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul0_split_mul_reg0_sext0_fill;
 
 
-top0_lane_sub_mul0_d <= (resize(top0_lane_sub_mul0_x1, 33) - top0_lane_sub_mul0_kv);
+top0_lane_sub_mul0_split_mul_reg0_lhe <= signed(unsigned'(top0_lane_sub_mul0_split_mul_reg0_sext0_sgn & unsigned(top0_lane_sub_mul0_split_mul_reg0_lh)));
+
+top0_lane_sub_mul0_split_mul_reg0_sext1_fill: process (top0_lane_sub_mul0_split_mul_reg0_hl) is
+begin
+    if bool(top0_lane_sub_mul0_split_mul_reg0_hl((33 - 1))) then
+        top0_lane_sub_mul0_split_mul_reg0_sext1_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul0_split_mul_reg0_sext1_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul0_split_mul_reg0_sext1_fill;
+
+
+top0_lane_sub_mul0_split_mul_reg0_hle <= signed(unsigned'(top0_lane_sub_mul0_split_mul_reg0_sext1_sgn & unsigned(top0_lane_sub_mul0_split_mul_reg0_hl)));
+
+
+top0_lane_sub_mul0_split_mul_reg0_mid <= (top0_lane_sub_mul0_split_mul_reg0_lhe + top0_lane_sub_mul0_split_mul_reg0_hle);
+
+
+top0_lane_sub_mul0_split_mul_reg0_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul0_split_mul_reg0_hh) & top0_lane_sub_mul0_split_mul_reg0_ll));
+top0_lane_sub_mul0_split_mul_reg0_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul0_split_mul_reg0_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul0_split_mul_reg0_sext2_fill: process (top0_lane_sub_mul0_split_mul_reg0_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul0_split_mul_reg0_mid_sh((50 - 1))) then
+        top0_lane_sub_mul0_split_mul_reg0_sext2_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul0_split_mul_reg0_sext2_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul0_split_mul_reg0_sext2_fill;
+
+
+top0_lane_sub_mul0_split_mul_reg0_mid_e <= signed(unsigned'(top0_lane_sub_mul0_split_mul_reg0_sext2_sgn & unsigned(top0_lane_sub_mul0_split_mul_reg0_mid_sh)));
+
+top0_lane_sub_mul0_split_mul_reg0_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul0_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul0_p2 <= (top0_lane_sub_mul0_split_mul_reg0_outer + top0_lane_sub_mul0_split_mul_reg0_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul0_split_mul_reg0_st2;
+
+top0_lane_sub_mul0_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul0_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul0_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul0_x1 <= top0_lane_sub_mul0_x;
+                top0_lane_sub_mul0_x2 <= top0_lane_sub_mul0_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul0_xdl;
+
+
+top0_lane_sub_mul0_q <= shift_right(top0_lane_sub_mul0_p2, 16);
+
+
+top0_lane_sub_mul0_sat0_hi <= unsigned(top0_lane_sub_mul0_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul0_sat0_hin <= (not top0_lane_sub_mul0_sat0_hi);
+
+
+top0_lane_sub_mul0_sat0_nsign <= stdl((not bool(top0_lane_sub_mul0_q((64 - 1)))));
+
+top0_lane_sub_mul0_sat0_clamp: process (top0_lane_sub_mul0_sat0_fill, top0_lane_sub_mul0_sat0_hi, top0_lane_sub_mul0_q, top0_lane_sub_mul0_sat0_hin) is
+begin
+    if ((top0_lane_sub_mul0_sat0_hi = 0) or (top0_lane_sub_mul0_sat0_hin = 0)) then
+        top0_lane_sub_mul0_kv <= signed(unsigned(top0_lane_sub_mul0_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul0_kv <= signed(unsigned'(top0_lane_sub_mul0_q((64 - 1)) & top0_lane_sub_mul0_sat0_fill));
+    end if;
+end process top0_lane_sub_mul0_sat0_clamp;
+
+
+top0_lane_sub_mul0_d <= (resize(top0_lane_sub_mul0_x2, 33) - top0_lane_sub_mul0_kv);
 
 
 top0_lane_sub_mul0_sat1_hi <= unsigned(top0_lane_sub_mul0_d(33-1 downto (32 - 1)));
@@ -1611,7 +2018,7 @@ begin
     end if;
 end process top0_lane_sub_mul0_sat1_clamp;
 
-top0_lane_sub_mul0_s2: process (clk) is
+top0_lane_sub_mul0_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -1622,64 +2029,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul0_s2;
+end process top0_lane_sub_mul0_s3;
 
 
 top0_lane_sub_mul0_y <= unsigned(top0_lane_sub_mul0_yr);
 
-
-top0_lane_sub_mul1_x <= signed(top0_ar(64-1 downto 32));
-top0_lane_sub_mul1_v <= signed(top0_br(64-1 downto 32));
-
-
-top0_lane_sub_mul1_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul1_v);
-
-top0_lane_sub_mul1_s1: process (clk) is
+top0_factor_reg1_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul1_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul1_p1 <= to_signed(0, 65);
+            top0_factor_reg1_kz <= '1';
+            top0_factor_reg1_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul1_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul1_p1 <= top0_lane_sub_mul1_p_c;
-                end if;
-                top0_lane_sub_mul1_x1 <= top0_lane_sub_mul1_x;
+            if bool(top0_kload) then
+                top0_factor_reg1_k <= s_axis_s_tdata_num;
+                top0_factor_reg1_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul1_s1;
+end process top0_factor_reg1_st;
 
 
-top0_lane_sub_mul1_round_sat1_t <= shift_right(top0_lane_sub_mul1_p1, 16);
-top0_lane_sub_mul1_round_sat1_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul1_p1((16 - 1))));
+top0_lane_sub_mul1_x <= signed(top0_ar(64-1 downto 32));
 
 
-top0_lane_sub_mul1_round_sat1_r <= (top0_lane_sub_mul1_round_sat1_t + top0_lane_sub_mul1_round_sat1_rb);
+top0_lane_sub_mul1_split_mul_reg1_ac <= top0_factor_reg1_k;
+top0_lane_sub_mul1_split_mul_reg1_bc <= top0_br(64-1 downto 32);
 
 
-top0_lane_sub_mul1_round_sat1_sat2_hi <= unsigned(top0_lane_sub_mul1_round_sat1_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul1_split_mul_reg1_alu <= top0_lane_sub_mul1_split_mul_reg1_ac(16-1 downto 0);
+top0_lane_sub_mul1_split_mul_reg1_blu <= top0_lane_sub_mul1_split_mul_reg1_bc(16-1 downto 0);
+top0_lane_sub_mul1_split_mul_reg1_al <= signed(unsigned'('0' & top0_lane_sub_mul1_split_mul_reg1_ac(16-1 downto 0)));
+top0_lane_sub_mul1_split_mul_reg1_bl <= signed(unsigned'('0' & top0_lane_sub_mul1_split_mul_reg1_bc(16-1 downto 0)));
+top0_lane_sub_mul1_split_mul_reg1_ah <= signed(top0_lane_sub_mul1_split_mul_reg1_ac(32-1 downto 16));
+top0_lane_sub_mul1_split_mul_reg1_bh <= signed(top0_lane_sub_mul1_split_mul_reg1_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul1_round_sat1_sat2_hin <= (not top0_lane_sub_mul1_round_sat1_sat2_hi);
-
-
-top0_lane_sub_mul1_round_sat1_sat2_nsign <= stdl((not bool(top0_lane_sub_mul1_round_sat1_r((65 - 1)))));
-
-top0_lane_sub_mul1_round_sat1_sat2_clamp: process (top0_lane_sub_mul1_round_sat1_sat2_fill, top0_lane_sub_mul1_round_sat1_sat2_hi, top0_lane_sub_mul1_round_sat1_r, top0_lane_sub_mul1_round_sat1_sat2_hin) is
+top0_lane_sub_mul1_split_mul_reg1_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul1_round_sat1_sat2_hi = 0) or (top0_lane_sub_mul1_round_sat1_sat2_hin = 0)) then
-        top0_lane_sub_mul1_kv <= signed(unsigned(top0_lane_sub_mul1_round_sat1_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul1_kv <= signed(unsigned'(top0_lane_sub_mul1_round_sat1_r((65 - 1)) & top0_lane_sub_mul1_round_sat1_sat2_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul1_split_mul_reg1_hl <= to_signed(0, 33);
+            top0_lane_sub_mul1_split_mul_reg1_hh <= to_signed(0, 32);
+            top0_lane_sub_mul1_split_mul_reg1_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul1_split_mul_reg1_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg1_kz) then
+                    top0_lane_sub_mul1_split_mul_reg1_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul1_split_mul_reg1_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul1_split_mul_reg1_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul1_split_mul_reg1_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul1_split_mul_reg1_ll <= (top0_lane_sub_mul1_split_mul_reg1_alu * top0_lane_sub_mul1_split_mul_reg1_blu);
+                    top0_lane_sub_mul1_split_mul_reg1_lh <= (top0_lane_sub_mul1_split_mul_reg1_al * top0_lane_sub_mul1_split_mul_reg1_bh);
+                    top0_lane_sub_mul1_split_mul_reg1_hl <= (top0_lane_sub_mul1_split_mul_reg1_ah * top0_lane_sub_mul1_split_mul_reg1_bl);
+                    top0_lane_sub_mul1_split_mul_reg1_hh <= (top0_lane_sub_mul1_split_mul_reg1_ah * top0_lane_sub_mul1_split_mul_reg1_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul1_round_sat1_sat2_clamp;
+end process top0_lane_sub_mul1_split_mul_reg1_st1;
+
+top0_lane_sub_mul1_split_mul_reg1_sext3_fill: process (top0_lane_sub_mul1_split_mul_reg1_lh) is
+begin
+    if bool(top0_lane_sub_mul1_split_mul_reg1_lh((33 - 1))) then
+        top0_lane_sub_mul1_split_mul_reg1_sext3_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul1_split_mul_reg1_sext3_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul1_split_mul_reg1_sext3_fill;
 
 
-top0_lane_sub_mul1_d <= (resize(top0_lane_sub_mul1_x1, 33) - top0_lane_sub_mul1_kv);
+top0_lane_sub_mul1_split_mul_reg1_lhe <= signed(unsigned'(top0_lane_sub_mul1_split_mul_reg1_sext3_sgn & unsigned(top0_lane_sub_mul1_split_mul_reg1_lh)));
+
+top0_lane_sub_mul1_split_mul_reg1_sext4_fill: process (top0_lane_sub_mul1_split_mul_reg1_hl) is
+begin
+    if bool(top0_lane_sub_mul1_split_mul_reg1_hl((33 - 1))) then
+        top0_lane_sub_mul1_split_mul_reg1_sext4_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul1_split_mul_reg1_sext4_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul1_split_mul_reg1_sext4_fill;
+
+
+top0_lane_sub_mul1_split_mul_reg1_hle <= signed(unsigned'(top0_lane_sub_mul1_split_mul_reg1_sext4_sgn & unsigned(top0_lane_sub_mul1_split_mul_reg1_hl)));
+
+
+top0_lane_sub_mul1_split_mul_reg1_mid <= (top0_lane_sub_mul1_split_mul_reg1_lhe + top0_lane_sub_mul1_split_mul_reg1_hle);
+
+
+top0_lane_sub_mul1_split_mul_reg1_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul1_split_mul_reg1_hh) & top0_lane_sub_mul1_split_mul_reg1_ll));
+top0_lane_sub_mul1_split_mul_reg1_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul1_split_mul_reg1_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul1_split_mul_reg1_sext5_fill: process (top0_lane_sub_mul1_split_mul_reg1_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul1_split_mul_reg1_mid_sh((50 - 1))) then
+        top0_lane_sub_mul1_split_mul_reg1_sext5_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul1_split_mul_reg1_sext5_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul1_split_mul_reg1_sext5_fill;
+
+
+top0_lane_sub_mul1_split_mul_reg1_mid_e <= signed(unsigned'(top0_lane_sub_mul1_split_mul_reg1_sext5_sgn & unsigned(top0_lane_sub_mul1_split_mul_reg1_mid_sh)));
+
+top0_lane_sub_mul1_split_mul_reg1_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul1_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul1_p2 <= (top0_lane_sub_mul1_split_mul_reg1_outer + top0_lane_sub_mul1_split_mul_reg1_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul1_split_mul_reg1_st2;
+
+top0_lane_sub_mul1_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul1_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul1_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul1_x1 <= top0_lane_sub_mul1_x;
+                top0_lane_sub_mul1_x2 <= top0_lane_sub_mul1_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul1_xdl;
+
+
+top0_lane_sub_mul1_q <= shift_right(top0_lane_sub_mul1_p2, 16);
+
+
+top0_lane_sub_mul1_sat2_hi <= unsigned(top0_lane_sub_mul1_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul1_sat2_hin <= (not top0_lane_sub_mul1_sat2_hi);
+
+
+top0_lane_sub_mul1_sat2_nsign <= stdl((not bool(top0_lane_sub_mul1_q((64 - 1)))));
+
+top0_lane_sub_mul1_sat2_clamp: process (top0_lane_sub_mul1_sat2_fill, top0_lane_sub_mul1_sat2_hi, top0_lane_sub_mul1_q, top0_lane_sub_mul1_sat2_hin) is
+begin
+    if ((top0_lane_sub_mul1_sat2_hi = 0) or (top0_lane_sub_mul1_sat2_hin = 0)) then
+        top0_lane_sub_mul1_kv <= signed(unsigned(top0_lane_sub_mul1_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul1_kv <= signed(unsigned'(top0_lane_sub_mul1_q((64 - 1)) & top0_lane_sub_mul1_sat2_fill));
+    end if;
+end process top0_lane_sub_mul1_sat2_clamp;
+
+
+top0_lane_sub_mul1_d <= (resize(top0_lane_sub_mul1_x2, 33) - top0_lane_sub_mul1_kv);
 
 
 top0_lane_sub_mul1_sat3_hi <= unsigned(top0_lane_sub_mul1_d(33-1 downto (32 - 1)));
@@ -1699,7 +2203,7 @@ begin
     end if;
 end process top0_lane_sub_mul1_sat3_clamp;
 
-top0_lane_sub_mul1_s2: process (clk) is
+top0_lane_sub_mul1_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -1710,64 +2214,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul1_s2;
+end process top0_lane_sub_mul1_s3;
 
 
 top0_lane_sub_mul1_y <= unsigned(top0_lane_sub_mul1_yr);
 
-
-top0_lane_sub_mul2_x <= signed(top0_ar(96-1 downto 64));
-top0_lane_sub_mul2_v <= signed(top0_br(96-1 downto 64));
-
-
-top0_lane_sub_mul2_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul2_v);
-
-top0_lane_sub_mul2_s1: process (clk) is
+top0_factor_reg2_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul2_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul2_p1 <= to_signed(0, 65);
+            top0_factor_reg2_kz <= '1';
+            top0_factor_reg2_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul2_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul2_p1 <= top0_lane_sub_mul2_p_c;
-                end if;
-                top0_lane_sub_mul2_x1 <= top0_lane_sub_mul2_x;
+            if bool(top0_kload) then
+                top0_factor_reg2_k <= s_axis_s_tdata_num;
+                top0_factor_reg2_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul2_s1;
+end process top0_factor_reg2_st;
 
 
-top0_lane_sub_mul2_round_sat2_t <= shift_right(top0_lane_sub_mul2_p1, 16);
-top0_lane_sub_mul2_round_sat2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul2_p1((16 - 1))));
+top0_lane_sub_mul2_x <= signed(top0_ar(96-1 downto 64));
 
 
-top0_lane_sub_mul2_round_sat2_r <= (top0_lane_sub_mul2_round_sat2_t + top0_lane_sub_mul2_round_sat2_rb);
+top0_lane_sub_mul2_split_mul_reg2_ac <= top0_factor_reg2_k;
+top0_lane_sub_mul2_split_mul_reg2_bc <= top0_br(96-1 downto 64);
 
 
-top0_lane_sub_mul2_round_sat2_sat4_hi <= unsigned(top0_lane_sub_mul2_round_sat2_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul2_split_mul_reg2_alu <= top0_lane_sub_mul2_split_mul_reg2_ac(16-1 downto 0);
+top0_lane_sub_mul2_split_mul_reg2_blu <= top0_lane_sub_mul2_split_mul_reg2_bc(16-1 downto 0);
+top0_lane_sub_mul2_split_mul_reg2_al <= signed(unsigned'('0' & top0_lane_sub_mul2_split_mul_reg2_ac(16-1 downto 0)));
+top0_lane_sub_mul2_split_mul_reg2_bl <= signed(unsigned'('0' & top0_lane_sub_mul2_split_mul_reg2_bc(16-1 downto 0)));
+top0_lane_sub_mul2_split_mul_reg2_ah <= signed(top0_lane_sub_mul2_split_mul_reg2_ac(32-1 downto 16));
+top0_lane_sub_mul2_split_mul_reg2_bh <= signed(top0_lane_sub_mul2_split_mul_reg2_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul2_round_sat2_sat4_hin <= (not top0_lane_sub_mul2_round_sat2_sat4_hi);
-
-
-top0_lane_sub_mul2_round_sat2_sat4_nsign <= stdl((not bool(top0_lane_sub_mul2_round_sat2_r((65 - 1)))));
-
-top0_lane_sub_mul2_round_sat2_sat4_clamp: process (top0_lane_sub_mul2_round_sat2_sat4_fill, top0_lane_sub_mul2_round_sat2_sat4_hi, top0_lane_sub_mul2_round_sat2_r, top0_lane_sub_mul2_round_sat2_sat4_hin) is
+top0_lane_sub_mul2_split_mul_reg2_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul2_round_sat2_sat4_hi = 0) or (top0_lane_sub_mul2_round_sat2_sat4_hin = 0)) then
-        top0_lane_sub_mul2_kv <= signed(unsigned(top0_lane_sub_mul2_round_sat2_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul2_kv <= signed(unsigned'(top0_lane_sub_mul2_round_sat2_r((65 - 1)) & top0_lane_sub_mul2_round_sat2_sat4_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul2_split_mul_reg2_hl <= to_signed(0, 33);
+            top0_lane_sub_mul2_split_mul_reg2_hh <= to_signed(0, 32);
+            top0_lane_sub_mul2_split_mul_reg2_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul2_split_mul_reg2_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg2_kz) then
+                    top0_lane_sub_mul2_split_mul_reg2_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul2_split_mul_reg2_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul2_split_mul_reg2_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul2_split_mul_reg2_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul2_split_mul_reg2_ll <= (top0_lane_sub_mul2_split_mul_reg2_alu * top0_lane_sub_mul2_split_mul_reg2_blu);
+                    top0_lane_sub_mul2_split_mul_reg2_lh <= (top0_lane_sub_mul2_split_mul_reg2_al * top0_lane_sub_mul2_split_mul_reg2_bh);
+                    top0_lane_sub_mul2_split_mul_reg2_hl <= (top0_lane_sub_mul2_split_mul_reg2_ah * top0_lane_sub_mul2_split_mul_reg2_bl);
+                    top0_lane_sub_mul2_split_mul_reg2_hh <= (top0_lane_sub_mul2_split_mul_reg2_ah * top0_lane_sub_mul2_split_mul_reg2_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul2_round_sat2_sat4_clamp;
+end process top0_lane_sub_mul2_split_mul_reg2_st1;
+
+top0_lane_sub_mul2_split_mul_reg2_sext6_fill: process (top0_lane_sub_mul2_split_mul_reg2_lh) is
+begin
+    if bool(top0_lane_sub_mul2_split_mul_reg2_lh((33 - 1))) then
+        top0_lane_sub_mul2_split_mul_reg2_sext6_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul2_split_mul_reg2_sext6_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul2_split_mul_reg2_sext6_fill;
 
 
-top0_lane_sub_mul2_d <= (resize(top0_lane_sub_mul2_x1, 33) - top0_lane_sub_mul2_kv);
+top0_lane_sub_mul2_split_mul_reg2_lhe <= signed(unsigned'(top0_lane_sub_mul2_split_mul_reg2_sext6_sgn & unsigned(top0_lane_sub_mul2_split_mul_reg2_lh)));
+
+top0_lane_sub_mul2_split_mul_reg2_sext7_fill: process (top0_lane_sub_mul2_split_mul_reg2_hl) is
+begin
+    if bool(top0_lane_sub_mul2_split_mul_reg2_hl((33 - 1))) then
+        top0_lane_sub_mul2_split_mul_reg2_sext7_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul2_split_mul_reg2_sext7_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul2_split_mul_reg2_sext7_fill;
+
+
+top0_lane_sub_mul2_split_mul_reg2_hle <= signed(unsigned'(top0_lane_sub_mul2_split_mul_reg2_sext7_sgn & unsigned(top0_lane_sub_mul2_split_mul_reg2_hl)));
+
+
+top0_lane_sub_mul2_split_mul_reg2_mid <= (top0_lane_sub_mul2_split_mul_reg2_lhe + top0_lane_sub_mul2_split_mul_reg2_hle);
+
+
+top0_lane_sub_mul2_split_mul_reg2_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul2_split_mul_reg2_hh) & top0_lane_sub_mul2_split_mul_reg2_ll));
+top0_lane_sub_mul2_split_mul_reg2_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul2_split_mul_reg2_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul2_split_mul_reg2_sext8_fill: process (top0_lane_sub_mul2_split_mul_reg2_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul2_split_mul_reg2_mid_sh((50 - 1))) then
+        top0_lane_sub_mul2_split_mul_reg2_sext8_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul2_split_mul_reg2_sext8_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul2_split_mul_reg2_sext8_fill;
+
+
+top0_lane_sub_mul2_split_mul_reg2_mid_e <= signed(unsigned'(top0_lane_sub_mul2_split_mul_reg2_sext8_sgn & unsigned(top0_lane_sub_mul2_split_mul_reg2_mid_sh)));
+
+top0_lane_sub_mul2_split_mul_reg2_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul2_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul2_p2 <= (top0_lane_sub_mul2_split_mul_reg2_outer + top0_lane_sub_mul2_split_mul_reg2_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul2_split_mul_reg2_st2;
+
+top0_lane_sub_mul2_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul2_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul2_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul2_x1 <= top0_lane_sub_mul2_x;
+                top0_lane_sub_mul2_x2 <= top0_lane_sub_mul2_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul2_xdl;
+
+
+top0_lane_sub_mul2_q <= shift_right(top0_lane_sub_mul2_p2, 16);
+
+
+top0_lane_sub_mul2_sat4_hi <= unsigned(top0_lane_sub_mul2_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul2_sat4_hin <= (not top0_lane_sub_mul2_sat4_hi);
+
+
+top0_lane_sub_mul2_sat4_nsign <= stdl((not bool(top0_lane_sub_mul2_q((64 - 1)))));
+
+top0_lane_sub_mul2_sat4_clamp: process (top0_lane_sub_mul2_sat4_fill, top0_lane_sub_mul2_sat4_hi, top0_lane_sub_mul2_q, top0_lane_sub_mul2_sat4_hin) is
+begin
+    if ((top0_lane_sub_mul2_sat4_hi = 0) or (top0_lane_sub_mul2_sat4_hin = 0)) then
+        top0_lane_sub_mul2_kv <= signed(unsigned(top0_lane_sub_mul2_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul2_kv <= signed(unsigned'(top0_lane_sub_mul2_q((64 - 1)) & top0_lane_sub_mul2_sat4_fill));
+    end if;
+end process top0_lane_sub_mul2_sat4_clamp;
+
+
+top0_lane_sub_mul2_d <= (resize(top0_lane_sub_mul2_x2, 33) - top0_lane_sub_mul2_kv);
 
 
 top0_lane_sub_mul2_sat5_hi <= unsigned(top0_lane_sub_mul2_d(33-1 downto (32 - 1)));
@@ -1787,7 +2388,7 @@ begin
     end if;
 end process top0_lane_sub_mul2_sat5_clamp;
 
-top0_lane_sub_mul2_s2: process (clk) is
+top0_lane_sub_mul2_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -1798,64 +2399,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul2_s2;
+end process top0_lane_sub_mul2_s3;
 
 
 top0_lane_sub_mul2_y <= unsigned(top0_lane_sub_mul2_yr);
 
-
-top0_lane_sub_mul3_x <= signed(top0_ar(128-1 downto 96));
-top0_lane_sub_mul3_v <= signed(top0_br(128-1 downto 96));
-
-
-top0_lane_sub_mul3_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul3_v);
-
-top0_lane_sub_mul3_s1: process (clk) is
+top0_factor_reg3_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul3_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul3_p1 <= to_signed(0, 65);
+            top0_factor_reg3_kz <= '1';
+            top0_factor_reg3_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul3_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul3_p1 <= top0_lane_sub_mul3_p_c;
-                end if;
-                top0_lane_sub_mul3_x1 <= top0_lane_sub_mul3_x;
+            if bool(top0_kload) then
+                top0_factor_reg3_k <= s_axis_s_tdata_num;
+                top0_factor_reg3_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul3_s1;
+end process top0_factor_reg3_st;
 
 
-top0_lane_sub_mul3_round_sat3_t <= shift_right(top0_lane_sub_mul3_p1, 16);
-top0_lane_sub_mul3_round_sat3_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul3_p1((16 - 1))));
+top0_lane_sub_mul3_x <= signed(top0_ar(128-1 downto 96));
 
 
-top0_lane_sub_mul3_round_sat3_r <= (top0_lane_sub_mul3_round_sat3_t + top0_lane_sub_mul3_round_sat3_rb);
+top0_lane_sub_mul3_split_mul_reg3_ac <= top0_factor_reg3_k;
+top0_lane_sub_mul3_split_mul_reg3_bc <= top0_br(128-1 downto 96);
 
 
-top0_lane_sub_mul3_round_sat3_sat6_hi <= unsigned(top0_lane_sub_mul3_round_sat3_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul3_split_mul_reg3_alu <= top0_lane_sub_mul3_split_mul_reg3_ac(16-1 downto 0);
+top0_lane_sub_mul3_split_mul_reg3_blu <= top0_lane_sub_mul3_split_mul_reg3_bc(16-1 downto 0);
+top0_lane_sub_mul3_split_mul_reg3_al <= signed(unsigned'('0' & top0_lane_sub_mul3_split_mul_reg3_ac(16-1 downto 0)));
+top0_lane_sub_mul3_split_mul_reg3_bl <= signed(unsigned'('0' & top0_lane_sub_mul3_split_mul_reg3_bc(16-1 downto 0)));
+top0_lane_sub_mul3_split_mul_reg3_ah <= signed(top0_lane_sub_mul3_split_mul_reg3_ac(32-1 downto 16));
+top0_lane_sub_mul3_split_mul_reg3_bh <= signed(top0_lane_sub_mul3_split_mul_reg3_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul3_round_sat3_sat6_hin <= (not top0_lane_sub_mul3_round_sat3_sat6_hi);
-
-
-top0_lane_sub_mul3_round_sat3_sat6_nsign <= stdl((not bool(top0_lane_sub_mul3_round_sat3_r((65 - 1)))));
-
-top0_lane_sub_mul3_round_sat3_sat6_clamp: process (top0_lane_sub_mul3_round_sat3_sat6_fill, top0_lane_sub_mul3_round_sat3_sat6_hi, top0_lane_sub_mul3_round_sat3_r, top0_lane_sub_mul3_round_sat3_sat6_hin) is
+top0_lane_sub_mul3_split_mul_reg3_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul3_round_sat3_sat6_hi = 0) or (top0_lane_sub_mul3_round_sat3_sat6_hin = 0)) then
-        top0_lane_sub_mul3_kv <= signed(unsigned(top0_lane_sub_mul3_round_sat3_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul3_kv <= signed(unsigned'(top0_lane_sub_mul3_round_sat3_r((65 - 1)) & top0_lane_sub_mul3_round_sat3_sat6_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul3_split_mul_reg3_hl <= to_signed(0, 33);
+            top0_lane_sub_mul3_split_mul_reg3_hh <= to_signed(0, 32);
+            top0_lane_sub_mul3_split_mul_reg3_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul3_split_mul_reg3_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg3_kz) then
+                    top0_lane_sub_mul3_split_mul_reg3_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul3_split_mul_reg3_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul3_split_mul_reg3_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul3_split_mul_reg3_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul3_split_mul_reg3_ll <= (top0_lane_sub_mul3_split_mul_reg3_alu * top0_lane_sub_mul3_split_mul_reg3_blu);
+                    top0_lane_sub_mul3_split_mul_reg3_lh <= (top0_lane_sub_mul3_split_mul_reg3_al * top0_lane_sub_mul3_split_mul_reg3_bh);
+                    top0_lane_sub_mul3_split_mul_reg3_hl <= (top0_lane_sub_mul3_split_mul_reg3_ah * top0_lane_sub_mul3_split_mul_reg3_bl);
+                    top0_lane_sub_mul3_split_mul_reg3_hh <= (top0_lane_sub_mul3_split_mul_reg3_ah * top0_lane_sub_mul3_split_mul_reg3_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul3_round_sat3_sat6_clamp;
+end process top0_lane_sub_mul3_split_mul_reg3_st1;
+
+top0_lane_sub_mul3_split_mul_reg3_sext9_fill: process (top0_lane_sub_mul3_split_mul_reg3_lh) is
+begin
+    if bool(top0_lane_sub_mul3_split_mul_reg3_lh((33 - 1))) then
+        top0_lane_sub_mul3_split_mul_reg3_sext9_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul3_split_mul_reg3_sext9_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul3_split_mul_reg3_sext9_fill;
 
 
-top0_lane_sub_mul3_d <= (resize(top0_lane_sub_mul3_x1, 33) - top0_lane_sub_mul3_kv);
+top0_lane_sub_mul3_split_mul_reg3_lhe <= signed(unsigned'(top0_lane_sub_mul3_split_mul_reg3_sext9_sgn & unsigned(top0_lane_sub_mul3_split_mul_reg3_lh)));
+
+top0_lane_sub_mul3_split_mul_reg3_sext10_fill: process (top0_lane_sub_mul3_split_mul_reg3_hl) is
+begin
+    if bool(top0_lane_sub_mul3_split_mul_reg3_hl((33 - 1))) then
+        top0_lane_sub_mul3_split_mul_reg3_sext10_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul3_split_mul_reg3_sext10_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul3_split_mul_reg3_sext10_fill;
+
+
+top0_lane_sub_mul3_split_mul_reg3_hle <= signed(unsigned'(top0_lane_sub_mul3_split_mul_reg3_sext10_sgn & unsigned(top0_lane_sub_mul3_split_mul_reg3_hl)));
+
+
+top0_lane_sub_mul3_split_mul_reg3_mid <= (top0_lane_sub_mul3_split_mul_reg3_lhe + top0_lane_sub_mul3_split_mul_reg3_hle);
+
+
+top0_lane_sub_mul3_split_mul_reg3_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul3_split_mul_reg3_hh) & top0_lane_sub_mul3_split_mul_reg3_ll));
+top0_lane_sub_mul3_split_mul_reg3_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul3_split_mul_reg3_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul3_split_mul_reg3_sext11_fill: process (top0_lane_sub_mul3_split_mul_reg3_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul3_split_mul_reg3_mid_sh((50 - 1))) then
+        top0_lane_sub_mul3_split_mul_reg3_sext11_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul3_split_mul_reg3_sext11_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul3_split_mul_reg3_sext11_fill;
+
+
+top0_lane_sub_mul3_split_mul_reg3_mid_e <= signed(unsigned'(top0_lane_sub_mul3_split_mul_reg3_sext11_sgn & unsigned(top0_lane_sub_mul3_split_mul_reg3_mid_sh)));
+
+top0_lane_sub_mul3_split_mul_reg3_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul3_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul3_p2 <= (top0_lane_sub_mul3_split_mul_reg3_outer + top0_lane_sub_mul3_split_mul_reg3_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul3_split_mul_reg3_st2;
+
+top0_lane_sub_mul3_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul3_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul3_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul3_x1 <= top0_lane_sub_mul3_x;
+                top0_lane_sub_mul3_x2 <= top0_lane_sub_mul3_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul3_xdl;
+
+
+top0_lane_sub_mul3_q <= shift_right(top0_lane_sub_mul3_p2, 16);
+
+
+top0_lane_sub_mul3_sat6_hi <= unsigned(top0_lane_sub_mul3_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul3_sat6_hin <= (not top0_lane_sub_mul3_sat6_hi);
+
+
+top0_lane_sub_mul3_sat6_nsign <= stdl((not bool(top0_lane_sub_mul3_q((64 - 1)))));
+
+top0_lane_sub_mul3_sat6_clamp: process (top0_lane_sub_mul3_sat6_fill, top0_lane_sub_mul3_sat6_hi, top0_lane_sub_mul3_q, top0_lane_sub_mul3_sat6_hin) is
+begin
+    if ((top0_lane_sub_mul3_sat6_hi = 0) or (top0_lane_sub_mul3_sat6_hin = 0)) then
+        top0_lane_sub_mul3_kv <= signed(unsigned(top0_lane_sub_mul3_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul3_kv <= signed(unsigned'(top0_lane_sub_mul3_q((64 - 1)) & top0_lane_sub_mul3_sat6_fill));
+    end if;
+end process top0_lane_sub_mul3_sat6_clamp;
+
+
+top0_lane_sub_mul3_d <= (resize(top0_lane_sub_mul3_x2, 33) - top0_lane_sub_mul3_kv);
 
 
 top0_lane_sub_mul3_sat7_hi <= unsigned(top0_lane_sub_mul3_d(33-1 downto (32 - 1)));
@@ -1875,7 +2573,7 @@ begin
     end if;
 end process top0_lane_sub_mul3_sat7_clamp;
 
-top0_lane_sub_mul3_s2: process (clk) is
+top0_lane_sub_mul3_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -1886,64 +2584,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul3_s2;
+end process top0_lane_sub_mul3_s3;
 
 
 top0_lane_sub_mul3_y <= unsigned(top0_lane_sub_mul3_yr);
 
-
-top0_lane_sub_mul4_x <= signed(top0_ar(160-1 downto 128));
-top0_lane_sub_mul4_v <= signed(top0_br(160-1 downto 128));
-
-
-top0_lane_sub_mul4_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul4_v);
-
-top0_lane_sub_mul4_s1: process (clk) is
+top0_factor_reg4_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul4_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul4_p1 <= to_signed(0, 65);
+            top0_factor_reg4_kz <= '1';
+            top0_factor_reg4_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul4_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul4_p1 <= top0_lane_sub_mul4_p_c;
-                end if;
-                top0_lane_sub_mul4_x1 <= top0_lane_sub_mul4_x;
+            if bool(top0_kload) then
+                top0_factor_reg4_k <= s_axis_s_tdata_num;
+                top0_factor_reg4_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul4_s1;
+end process top0_factor_reg4_st;
 
 
-top0_lane_sub_mul4_round_sat4_t <= shift_right(top0_lane_sub_mul4_p1, 16);
-top0_lane_sub_mul4_round_sat4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul4_p1((16 - 1))));
+top0_lane_sub_mul4_x <= signed(top0_ar(160-1 downto 128));
 
 
-top0_lane_sub_mul4_round_sat4_r <= (top0_lane_sub_mul4_round_sat4_t + top0_lane_sub_mul4_round_sat4_rb);
+top0_lane_sub_mul4_split_mul_reg4_ac <= top0_factor_reg4_k;
+top0_lane_sub_mul4_split_mul_reg4_bc <= top0_br(160-1 downto 128);
 
 
-top0_lane_sub_mul4_round_sat4_sat8_hi <= unsigned(top0_lane_sub_mul4_round_sat4_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul4_split_mul_reg4_alu <= top0_lane_sub_mul4_split_mul_reg4_ac(16-1 downto 0);
+top0_lane_sub_mul4_split_mul_reg4_blu <= top0_lane_sub_mul4_split_mul_reg4_bc(16-1 downto 0);
+top0_lane_sub_mul4_split_mul_reg4_al <= signed(unsigned'('0' & top0_lane_sub_mul4_split_mul_reg4_ac(16-1 downto 0)));
+top0_lane_sub_mul4_split_mul_reg4_bl <= signed(unsigned'('0' & top0_lane_sub_mul4_split_mul_reg4_bc(16-1 downto 0)));
+top0_lane_sub_mul4_split_mul_reg4_ah <= signed(top0_lane_sub_mul4_split_mul_reg4_ac(32-1 downto 16));
+top0_lane_sub_mul4_split_mul_reg4_bh <= signed(top0_lane_sub_mul4_split_mul_reg4_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul4_round_sat4_sat8_hin <= (not top0_lane_sub_mul4_round_sat4_sat8_hi);
-
-
-top0_lane_sub_mul4_round_sat4_sat8_nsign <= stdl((not bool(top0_lane_sub_mul4_round_sat4_r((65 - 1)))));
-
-top0_lane_sub_mul4_round_sat4_sat8_clamp: process (top0_lane_sub_mul4_round_sat4_sat8_fill, top0_lane_sub_mul4_round_sat4_sat8_hi, top0_lane_sub_mul4_round_sat4_r, top0_lane_sub_mul4_round_sat4_sat8_hin) is
+top0_lane_sub_mul4_split_mul_reg4_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul4_round_sat4_sat8_hi = 0) or (top0_lane_sub_mul4_round_sat4_sat8_hin = 0)) then
-        top0_lane_sub_mul4_kv <= signed(unsigned(top0_lane_sub_mul4_round_sat4_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul4_kv <= signed(unsigned'(top0_lane_sub_mul4_round_sat4_r((65 - 1)) & top0_lane_sub_mul4_round_sat4_sat8_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul4_split_mul_reg4_hl <= to_signed(0, 33);
+            top0_lane_sub_mul4_split_mul_reg4_hh <= to_signed(0, 32);
+            top0_lane_sub_mul4_split_mul_reg4_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul4_split_mul_reg4_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg4_kz) then
+                    top0_lane_sub_mul4_split_mul_reg4_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul4_split_mul_reg4_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul4_split_mul_reg4_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul4_split_mul_reg4_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul4_split_mul_reg4_ll <= (top0_lane_sub_mul4_split_mul_reg4_alu * top0_lane_sub_mul4_split_mul_reg4_blu);
+                    top0_lane_sub_mul4_split_mul_reg4_lh <= (top0_lane_sub_mul4_split_mul_reg4_al * top0_lane_sub_mul4_split_mul_reg4_bh);
+                    top0_lane_sub_mul4_split_mul_reg4_hl <= (top0_lane_sub_mul4_split_mul_reg4_ah * top0_lane_sub_mul4_split_mul_reg4_bl);
+                    top0_lane_sub_mul4_split_mul_reg4_hh <= (top0_lane_sub_mul4_split_mul_reg4_ah * top0_lane_sub_mul4_split_mul_reg4_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul4_round_sat4_sat8_clamp;
+end process top0_lane_sub_mul4_split_mul_reg4_st1;
+
+top0_lane_sub_mul4_split_mul_reg4_sext12_fill: process (top0_lane_sub_mul4_split_mul_reg4_lh) is
+begin
+    if bool(top0_lane_sub_mul4_split_mul_reg4_lh((33 - 1))) then
+        top0_lane_sub_mul4_split_mul_reg4_sext12_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul4_split_mul_reg4_sext12_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul4_split_mul_reg4_sext12_fill;
 
 
-top0_lane_sub_mul4_d <= (resize(top0_lane_sub_mul4_x1, 33) - top0_lane_sub_mul4_kv);
+top0_lane_sub_mul4_split_mul_reg4_lhe <= signed(unsigned'(top0_lane_sub_mul4_split_mul_reg4_sext12_sgn & unsigned(top0_lane_sub_mul4_split_mul_reg4_lh)));
+
+top0_lane_sub_mul4_split_mul_reg4_sext13_fill: process (top0_lane_sub_mul4_split_mul_reg4_hl) is
+begin
+    if bool(top0_lane_sub_mul4_split_mul_reg4_hl((33 - 1))) then
+        top0_lane_sub_mul4_split_mul_reg4_sext13_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul4_split_mul_reg4_sext13_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul4_split_mul_reg4_sext13_fill;
+
+
+top0_lane_sub_mul4_split_mul_reg4_hle <= signed(unsigned'(top0_lane_sub_mul4_split_mul_reg4_sext13_sgn & unsigned(top0_lane_sub_mul4_split_mul_reg4_hl)));
+
+
+top0_lane_sub_mul4_split_mul_reg4_mid <= (top0_lane_sub_mul4_split_mul_reg4_lhe + top0_lane_sub_mul4_split_mul_reg4_hle);
+
+
+top0_lane_sub_mul4_split_mul_reg4_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul4_split_mul_reg4_hh) & top0_lane_sub_mul4_split_mul_reg4_ll));
+top0_lane_sub_mul4_split_mul_reg4_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul4_split_mul_reg4_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul4_split_mul_reg4_sext14_fill: process (top0_lane_sub_mul4_split_mul_reg4_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul4_split_mul_reg4_mid_sh((50 - 1))) then
+        top0_lane_sub_mul4_split_mul_reg4_sext14_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul4_split_mul_reg4_sext14_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul4_split_mul_reg4_sext14_fill;
+
+
+top0_lane_sub_mul4_split_mul_reg4_mid_e <= signed(unsigned'(top0_lane_sub_mul4_split_mul_reg4_sext14_sgn & unsigned(top0_lane_sub_mul4_split_mul_reg4_mid_sh)));
+
+top0_lane_sub_mul4_split_mul_reg4_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul4_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul4_p2 <= (top0_lane_sub_mul4_split_mul_reg4_outer + top0_lane_sub_mul4_split_mul_reg4_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul4_split_mul_reg4_st2;
+
+top0_lane_sub_mul4_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul4_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul4_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul4_x1 <= top0_lane_sub_mul4_x;
+                top0_lane_sub_mul4_x2 <= top0_lane_sub_mul4_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul4_xdl;
+
+
+top0_lane_sub_mul4_q <= shift_right(top0_lane_sub_mul4_p2, 16);
+
+
+top0_lane_sub_mul4_sat8_hi <= unsigned(top0_lane_sub_mul4_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul4_sat8_hin <= (not top0_lane_sub_mul4_sat8_hi);
+
+
+top0_lane_sub_mul4_sat8_nsign <= stdl((not bool(top0_lane_sub_mul4_q((64 - 1)))));
+
+top0_lane_sub_mul4_sat8_clamp: process (top0_lane_sub_mul4_sat8_fill, top0_lane_sub_mul4_sat8_hi, top0_lane_sub_mul4_q, top0_lane_sub_mul4_sat8_hin) is
+begin
+    if ((top0_lane_sub_mul4_sat8_hi = 0) or (top0_lane_sub_mul4_sat8_hin = 0)) then
+        top0_lane_sub_mul4_kv <= signed(unsigned(top0_lane_sub_mul4_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul4_kv <= signed(unsigned'(top0_lane_sub_mul4_q((64 - 1)) & top0_lane_sub_mul4_sat8_fill));
+    end if;
+end process top0_lane_sub_mul4_sat8_clamp;
+
+
+top0_lane_sub_mul4_d <= (resize(top0_lane_sub_mul4_x2, 33) - top0_lane_sub_mul4_kv);
 
 
 top0_lane_sub_mul4_sat9_hi <= unsigned(top0_lane_sub_mul4_d(33-1 downto (32 - 1)));
@@ -1963,7 +2758,7 @@ begin
     end if;
 end process top0_lane_sub_mul4_sat9_clamp;
 
-top0_lane_sub_mul4_s2: process (clk) is
+top0_lane_sub_mul4_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -1974,64 +2769,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul4_s2;
+end process top0_lane_sub_mul4_s3;
 
 
 top0_lane_sub_mul4_y <= unsigned(top0_lane_sub_mul4_yr);
 
-
-top0_lane_sub_mul5_x <= signed(top0_ar(192-1 downto 160));
-top0_lane_sub_mul5_v <= signed(top0_br(192-1 downto 160));
-
-
-top0_lane_sub_mul5_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul5_v);
-
-top0_lane_sub_mul5_s1: process (clk) is
+top0_factor_reg5_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul5_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul5_p1 <= to_signed(0, 65);
+            top0_factor_reg5_kz <= '1';
+            top0_factor_reg5_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul5_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul5_p1 <= top0_lane_sub_mul5_p_c;
-                end if;
-                top0_lane_sub_mul5_x1 <= top0_lane_sub_mul5_x;
+            if bool(top0_kload) then
+                top0_factor_reg5_k <= s_axis_s_tdata_num;
+                top0_factor_reg5_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul5_s1;
+end process top0_factor_reg5_st;
 
 
-top0_lane_sub_mul5_round_sat5_t <= shift_right(top0_lane_sub_mul5_p1, 16);
-top0_lane_sub_mul5_round_sat5_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul5_p1((16 - 1))));
+top0_lane_sub_mul5_x <= signed(top0_ar(192-1 downto 160));
 
 
-top0_lane_sub_mul5_round_sat5_r <= (top0_lane_sub_mul5_round_sat5_t + top0_lane_sub_mul5_round_sat5_rb);
+top0_lane_sub_mul5_split_mul_reg5_ac <= top0_factor_reg5_k;
+top0_lane_sub_mul5_split_mul_reg5_bc <= top0_br(192-1 downto 160);
 
 
-top0_lane_sub_mul5_round_sat5_sat10_hi <= unsigned(top0_lane_sub_mul5_round_sat5_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul5_split_mul_reg5_alu <= top0_lane_sub_mul5_split_mul_reg5_ac(16-1 downto 0);
+top0_lane_sub_mul5_split_mul_reg5_blu <= top0_lane_sub_mul5_split_mul_reg5_bc(16-1 downto 0);
+top0_lane_sub_mul5_split_mul_reg5_al <= signed(unsigned'('0' & top0_lane_sub_mul5_split_mul_reg5_ac(16-1 downto 0)));
+top0_lane_sub_mul5_split_mul_reg5_bl <= signed(unsigned'('0' & top0_lane_sub_mul5_split_mul_reg5_bc(16-1 downto 0)));
+top0_lane_sub_mul5_split_mul_reg5_ah <= signed(top0_lane_sub_mul5_split_mul_reg5_ac(32-1 downto 16));
+top0_lane_sub_mul5_split_mul_reg5_bh <= signed(top0_lane_sub_mul5_split_mul_reg5_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul5_round_sat5_sat10_hin <= (not top0_lane_sub_mul5_round_sat5_sat10_hi);
-
-
-top0_lane_sub_mul5_round_sat5_sat10_nsign <= stdl((not bool(top0_lane_sub_mul5_round_sat5_r((65 - 1)))));
-
-top0_lane_sub_mul5_round_sat5_sat10_clamp: process (top0_lane_sub_mul5_round_sat5_sat10_fill, top0_lane_sub_mul5_round_sat5_sat10_hi, top0_lane_sub_mul5_round_sat5_r, top0_lane_sub_mul5_round_sat5_sat10_hin) is
+top0_lane_sub_mul5_split_mul_reg5_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul5_round_sat5_sat10_hi = 0) or (top0_lane_sub_mul5_round_sat5_sat10_hin = 0)) then
-        top0_lane_sub_mul5_kv <= signed(unsigned(top0_lane_sub_mul5_round_sat5_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul5_kv <= signed(unsigned'(top0_lane_sub_mul5_round_sat5_r((65 - 1)) & top0_lane_sub_mul5_round_sat5_sat10_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul5_split_mul_reg5_hl <= to_signed(0, 33);
+            top0_lane_sub_mul5_split_mul_reg5_hh <= to_signed(0, 32);
+            top0_lane_sub_mul5_split_mul_reg5_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul5_split_mul_reg5_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg5_kz) then
+                    top0_lane_sub_mul5_split_mul_reg5_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul5_split_mul_reg5_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul5_split_mul_reg5_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul5_split_mul_reg5_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul5_split_mul_reg5_ll <= (top0_lane_sub_mul5_split_mul_reg5_alu * top0_lane_sub_mul5_split_mul_reg5_blu);
+                    top0_lane_sub_mul5_split_mul_reg5_lh <= (top0_lane_sub_mul5_split_mul_reg5_al * top0_lane_sub_mul5_split_mul_reg5_bh);
+                    top0_lane_sub_mul5_split_mul_reg5_hl <= (top0_lane_sub_mul5_split_mul_reg5_ah * top0_lane_sub_mul5_split_mul_reg5_bl);
+                    top0_lane_sub_mul5_split_mul_reg5_hh <= (top0_lane_sub_mul5_split_mul_reg5_ah * top0_lane_sub_mul5_split_mul_reg5_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul5_round_sat5_sat10_clamp;
+end process top0_lane_sub_mul5_split_mul_reg5_st1;
+
+top0_lane_sub_mul5_split_mul_reg5_sext15_fill: process (top0_lane_sub_mul5_split_mul_reg5_lh) is
+begin
+    if bool(top0_lane_sub_mul5_split_mul_reg5_lh((33 - 1))) then
+        top0_lane_sub_mul5_split_mul_reg5_sext15_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul5_split_mul_reg5_sext15_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul5_split_mul_reg5_sext15_fill;
 
 
-top0_lane_sub_mul5_d <= (resize(top0_lane_sub_mul5_x1, 33) - top0_lane_sub_mul5_kv);
+top0_lane_sub_mul5_split_mul_reg5_lhe <= signed(unsigned'(top0_lane_sub_mul5_split_mul_reg5_sext15_sgn & unsigned(top0_lane_sub_mul5_split_mul_reg5_lh)));
+
+top0_lane_sub_mul5_split_mul_reg5_sext16_fill: process (top0_lane_sub_mul5_split_mul_reg5_hl) is
+begin
+    if bool(top0_lane_sub_mul5_split_mul_reg5_hl((33 - 1))) then
+        top0_lane_sub_mul5_split_mul_reg5_sext16_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul5_split_mul_reg5_sext16_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul5_split_mul_reg5_sext16_fill;
+
+
+top0_lane_sub_mul5_split_mul_reg5_hle <= signed(unsigned'(top0_lane_sub_mul5_split_mul_reg5_sext16_sgn & unsigned(top0_lane_sub_mul5_split_mul_reg5_hl)));
+
+
+top0_lane_sub_mul5_split_mul_reg5_mid <= (top0_lane_sub_mul5_split_mul_reg5_lhe + top0_lane_sub_mul5_split_mul_reg5_hle);
+
+
+top0_lane_sub_mul5_split_mul_reg5_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul5_split_mul_reg5_hh) & top0_lane_sub_mul5_split_mul_reg5_ll));
+top0_lane_sub_mul5_split_mul_reg5_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul5_split_mul_reg5_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul5_split_mul_reg5_sext17_fill: process (top0_lane_sub_mul5_split_mul_reg5_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul5_split_mul_reg5_mid_sh((50 - 1))) then
+        top0_lane_sub_mul5_split_mul_reg5_sext17_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul5_split_mul_reg5_sext17_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul5_split_mul_reg5_sext17_fill;
+
+
+top0_lane_sub_mul5_split_mul_reg5_mid_e <= signed(unsigned'(top0_lane_sub_mul5_split_mul_reg5_sext17_sgn & unsigned(top0_lane_sub_mul5_split_mul_reg5_mid_sh)));
+
+top0_lane_sub_mul5_split_mul_reg5_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul5_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul5_p2 <= (top0_lane_sub_mul5_split_mul_reg5_outer + top0_lane_sub_mul5_split_mul_reg5_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul5_split_mul_reg5_st2;
+
+top0_lane_sub_mul5_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul5_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul5_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul5_x1 <= top0_lane_sub_mul5_x;
+                top0_lane_sub_mul5_x2 <= top0_lane_sub_mul5_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul5_xdl;
+
+
+top0_lane_sub_mul5_q <= shift_right(top0_lane_sub_mul5_p2, 16);
+
+
+top0_lane_sub_mul5_sat10_hi <= unsigned(top0_lane_sub_mul5_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul5_sat10_hin <= (not top0_lane_sub_mul5_sat10_hi);
+
+
+top0_lane_sub_mul5_sat10_nsign <= stdl((not bool(top0_lane_sub_mul5_q((64 - 1)))));
+
+top0_lane_sub_mul5_sat10_clamp: process (top0_lane_sub_mul5_sat10_fill, top0_lane_sub_mul5_sat10_hi, top0_lane_sub_mul5_q, top0_lane_sub_mul5_sat10_hin) is
+begin
+    if ((top0_lane_sub_mul5_sat10_hi = 0) or (top0_lane_sub_mul5_sat10_hin = 0)) then
+        top0_lane_sub_mul5_kv <= signed(unsigned(top0_lane_sub_mul5_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul5_kv <= signed(unsigned'(top0_lane_sub_mul5_q((64 - 1)) & top0_lane_sub_mul5_sat10_fill));
+    end if;
+end process top0_lane_sub_mul5_sat10_clamp;
+
+
+top0_lane_sub_mul5_d <= (resize(top0_lane_sub_mul5_x2, 33) - top0_lane_sub_mul5_kv);
 
 
 top0_lane_sub_mul5_sat11_hi <= unsigned(top0_lane_sub_mul5_d(33-1 downto (32 - 1)));
@@ -2051,7 +2943,7 @@ begin
     end if;
 end process top0_lane_sub_mul5_sat11_clamp;
 
-top0_lane_sub_mul5_s2: process (clk) is
+top0_lane_sub_mul5_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -2062,64 +2954,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul5_s2;
+end process top0_lane_sub_mul5_s3;
 
 
 top0_lane_sub_mul5_y <= unsigned(top0_lane_sub_mul5_yr);
 
-
-top0_lane_sub_mul6_x <= signed(top0_ar(224-1 downto 192));
-top0_lane_sub_mul6_v <= signed(top0_br(224-1 downto 192));
-
-
-top0_lane_sub_mul6_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul6_v);
-
-top0_lane_sub_mul6_s1: process (clk) is
+top0_factor_reg6_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul6_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul6_p1 <= to_signed(0, 65);
+            top0_factor_reg6_kz <= '1';
+            top0_factor_reg6_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul6_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul6_p1 <= top0_lane_sub_mul6_p_c;
-                end if;
-                top0_lane_sub_mul6_x1 <= top0_lane_sub_mul6_x;
+            if bool(top0_kload) then
+                top0_factor_reg6_k <= s_axis_s_tdata_num;
+                top0_factor_reg6_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul6_s1;
+end process top0_factor_reg6_st;
 
 
-top0_lane_sub_mul6_round_sat6_t <= shift_right(top0_lane_sub_mul6_p1, 16);
-top0_lane_sub_mul6_round_sat6_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul6_p1((16 - 1))));
+top0_lane_sub_mul6_x <= signed(top0_ar(224-1 downto 192));
 
 
-top0_lane_sub_mul6_round_sat6_r <= (top0_lane_sub_mul6_round_sat6_t + top0_lane_sub_mul6_round_sat6_rb);
+top0_lane_sub_mul6_split_mul_reg6_ac <= top0_factor_reg6_k;
+top0_lane_sub_mul6_split_mul_reg6_bc <= top0_br(224-1 downto 192);
 
 
-top0_lane_sub_mul6_round_sat6_sat12_hi <= unsigned(top0_lane_sub_mul6_round_sat6_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul6_split_mul_reg6_alu <= top0_lane_sub_mul6_split_mul_reg6_ac(16-1 downto 0);
+top0_lane_sub_mul6_split_mul_reg6_blu <= top0_lane_sub_mul6_split_mul_reg6_bc(16-1 downto 0);
+top0_lane_sub_mul6_split_mul_reg6_al <= signed(unsigned'('0' & top0_lane_sub_mul6_split_mul_reg6_ac(16-1 downto 0)));
+top0_lane_sub_mul6_split_mul_reg6_bl <= signed(unsigned'('0' & top0_lane_sub_mul6_split_mul_reg6_bc(16-1 downto 0)));
+top0_lane_sub_mul6_split_mul_reg6_ah <= signed(top0_lane_sub_mul6_split_mul_reg6_ac(32-1 downto 16));
+top0_lane_sub_mul6_split_mul_reg6_bh <= signed(top0_lane_sub_mul6_split_mul_reg6_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul6_round_sat6_sat12_hin <= (not top0_lane_sub_mul6_round_sat6_sat12_hi);
-
-
-top0_lane_sub_mul6_round_sat6_sat12_nsign <= stdl((not bool(top0_lane_sub_mul6_round_sat6_r((65 - 1)))));
-
-top0_lane_sub_mul6_round_sat6_sat12_clamp: process (top0_lane_sub_mul6_round_sat6_sat12_fill, top0_lane_sub_mul6_round_sat6_sat12_hi, top0_lane_sub_mul6_round_sat6_r, top0_lane_sub_mul6_round_sat6_sat12_hin) is
+top0_lane_sub_mul6_split_mul_reg6_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul6_round_sat6_sat12_hi = 0) or (top0_lane_sub_mul6_round_sat6_sat12_hin = 0)) then
-        top0_lane_sub_mul6_kv <= signed(unsigned(top0_lane_sub_mul6_round_sat6_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul6_kv <= signed(unsigned'(top0_lane_sub_mul6_round_sat6_r((65 - 1)) & top0_lane_sub_mul6_round_sat6_sat12_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul6_split_mul_reg6_hl <= to_signed(0, 33);
+            top0_lane_sub_mul6_split_mul_reg6_hh <= to_signed(0, 32);
+            top0_lane_sub_mul6_split_mul_reg6_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul6_split_mul_reg6_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg6_kz) then
+                    top0_lane_sub_mul6_split_mul_reg6_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul6_split_mul_reg6_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul6_split_mul_reg6_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul6_split_mul_reg6_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul6_split_mul_reg6_ll <= (top0_lane_sub_mul6_split_mul_reg6_alu * top0_lane_sub_mul6_split_mul_reg6_blu);
+                    top0_lane_sub_mul6_split_mul_reg6_lh <= (top0_lane_sub_mul6_split_mul_reg6_al * top0_lane_sub_mul6_split_mul_reg6_bh);
+                    top0_lane_sub_mul6_split_mul_reg6_hl <= (top0_lane_sub_mul6_split_mul_reg6_ah * top0_lane_sub_mul6_split_mul_reg6_bl);
+                    top0_lane_sub_mul6_split_mul_reg6_hh <= (top0_lane_sub_mul6_split_mul_reg6_ah * top0_lane_sub_mul6_split_mul_reg6_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul6_round_sat6_sat12_clamp;
+end process top0_lane_sub_mul6_split_mul_reg6_st1;
+
+top0_lane_sub_mul6_split_mul_reg6_sext18_fill: process (top0_lane_sub_mul6_split_mul_reg6_lh) is
+begin
+    if bool(top0_lane_sub_mul6_split_mul_reg6_lh((33 - 1))) then
+        top0_lane_sub_mul6_split_mul_reg6_sext18_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul6_split_mul_reg6_sext18_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul6_split_mul_reg6_sext18_fill;
 
 
-top0_lane_sub_mul6_d <= (resize(top0_lane_sub_mul6_x1, 33) - top0_lane_sub_mul6_kv);
+top0_lane_sub_mul6_split_mul_reg6_lhe <= signed(unsigned'(top0_lane_sub_mul6_split_mul_reg6_sext18_sgn & unsigned(top0_lane_sub_mul6_split_mul_reg6_lh)));
+
+top0_lane_sub_mul6_split_mul_reg6_sext19_fill: process (top0_lane_sub_mul6_split_mul_reg6_hl) is
+begin
+    if bool(top0_lane_sub_mul6_split_mul_reg6_hl((33 - 1))) then
+        top0_lane_sub_mul6_split_mul_reg6_sext19_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul6_split_mul_reg6_sext19_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul6_split_mul_reg6_sext19_fill;
+
+
+top0_lane_sub_mul6_split_mul_reg6_hle <= signed(unsigned'(top0_lane_sub_mul6_split_mul_reg6_sext19_sgn & unsigned(top0_lane_sub_mul6_split_mul_reg6_hl)));
+
+
+top0_lane_sub_mul6_split_mul_reg6_mid <= (top0_lane_sub_mul6_split_mul_reg6_lhe + top0_lane_sub_mul6_split_mul_reg6_hle);
+
+
+top0_lane_sub_mul6_split_mul_reg6_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul6_split_mul_reg6_hh) & top0_lane_sub_mul6_split_mul_reg6_ll));
+top0_lane_sub_mul6_split_mul_reg6_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul6_split_mul_reg6_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul6_split_mul_reg6_sext20_fill: process (top0_lane_sub_mul6_split_mul_reg6_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul6_split_mul_reg6_mid_sh((50 - 1))) then
+        top0_lane_sub_mul6_split_mul_reg6_sext20_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul6_split_mul_reg6_sext20_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul6_split_mul_reg6_sext20_fill;
+
+
+top0_lane_sub_mul6_split_mul_reg6_mid_e <= signed(unsigned'(top0_lane_sub_mul6_split_mul_reg6_sext20_sgn & unsigned(top0_lane_sub_mul6_split_mul_reg6_mid_sh)));
+
+top0_lane_sub_mul6_split_mul_reg6_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul6_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul6_p2 <= (top0_lane_sub_mul6_split_mul_reg6_outer + top0_lane_sub_mul6_split_mul_reg6_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul6_split_mul_reg6_st2;
+
+top0_lane_sub_mul6_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul6_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul6_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul6_x1 <= top0_lane_sub_mul6_x;
+                top0_lane_sub_mul6_x2 <= top0_lane_sub_mul6_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul6_xdl;
+
+
+top0_lane_sub_mul6_q <= shift_right(top0_lane_sub_mul6_p2, 16);
+
+
+top0_lane_sub_mul6_sat12_hi <= unsigned(top0_lane_sub_mul6_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul6_sat12_hin <= (not top0_lane_sub_mul6_sat12_hi);
+
+
+top0_lane_sub_mul6_sat12_nsign <= stdl((not bool(top0_lane_sub_mul6_q((64 - 1)))));
+
+top0_lane_sub_mul6_sat12_clamp: process (top0_lane_sub_mul6_sat12_fill, top0_lane_sub_mul6_sat12_hi, top0_lane_sub_mul6_q, top0_lane_sub_mul6_sat12_hin) is
+begin
+    if ((top0_lane_sub_mul6_sat12_hi = 0) or (top0_lane_sub_mul6_sat12_hin = 0)) then
+        top0_lane_sub_mul6_kv <= signed(unsigned(top0_lane_sub_mul6_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul6_kv <= signed(unsigned'(top0_lane_sub_mul6_q((64 - 1)) & top0_lane_sub_mul6_sat12_fill));
+    end if;
+end process top0_lane_sub_mul6_sat12_clamp;
+
+
+top0_lane_sub_mul6_d <= (resize(top0_lane_sub_mul6_x2, 33) - top0_lane_sub_mul6_kv);
 
 
 top0_lane_sub_mul6_sat13_hi <= unsigned(top0_lane_sub_mul6_d(33-1 downto (32 - 1)));
@@ -2139,7 +3128,7 @@ begin
     end if;
 end process top0_lane_sub_mul6_sat13_clamp;
 
-top0_lane_sub_mul6_s2: process (clk) is
+top0_lane_sub_mul6_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -2150,64 +3139,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul6_s2;
+end process top0_lane_sub_mul6_s3;
 
 
 top0_lane_sub_mul6_y <= unsigned(top0_lane_sub_mul6_yr);
 
-
-top0_lane_sub_mul7_x <= signed(top0_ar(256-1 downto 224));
-top0_lane_sub_mul7_v <= signed(top0_br(256-1 downto 224));
-
-
-top0_lane_sub_mul7_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul7_v);
-
-top0_lane_sub_mul7_s1: process (clk) is
+top0_factor_reg7_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul7_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul7_p1 <= to_signed(0, 65);
+            top0_factor_reg7_kz <= '1';
+            top0_factor_reg7_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul7_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul7_p1 <= top0_lane_sub_mul7_p_c;
-                end if;
-                top0_lane_sub_mul7_x1 <= top0_lane_sub_mul7_x;
+            if bool(top0_kload) then
+                top0_factor_reg7_k <= s_axis_s_tdata_num;
+                top0_factor_reg7_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul7_s1;
+end process top0_factor_reg7_st;
 
 
-top0_lane_sub_mul7_round_sat7_t <= shift_right(top0_lane_sub_mul7_p1, 16);
-top0_lane_sub_mul7_round_sat7_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul7_p1((16 - 1))));
+top0_lane_sub_mul7_x <= signed(top0_ar(256-1 downto 224));
 
 
-top0_lane_sub_mul7_round_sat7_r <= (top0_lane_sub_mul7_round_sat7_t + top0_lane_sub_mul7_round_sat7_rb);
+top0_lane_sub_mul7_split_mul_reg7_ac <= top0_factor_reg7_k;
+top0_lane_sub_mul7_split_mul_reg7_bc <= top0_br(256-1 downto 224);
 
 
-top0_lane_sub_mul7_round_sat7_sat14_hi <= unsigned(top0_lane_sub_mul7_round_sat7_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul7_split_mul_reg7_alu <= top0_lane_sub_mul7_split_mul_reg7_ac(16-1 downto 0);
+top0_lane_sub_mul7_split_mul_reg7_blu <= top0_lane_sub_mul7_split_mul_reg7_bc(16-1 downto 0);
+top0_lane_sub_mul7_split_mul_reg7_al <= signed(unsigned'('0' & top0_lane_sub_mul7_split_mul_reg7_ac(16-1 downto 0)));
+top0_lane_sub_mul7_split_mul_reg7_bl <= signed(unsigned'('0' & top0_lane_sub_mul7_split_mul_reg7_bc(16-1 downto 0)));
+top0_lane_sub_mul7_split_mul_reg7_ah <= signed(top0_lane_sub_mul7_split_mul_reg7_ac(32-1 downto 16));
+top0_lane_sub_mul7_split_mul_reg7_bh <= signed(top0_lane_sub_mul7_split_mul_reg7_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul7_round_sat7_sat14_hin <= (not top0_lane_sub_mul7_round_sat7_sat14_hi);
-
-
-top0_lane_sub_mul7_round_sat7_sat14_nsign <= stdl((not bool(top0_lane_sub_mul7_round_sat7_r((65 - 1)))));
-
-top0_lane_sub_mul7_round_sat7_sat14_clamp: process (top0_lane_sub_mul7_round_sat7_sat14_fill, top0_lane_sub_mul7_round_sat7_sat14_hi, top0_lane_sub_mul7_round_sat7_r, top0_lane_sub_mul7_round_sat7_sat14_hin) is
+top0_lane_sub_mul7_split_mul_reg7_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul7_round_sat7_sat14_hi = 0) or (top0_lane_sub_mul7_round_sat7_sat14_hin = 0)) then
-        top0_lane_sub_mul7_kv <= signed(unsigned(top0_lane_sub_mul7_round_sat7_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul7_kv <= signed(unsigned'(top0_lane_sub_mul7_round_sat7_r((65 - 1)) & top0_lane_sub_mul7_round_sat7_sat14_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul7_split_mul_reg7_hl <= to_signed(0, 33);
+            top0_lane_sub_mul7_split_mul_reg7_hh <= to_signed(0, 32);
+            top0_lane_sub_mul7_split_mul_reg7_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul7_split_mul_reg7_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg7_kz) then
+                    top0_lane_sub_mul7_split_mul_reg7_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul7_split_mul_reg7_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul7_split_mul_reg7_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul7_split_mul_reg7_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul7_split_mul_reg7_ll <= (top0_lane_sub_mul7_split_mul_reg7_alu * top0_lane_sub_mul7_split_mul_reg7_blu);
+                    top0_lane_sub_mul7_split_mul_reg7_lh <= (top0_lane_sub_mul7_split_mul_reg7_al * top0_lane_sub_mul7_split_mul_reg7_bh);
+                    top0_lane_sub_mul7_split_mul_reg7_hl <= (top0_lane_sub_mul7_split_mul_reg7_ah * top0_lane_sub_mul7_split_mul_reg7_bl);
+                    top0_lane_sub_mul7_split_mul_reg7_hh <= (top0_lane_sub_mul7_split_mul_reg7_ah * top0_lane_sub_mul7_split_mul_reg7_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul7_round_sat7_sat14_clamp;
+end process top0_lane_sub_mul7_split_mul_reg7_st1;
+
+top0_lane_sub_mul7_split_mul_reg7_sext21_fill: process (top0_lane_sub_mul7_split_mul_reg7_lh) is
+begin
+    if bool(top0_lane_sub_mul7_split_mul_reg7_lh((33 - 1))) then
+        top0_lane_sub_mul7_split_mul_reg7_sext21_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul7_split_mul_reg7_sext21_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul7_split_mul_reg7_sext21_fill;
 
 
-top0_lane_sub_mul7_d <= (resize(top0_lane_sub_mul7_x1, 33) - top0_lane_sub_mul7_kv);
+top0_lane_sub_mul7_split_mul_reg7_lhe <= signed(unsigned'(top0_lane_sub_mul7_split_mul_reg7_sext21_sgn & unsigned(top0_lane_sub_mul7_split_mul_reg7_lh)));
+
+top0_lane_sub_mul7_split_mul_reg7_sext22_fill: process (top0_lane_sub_mul7_split_mul_reg7_hl) is
+begin
+    if bool(top0_lane_sub_mul7_split_mul_reg7_hl((33 - 1))) then
+        top0_lane_sub_mul7_split_mul_reg7_sext22_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul7_split_mul_reg7_sext22_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul7_split_mul_reg7_sext22_fill;
+
+
+top0_lane_sub_mul7_split_mul_reg7_hle <= signed(unsigned'(top0_lane_sub_mul7_split_mul_reg7_sext22_sgn & unsigned(top0_lane_sub_mul7_split_mul_reg7_hl)));
+
+
+top0_lane_sub_mul7_split_mul_reg7_mid <= (top0_lane_sub_mul7_split_mul_reg7_lhe + top0_lane_sub_mul7_split_mul_reg7_hle);
+
+
+top0_lane_sub_mul7_split_mul_reg7_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul7_split_mul_reg7_hh) & top0_lane_sub_mul7_split_mul_reg7_ll));
+top0_lane_sub_mul7_split_mul_reg7_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul7_split_mul_reg7_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul7_split_mul_reg7_sext23_fill: process (top0_lane_sub_mul7_split_mul_reg7_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul7_split_mul_reg7_mid_sh((50 - 1))) then
+        top0_lane_sub_mul7_split_mul_reg7_sext23_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul7_split_mul_reg7_sext23_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul7_split_mul_reg7_sext23_fill;
+
+
+top0_lane_sub_mul7_split_mul_reg7_mid_e <= signed(unsigned'(top0_lane_sub_mul7_split_mul_reg7_sext23_sgn & unsigned(top0_lane_sub_mul7_split_mul_reg7_mid_sh)));
+
+top0_lane_sub_mul7_split_mul_reg7_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul7_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul7_p2 <= (top0_lane_sub_mul7_split_mul_reg7_outer + top0_lane_sub_mul7_split_mul_reg7_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul7_split_mul_reg7_st2;
+
+top0_lane_sub_mul7_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul7_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul7_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul7_x1 <= top0_lane_sub_mul7_x;
+                top0_lane_sub_mul7_x2 <= top0_lane_sub_mul7_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul7_xdl;
+
+
+top0_lane_sub_mul7_q <= shift_right(top0_lane_sub_mul7_p2, 16);
+
+
+top0_lane_sub_mul7_sat14_hi <= unsigned(top0_lane_sub_mul7_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul7_sat14_hin <= (not top0_lane_sub_mul7_sat14_hi);
+
+
+top0_lane_sub_mul7_sat14_nsign <= stdl((not bool(top0_lane_sub_mul7_q((64 - 1)))));
+
+top0_lane_sub_mul7_sat14_clamp: process (top0_lane_sub_mul7_sat14_fill, top0_lane_sub_mul7_sat14_hi, top0_lane_sub_mul7_q, top0_lane_sub_mul7_sat14_hin) is
+begin
+    if ((top0_lane_sub_mul7_sat14_hi = 0) or (top0_lane_sub_mul7_sat14_hin = 0)) then
+        top0_lane_sub_mul7_kv <= signed(unsigned(top0_lane_sub_mul7_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul7_kv <= signed(unsigned'(top0_lane_sub_mul7_q((64 - 1)) & top0_lane_sub_mul7_sat14_fill));
+    end if;
+end process top0_lane_sub_mul7_sat14_clamp;
+
+
+top0_lane_sub_mul7_d <= (resize(top0_lane_sub_mul7_x2, 33) - top0_lane_sub_mul7_kv);
 
 
 top0_lane_sub_mul7_sat15_hi <= unsigned(top0_lane_sub_mul7_d(33-1 downto (32 - 1)));
@@ -2227,7 +3313,7 @@ begin
     end if;
 end process top0_lane_sub_mul7_sat15_clamp;
 
-top0_lane_sub_mul7_s2: process (clk) is
+top0_lane_sub_mul7_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -2238,64 +3324,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul7_s2;
+end process top0_lane_sub_mul7_s3;
 
 
 top0_lane_sub_mul7_y <= unsigned(top0_lane_sub_mul7_yr);
 
-
-top0_lane_sub_mul8_x <= signed(top0_ar(288-1 downto 256));
-top0_lane_sub_mul8_v <= signed(top0_br(288-1 downto 256));
-
-
-top0_lane_sub_mul8_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul8_v);
-
-top0_lane_sub_mul8_s1: process (clk) is
+top0_factor_reg8_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul8_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul8_p1 <= to_signed(0, 65);
+            top0_factor_reg8_kz <= '1';
+            top0_factor_reg8_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul8_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul8_p1 <= top0_lane_sub_mul8_p_c;
-                end if;
-                top0_lane_sub_mul8_x1 <= top0_lane_sub_mul8_x;
+            if bool(top0_kload) then
+                top0_factor_reg8_k <= s_axis_s_tdata_num;
+                top0_factor_reg8_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul8_s1;
+end process top0_factor_reg8_st;
 
 
-top0_lane_sub_mul8_round_sat8_t <= shift_right(top0_lane_sub_mul8_p1, 16);
-top0_lane_sub_mul8_round_sat8_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul8_p1((16 - 1))));
+top0_lane_sub_mul8_x <= signed(top0_ar(288-1 downto 256));
 
 
-top0_lane_sub_mul8_round_sat8_r <= (top0_lane_sub_mul8_round_sat8_t + top0_lane_sub_mul8_round_sat8_rb);
+top0_lane_sub_mul8_split_mul_reg8_ac <= top0_factor_reg8_k;
+top0_lane_sub_mul8_split_mul_reg8_bc <= top0_br(288-1 downto 256);
 
 
-top0_lane_sub_mul8_round_sat8_sat16_hi <= unsigned(top0_lane_sub_mul8_round_sat8_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul8_split_mul_reg8_alu <= top0_lane_sub_mul8_split_mul_reg8_ac(16-1 downto 0);
+top0_lane_sub_mul8_split_mul_reg8_blu <= top0_lane_sub_mul8_split_mul_reg8_bc(16-1 downto 0);
+top0_lane_sub_mul8_split_mul_reg8_al <= signed(unsigned'('0' & top0_lane_sub_mul8_split_mul_reg8_ac(16-1 downto 0)));
+top0_lane_sub_mul8_split_mul_reg8_bl <= signed(unsigned'('0' & top0_lane_sub_mul8_split_mul_reg8_bc(16-1 downto 0)));
+top0_lane_sub_mul8_split_mul_reg8_ah <= signed(top0_lane_sub_mul8_split_mul_reg8_ac(32-1 downto 16));
+top0_lane_sub_mul8_split_mul_reg8_bh <= signed(top0_lane_sub_mul8_split_mul_reg8_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul8_round_sat8_sat16_hin <= (not top0_lane_sub_mul8_round_sat8_sat16_hi);
-
-
-top0_lane_sub_mul8_round_sat8_sat16_nsign <= stdl((not bool(top0_lane_sub_mul8_round_sat8_r((65 - 1)))));
-
-top0_lane_sub_mul8_round_sat8_sat16_clamp: process (top0_lane_sub_mul8_round_sat8_sat16_fill, top0_lane_sub_mul8_round_sat8_sat16_hi, top0_lane_sub_mul8_round_sat8_r, top0_lane_sub_mul8_round_sat8_sat16_hin) is
+top0_lane_sub_mul8_split_mul_reg8_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul8_round_sat8_sat16_hi = 0) or (top0_lane_sub_mul8_round_sat8_sat16_hin = 0)) then
-        top0_lane_sub_mul8_kv <= signed(unsigned(top0_lane_sub_mul8_round_sat8_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul8_kv <= signed(unsigned'(top0_lane_sub_mul8_round_sat8_r((65 - 1)) & top0_lane_sub_mul8_round_sat8_sat16_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul8_split_mul_reg8_hl <= to_signed(0, 33);
+            top0_lane_sub_mul8_split_mul_reg8_hh <= to_signed(0, 32);
+            top0_lane_sub_mul8_split_mul_reg8_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul8_split_mul_reg8_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg8_kz) then
+                    top0_lane_sub_mul8_split_mul_reg8_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul8_split_mul_reg8_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul8_split_mul_reg8_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul8_split_mul_reg8_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul8_split_mul_reg8_ll <= (top0_lane_sub_mul8_split_mul_reg8_alu * top0_lane_sub_mul8_split_mul_reg8_blu);
+                    top0_lane_sub_mul8_split_mul_reg8_lh <= (top0_lane_sub_mul8_split_mul_reg8_al * top0_lane_sub_mul8_split_mul_reg8_bh);
+                    top0_lane_sub_mul8_split_mul_reg8_hl <= (top0_lane_sub_mul8_split_mul_reg8_ah * top0_lane_sub_mul8_split_mul_reg8_bl);
+                    top0_lane_sub_mul8_split_mul_reg8_hh <= (top0_lane_sub_mul8_split_mul_reg8_ah * top0_lane_sub_mul8_split_mul_reg8_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul8_round_sat8_sat16_clamp;
+end process top0_lane_sub_mul8_split_mul_reg8_st1;
+
+top0_lane_sub_mul8_split_mul_reg8_sext24_fill: process (top0_lane_sub_mul8_split_mul_reg8_lh) is
+begin
+    if bool(top0_lane_sub_mul8_split_mul_reg8_lh((33 - 1))) then
+        top0_lane_sub_mul8_split_mul_reg8_sext24_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul8_split_mul_reg8_sext24_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul8_split_mul_reg8_sext24_fill;
 
 
-top0_lane_sub_mul8_d <= (resize(top0_lane_sub_mul8_x1, 33) - top0_lane_sub_mul8_kv);
+top0_lane_sub_mul8_split_mul_reg8_lhe <= signed(unsigned'(top0_lane_sub_mul8_split_mul_reg8_sext24_sgn & unsigned(top0_lane_sub_mul8_split_mul_reg8_lh)));
+
+top0_lane_sub_mul8_split_mul_reg8_sext25_fill: process (top0_lane_sub_mul8_split_mul_reg8_hl) is
+begin
+    if bool(top0_lane_sub_mul8_split_mul_reg8_hl((33 - 1))) then
+        top0_lane_sub_mul8_split_mul_reg8_sext25_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul8_split_mul_reg8_sext25_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul8_split_mul_reg8_sext25_fill;
+
+
+top0_lane_sub_mul8_split_mul_reg8_hle <= signed(unsigned'(top0_lane_sub_mul8_split_mul_reg8_sext25_sgn & unsigned(top0_lane_sub_mul8_split_mul_reg8_hl)));
+
+
+top0_lane_sub_mul8_split_mul_reg8_mid <= (top0_lane_sub_mul8_split_mul_reg8_lhe + top0_lane_sub_mul8_split_mul_reg8_hle);
+
+
+top0_lane_sub_mul8_split_mul_reg8_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul8_split_mul_reg8_hh) & top0_lane_sub_mul8_split_mul_reg8_ll));
+top0_lane_sub_mul8_split_mul_reg8_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul8_split_mul_reg8_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul8_split_mul_reg8_sext26_fill: process (top0_lane_sub_mul8_split_mul_reg8_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul8_split_mul_reg8_mid_sh((50 - 1))) then
+        top0_lane_sub_mul8_split_mul_reg8_sext26_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul8_split_mul_reg8_sext26_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul8_split_mul_reg8_sext26_fill;
+
+
+top0_lane_sub_mul8_split_mul_reg8_mid_e <= signed(unsigned'(top0_lane_sub_mul8_split_mul_reg8_sext26_sgn & unsigned(top0_lane_sub_mul8_split_mul_reg8_mid_sh)));
+
+top0_lane_sub_mul8_split_mul_reg8_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul8_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul8_p2 <= (top0_lane_sub_mul8_split_mul_reg8_outer + top0_lane_sub_mul8_split_mul_reg8_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul8_split_mul_reg8_st2;
+
+top0_lane_sub_mul8_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul8_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul8_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul8_x1 <= top0_lane_sub_mul8_x;
+                top0_lane_sub_mul8_x2 <= top0_lane_sub_mul8_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul8_xdl;
+
+
+top0_lane_sub_mul8_q <= shift_right(top0_lane_sub_mul8_p2, 16);
+
+
+top0_lane_sub_mul8_sat16_hi <= unsigned(top0_lane_sub_mul8_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul8_sat16_hin <= (not top0_lane_sub_mul8_sat16_hi);
+
+
+top0_lane_sub_mul8_sat16_nsign <= stdl((not bool(top0_lane_sub_mul8_q((64 - 1)))));
+
+top0_lane_sub_mul8_sat16_clamp: process (top0_lane_sub_mul8_sat16_fill, top0_lane_sub_mul8_sat16_hi, top0_lane_sub_mul8_q, top0_lane_sub_mul8_sat16_hin) is
+begin
+    if ((top0_lane_sub_mul8_sat16_hi = 0) or (top0_lane_sub_mul8_sat16_hin = 0)) then
+        top0_lane_sub_mul8_kv <= signed(unsigned(top0_lane_sub_mul8_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul8_kv <= signed(unsigned'(top0_lane_sub_mul8_q((64 - 1)) & top0_lane_sub_mul8_sat16_fill));
+    end if;
+end process top0_lane_sub_mul8_sat16_clamp;
+
+
+top0_lane_sub_mul8_d <= (resize(top0_lane_sub_mul8_x2, 33) - top0_lane_sub_mul8_kv);
 
 
 top0_lane_sub_mul8_sat17_hi <= unsigned(top0_lane_sub_mul8_d(33-1 downto (32 - 1)));
@@ -2315,7 +3498,7 @@ begin
     end if;
 end process top0_lane_sub_mul8_sat17_clamp;
 
-top0_lane_sub_mul8_s2: process (clk) is
+top0_lane_sub_mul8_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -2326,64 +3509,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul8_s2;
+end process top0_lane_sub_mul8_s3;
 
 
 top0_lane_sub_mul8_y <= unsigned(top0_lane_sub_mul8_yr);
 
-
-top0_lane_sub_mul9_x <= signed(top0_ar(320-1 downto 288));
-top0_lane_sub_mul9_v <= signed(top0_br(320-1 downto 288));
-
-
-top0_lane_sub_mul9_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul9_v);
-
-top0_lane_sub_mul9_s1: process (clk) is
+top0_factor_reg9_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul9_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul9_p1 <= to_signed(0, 65);
+            top0_factor_reg9_kz <= '1';
+            top0_factor_reg9_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul9_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul9_p1 <= top0_lane_sub_mul9_p_c;
-                end if;
-                top0_lane_sub_mul9_x1 <= top0_lane_sub_mul9_x;
+            if bool(top0_kload) then
+                top0_factor_reg9_k <= s_axis_s_tdata_num;
+                top0_factor_reg9_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul9_s1;
+end process top0_factor_reg9_st;
 
 
-top0_lane_sub_mul9_round_sat9_t <= shift_right(top0_lane_sub_mul9_p1, 16);
-top0_lane_sub_mul9_round_sat9_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul9_p1((16 - 1))));
+top0_lane_sub_mul9_x <= signed(top0_ar(320-1 downto 288));
 
 
-top0_lane_sub_mul9_round_sat9_r <= (top0_lane_sub_mul9_round_sat9_t + top0_lane_sub_mul9_round_sat9_rb);
+top0_lane_sub_mul9_split_mul_reg9_ac <= top0_factor_reg9_k;
+top0_lane_sub_mul9_split_mul_reg9_bc <= top0_br(320-1 downto 288);
 
 
-top0_lane_sub_mul9_round_sat9_sat18_hi <= unsigned(top0_lane_sub_mul9_round_sat9_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul9_split_mul_reg9_alu <= top0_lane_sub_mul9_split_mul_reg9_ac(16-1 downto 0);
+top0_lane_sub_mul9_split_mul_reg9_blu <= top0_lane_sub_mul9_split_mul_reg9_bc(16-1 downto 0);
+top0_lane_sub_mul9_split_mul_reg9_al <= signed(unsigned'('0' & top0_lane_sub_mul9_split_mul_reg9_ac(16-1 downto 0)));
+top0_lane_sub_mul9_split_mul_reg9_bl <= signed(unsigned'('0' & top0_lane_sub_mul9_split_mul_reg9_bc(16-1 downto 0)));
+top0_lane_sub_mul9_split_mul_reg9_ah <= signed(top0_lane_sub_mul9_split_mul_reg9_ac(32-1 downto 16));
+top0_lane_sub_mul9_split_mul_reg9_bh <= signed(top0_lane_sub_mul9_split_mul_reg9_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul9_round_sat9_sat18_hin <= (not top0_lane_sub_mul9_round_sat9_sat18_hi);
-
-
-top0_lane_sub_mul9_round_sat9_sat18_nsign <= stdl((not bool(top0_lane_sub_mul9_round_sat9_r((65 - 1)))));
-
-top0_lane_sub_mul9_round_sat9_sat18_clamp: process (top0_lane_sub_mul9_round_sat9_sat18_fill, top0_lane_sub_mul9_round_sat9_sat18_hi, top0_lane_sub_mul9_round_sat9_r, top0_lane_sub_mul9_round_sat9_sat18_hin) is
+top0_lane_sub_mul9_split_mul_reg9_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul9_round_sat9_sat18_hi = 0) or (top0_lane_sub_mul9_round_sat9_sat18_hin = 0)) then
-        top0_lane_sub_mul9_kv <= signed(unsigned(top0_lane_sub_mul9_round_sat9_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul9_kv <= signed(unsigned'(top0_lane_sub_mul9_round_sat9_r((65 - 1)) & top0_lane_sub_mul9_round_sat9_sat18_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul9_split_mul_reg9_hl <= to_signed(0, 33);
+            top0_lane_sub_mul9_split_mul_reg9_hh <= to_signed(0, 32);
+            top0_lane_sub_mul9_split_mul_reg9_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul9_split_mul_reg9_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg9_kz) then
+                    top0_lane_sub_mul9_split_mul_reg9_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul9_split_mul_reg9_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul9_split_mul_reg9_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul9_split_mul_reg9_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul9_split_mul_reg9_ll <= (top0_lane_sub_mul9_split_mul_reg9_alu * top0_lane_sub_mul9_split_mul_reg9_blu);
+                    top0_lane_sub_mul9_split_mul_reg9_lh <= (top0_lane_sub_mul9_split_mul_reg9_al * top0_lane_sub_mul9_split_mul_reg9_bh);
+                    top0_lane_sub_mul9_split_mul_reg9_hl <= (top0_lane_sub_mul9_split_mul_reg9_ah * top0_lane_sub_mul9_split_mul_reg9_bl);
+                    top0_lane_sub_mul9_split_mul_reg9_hh <= (top0_lane_sub_mul9_split_mul_reg9_ah * top0_lane_sub_mul9_split_mul_reg9_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul9_round_sat9_sat18_clamp;
+end process top0_lane_sub_mul9_split_mul_reg9_st1;
+
+top0_lane_sub_mul9_split_mul_reg9_sext27_fill: process (top0_lane_sub_mul9_split_mul_reg9_lh) is
+begin
+    if bool(top0_lane_sub_mul9_split_mul_reg9_lh((33 - 1))) then
+        top0_lane_sub_mul9_split_mul_reg9_sext27_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul9_split_mul_reg9_sext27_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul9_split_mul_reg9_sext27_fill;
 
 
-top0_lane_sub_mul9_d <= (resize(top0_lane_sub_mul9_x1, 33) - top0_lane_sub_mul9_kv);
+top0_lane_sub_mul9_split_mul_reg9_lhe <= signed(unsigned'(top0_lane_sub_mul9_split_mul_reg9_sext27_sgn & unsigned(top0_lane_sub_mul9_split_mul_reg9_lh)));
+
+top0_lane_sub_mul9_split_mul_reg9_sext28_fill: process (top0_lane_sub_mul9_split_mul_reg9_hl) is
+begin
+    if bool(top0_lane_sub_mul9_split_mul_reg9_hl((33 - 1))) then
+        top0_lane_sub_mul9_split_mul_reg9_sext28_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul9_split_mul_reg9_sext28_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul9_split_mul_reg9_sext28_fill;
+
+
+top0_lane_sub_mul9_split_mul_reg9_hle <= signed(unsigned'(top0_lane_sub_mul9_split_mul_reg9_sext28_sgn & unsigned(top0_lane_sub_mul9_split_mul_reg9_hl)));
+
+
+top0_lane_sub_mul9_split_mul_reg9_mid <= (top0_lane_sub_mul9_split_mul_reg9_lhe + top0_lane_sub_mul9_split_mul_reg9_hle);
+
+
+top0_lane_sub_mul9_split_mul_reg9_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul9_split_mul_reg9_hh) & top0_lane_sub_mul9_split_mul_reg9_ll));
+top0_lane_sub_mul9_split_mul_reg9_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul9_split_mul_reg9_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul9_split_mul_reg9_sext29_fill: process (top0_lane_sub_mul9_split_mul_reg9_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul9_split_mul_reg9_mid_sh((50 - 1))) then
+        top0_lane_sub_mul9_split_mul_reg9_sext29_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul9_split_mul_reg9_sext29_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul9_split_mul_reg9_sext29_fill;
+
+
+top0_lane_sub_mul9_split_mul_reg9_mid_e <= signed(unsigned'(top0_lane_sub_mul9_split_mul_reg9_sext29_sgn & unsigned(top0_lane_sub_mul9_split_mul_reg9_mid_sh)));
+
+top0_lane_sub_mul9_split_mul_reg9_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul9_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul9_p2 <= (top0_lane_sub_mul9_split_mul_reg9_outer + top0_lane_sub_mul9_split_mul_reg9_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul9_split_mul_reg9_st2;
+
+top0_lane_sub_mul9_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul9_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul9_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul9_x1 <= top0_lane_sub_mul9_x;
+                top0_lane_sub_mul9_x2 <= top0_lane_sub_mul9_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul9_xdl;
+
+
+top0_lane_sub_mul9_q <= shift_right(top0_lane_sub_mul9_p2, 16);
+
+
+top0_lane_sub_mul9_sat18_hi <= unsigned(top0_lane_sub_mul9_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul9_sat18_hin <= (not top0_lane_sub_mul9_sat18_hi);
+
+
+top0_lane_sub_mul9_sat18_nsign <= stdl((not bool(top0_lane_sub_mul9_q((64 - 1)))));
+
+top0_lane_sub_mul9_sat18_clamp: process (top0_lane_sub_mul9_sat18_fill, top0_lane_sub_mul9_sat18_hi, top0_lane_sub_mul9_q, top0_lane_sub_mul9_sat18_hin) is
+begin
+    if ((top0_lane_sub_mul9_sat18_hi = 0) or (top0_lane_sub_mul9_sat18_hin = 0)) then
+        top0_lane_sub_mul9_kv <= signed(unsigned(top0_lane_sub_mul9_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul9_kv <= signed(unsigned'(top0_lane_sub_mul9_q((64 - 1)) & top0_lane_sub_mul9_sat18_fill));
+    end if;
+end process top0_lane_sub_mul9_sat18_clamp;
+
+
+top0_lane_sub_mul9_d <= (resize(top0_lane_sub_mul9_x2, 33) - top0_lane_sub_mul9_kv);
 
 
 top0_lane_sub_mul9_sat19_hi <= unsigned(top0_lane_sub_mul9_d(33-1 downto (32 - 1)));
@@ -2403,7 +3683,7 @@ begin
     end if;
 end process top0_lane_sub_mul9_sat19_clamp;
 
-top0_lane_sub_mul9_s2: process (clk) is
+top0_lane_sub_mul9_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -2414,64 +3694,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul9_s2;
+end process top0_lane_sub_mul9_s3;
 
 
 top0_lane_sub_mul9_y <= unsigned(top0_lane_sub_mul9_yr);
 
-
-top0_lane_sub_mul10_x <= signed(top0_ar(352-1 downto 320));
-top0_lane_sub_mul10_v <= signed(top0_br(352-1 downto 320));
-
-
-top0_lane_sub_mul10_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul10_v);
-
-top0_lane_sub_mul10_s1: process (clk) is
+top0_factor_reg10_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul10_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul10_p1 <= to_signed(0, 65);
+            top0_factor_reg10_kz <= '1';
+            top0_factor_reg10_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul10_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul10_p1 <= top0_lane_sub_mul10_p_c;
-                end if;
-                top0_lane_sub_mul10_x1 <= top0_lane_sub_mul10_x;
+            if bool(top0_kload) then
+                top0_factor_reg10_k <= s_axis_s_tdata_num;
+                top0_factor_reg10_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul10_s1;
+end process top0_factor_reg10_st;
 
 
-top0_lane_sub_mul10_round_sat10_t <= shift_right(top0_lane_sub_mul10_p1, 16);
-top0_lane_sub_mul10_round_sat10_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul10_p1((16 - 1))));
+top0_lane_sub_mul10_x <= signed(top0_ar(352-1 downto 320));
 
 
-top0_lane_sub_mul10_round_sat10_r <= (top0_lane_sub_mul10_round_sat10_t + top0_lane_sub_mul10_round_sat10_rb);
+top0_lane_sub_mul10_split_mul_reg10_ac <= top0_factor_reg10_k;
+top0_lane_sub_mul10_split_mul_reg10_bc <= top0_br(352-1 downto 320);
 
 
-top0_lane_sub_mul10_round_sat10_sat20_hi <= unsigned(top0_lane_sub_mul10_round_sat10_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul10_split_mul_reg10_alu <= top0_lane_sub_mul10_split_mul_reg10_ac(16-1 downto 0);
+top0_lane_sub_mul10_split_mul_reg10_blu <= top0_lane_sub_mul10_split_mul_reg10_bc(16-1 downto 0);
+top0_lane_sub_mul10_split_mul_reg10_al <= signed(unsigned'('0' & top0_lane_sub_mul10_split_mul_reg10_ac(16-1 downto 0)));
+top0_lane_sub_mul10_split_mul_reg10_bl <= signed(unsigned'('0' & top0_lane_sub_mul10_split_mul_reg10_bc(16-1 downto 0)));
+top0_lane_sub_mul10_split_mul_reg10_ah <= signed(top0_lane_sub_mul10_split_mul_reg10_ac(32-1 downto 16));
+top0_lane_sub_mul10_split_mul_reg10_bh <= signed(top0_lane_sub_mul10_split_mul_reg10_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul10_round_sat10_sat20_hin <= (not top0_lane_sub_mul10_round_sat10_sat20_hi);
-
-
-top0_lane_sub_mul10_round_sat10_sat20_nsign <= stdl((not bool(top0_lane_sub_mul10_round_sat10_r((65 - 1)))));
-
-top0_lane_sub_mul10_round_sat10_sat20_clamp: process (top0_lane_sub_mul10_round_sat10_sat20_fill, top0_lane_sub_mul10_round_sat10_sat20_hi, top0_lane_sub_mul10_round_sat10_r, top0_lane_sub_mul10_round_sat10_sat20_hin) is
+top0_lane_sub_mul10_split_mul_reg10_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul10_round_sat10_sat20_hi = 0) or (top0_lane_sub_mul10_round_sat10_sat20_hin = 0)) then
-        top0_lane_sub_mul10_kv <= signed(unsigned(top0_lane_sub_mul10_round_sat10_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul10_kv <= signed(unsigned'(top0_lane_sub_mul10_round_sat10_r((65 - 1)) & top0_lane_sub_mul10_round_sat10_sat20_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul10_split_mul_reg10_hl <= to_signed(0, 33);
+            top0_lane_sub_mul10_split_mul_reg10_hh <= to_signed(0, 32);
+            top0_lane_sub_mul10_split_mul_reg10_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul10_split_mul_reg10_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg10_kz) then
+                    top0_lane_sub_mul10_split_mul_reg10_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul10_split_mul_reg10_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul10_split_mul_reg10_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul10_split_mul_reg10_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul10_split_mul_reg10_ll <= (top0_lane_sub_mul10_split_mul_reg10_alu * top0_lane_sub_mul10_split_mul_reg10_blu);
+                    top0_lane_sub_mul10_split_mul_reg10_lh <= (top0_lane_sub_mul10_split_mul_reg10_al * top0_lane_sub_mul10_split_mul_reg10_bh);
+                    top0_lane_sub_mul10_split_mul_reg10_hl <= (top0_lane_sub_mul10_split_mul_reg10_ah * top0_lane_sub_mul10_split_mul_reg10_bl);
+                    top0_lane_sub_mul10_split_mul_reg10_hh <= (top0_lane_sub_mul10_split_mul_reg10_ah * top0_lane_sub_mul10_split_mul_reg10_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul10_round_sat10_sat20_clamp;
+end process top0_lane_sub_mul10_split_mul_reg10_st1;
+
+top0_lane_sub_mul10_split_mul_reg10_sext30_fill: process (top0_lane_sub_mul10_split_mul_reg10_lh) is
+begin
+    if bool(top0_lane_sub_mul10_split_mul_reg10_lh((33 - 1))) then
+        top0_lane_sub_mul10_split_mul_reg10_sext30_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul10_split_mul_reg10_sext30_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul10_split_mul_reg10_sext30_fill;
 
 
-top0_lane_sub_mul10_d <= (resize(top0_lane_sub_mul10_x1, 33) - top0_lane_sub_mul10_kv);
+top0_lane_sub_mul10_split_mul_reg10_lhe <= signed(unsigned'(top0_lane_sub_mul10_split_mul_reg10_sext30_sgn & unsigned(top0_lane_sub_mul10_split_mul_reg10_lh)));
+
+top0_lane_sub_mul10_split_mul_reg10_sext31_fill: process (top0_lane_sub_mul10_split_mul_reg10_hl) is
+begin
+    if bool(top0_lane_sub_mul10_split_mul_reg10_hl((33 - 1))) then
+        top0_lane_sub_mul10_split_mul_reg10_sext31_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul10_split_mul_reg10_sext31_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul10_split_mul_reg10_sext31_fill;
+
+
+top0_lane_sub_mul10_split_mul_reg10_hle <= signed(unsigned'(top0_lane_sub_mul10_split_mul_reg10_sext31_sgn & unsigned(top0_lane_sub_mul10_split_mul_reg10_hl)));
+
+
+top0_lane_sub_mul10_split_mul_reg10_mid <= (top0_lane_sub_mul10_split_mul_reg10_lhe + top0_lane_sub_mul10_split_mul_reg10_hle);
+
+
+top0_lane_sub_mul10_split_mul_reg10_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul10_split_mul_reg10_hh) & top0_lane_sub_mul10_split_mul_reg10_ll));
+top0_lane_sub_mul10_split_mul_reg10_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul10_split_mul_reg10_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul10_split_mul_reg10_sext32_fill: process (top0_lane_sub_mul10_split_mul_reg10_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul10_split_mul_reg10_mid_sh((50 - 1))) then
+        top0_lane_sub_mul10_split_mul_reg10_sext32_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul10_split_mul_reg10_sext32_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul10_split_mul_reg10_sext32_fill;
+
+
+top0_lane_sub_mul10_split_mul_reg10_mid_e <= signed(unsigned'(top0_lane_sub_mul10_split_mul_reg10_sext32_sgn & unsigned(top0_lane_sub_mul10_split_mul_reg10_mid_sh)));
+
+top0_lane_sub_mul10_split_mul_reg10_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul10_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul10_p2 <= (top0_lane_sub_mul10_split_mul_reg10_outer + top0_lane_sub_mul10_split_mul_reg10_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul10_split_mul_reg10_st2;
+
+top0_lane_sub_mul10_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul10_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul10_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul10_x1 <= top0_lane_sub_mul10_x;
+                top0_lane_sub_mul10_x2 <= top0_lane_sub_mul10_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul10_xdl;
+
+
+top0_lane_sub_mul10_q <= shift_right(top0_lane_sub_mul10_p2, 16);
+
+
+top0_lane_sub_mul10_sat20_hi <= unsigned(top0_lane_sub_mul10_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul10_sat20_hin <= (not top0_lane_sub_mul10_sat20_hi);
+
+
+top0_lane_sub_mul10_sat20_nsign <= stdl((not bool(top0_lane_sub_mul10_q((64 - 1)))));
+
+top0_lane_sub_mul10_sat20_clamp: process (top0_lane_sub_mul10_sat20_fill, top0_lane_sub_mul10_sat20_hi, top0_lane_sub_mul10_q, top0_lane_sub_mul10_sat20_hin) is
+begin
+    if ((top0_lane_sub_mul10_sat20_hi = 0) or (top0_lane_sub_mul10_sat20_hin = 0)) then
+        top0_lane_sub_mul10_kv <= signed(unsigned(top0_lane_sub_mul10_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul10_kv <= signed(unsigned'(top0_lane_sub_mul10_q((64 - 1)) & top0_lane_sub_mul10_sat20_fill));
+    end if;
+end process top0_lane_sub_mul10_sat20_clamp;
+
+
+top0_lane_sub_mul10_d <= (resize(top0_lane_sub_mul10_x2, 33) - top0_lane_sub_mul10_kv);
 
 
 top0_lane_sub_mul10_sat21_hi <= unsigned(top0_lane_sub_mul10_d(33-1 downto (32 - 1)));
@@ -2491,7 +3868,7 @@ begin
     end if;
 end process top0_lane_sub_mul10_sat21_clamp;
 
-top0_lane_sub_mul10_s2: process (clk) is
+top0_lane_sub_mul10_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -2502,64 +3879,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul10_s2;
+end process top0_lane_sub_mul10_s3;
 
 
 top0_lane_sub_mul10_y <= unsigned(top0_lane_sub_mul10_yr);
 
-
-top0_lane_sub_mul11_x <= signed(top0_ar(384-1 downto 352));
-top0_lane_sub_mul11_v <= signed(top0_br(384-1 downto 352));
-
-
-top0_lane_sub_mul11_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul11_v);
-
-top0_lane_sub_mul11_s1: process (clk) is
+top0_factor_reg11_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul11_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul11_p1 <= to_signed(0, 65);
+            top0_factor_reg11_kz <= '1';
+            top0_factor_reg11_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul11_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul11_p1 <= top0_lane_sub_mul11_p_c;
-                end if;
-                top0_lane_sub_mul11_x1 <= top0_lane_sub_mul11_x;
+            if bool(top0_kload) then
+                top0_factor_reg11_k <= s_axis_s_tdata_num;
+                top0_factor_reg11_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul11_s1;
+end process top0_factor_reg11_st;
 
 
-top0_lane_sub_mul11_round_sat11_t <= shift_right(top0_lane_sub_mul11_p1, 16);
-top0_lane_sub_mul11_round_sat11_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul11_p1((16 - 1))));
+top0_lane_sub_mul11_x <= signed(top0_ar(384-1 downto 352));
 
 
-top0_lane_sub_mul11_round_sat11_r <= (top0_lane_sub_mul11_round_sat11_t + top0_lane_sub_mul11_round_sat11_rb);
+top0_lane_sub_mul11_split_mul_reg11_ac <= top0_factor_reg11_k;
+top0_lane_sub_mul11_split_mul_reg11_bc <= top0_br(384-1 downto 352);
 
 
-top0_lane_sub_mul11_round_sat11_sat22_hi <= unsigned(top0_lane_sub_mul11_round_sat11_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul11_split_mul_reg11_alu <= top0_lane_sub_mul11_split_mul_reg11_ac(16-1 downto 0);
+top0_lane_sub_mul11_split_mul_reg11_blu <= top0_lane_sub_mul11_split_mul_reg11_bc(16-1 downto 0);
+top0_lane_sub_mul11_split_mul_reg11_al <= signed(unsigned'('0' & top0_lane_sub_mul11_split_mul_reg11_ac(16-1 downto 0)));
+top0_lane_sub_mul11_split_mul_reg11_bl <= signed(unsigned'('0' & top0_lane_sub_mul11_split_mul_reg11_bc(16-1 downto 0)));
+top0_lane_sub_mul11_split_mul_reg11_ah <= signed(top0_lane_sub_mul11_split_mul_reg11_ac(32-1 downto 16));
+top0_lane_sub_mul11_split_mul_reg11_bh <= signed(top0_lane_sub_mul11_split_mul_reg11_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul11_round_sat11_sat22_hin <= (not top0_lane_sub_mul11_round_sat11_sat22_hi);
-
-
-top0_lane_sub_mul11_round_sat11_sat22_nsign <= stdl((not bool(top0_lane_sub_mul11_round_sat11_r((65 - 1)))));
-
-top0_lane_sub_mul11_round_sat11_sat22_clamp: process (top0_lane_sub_mul11_round_sat11_sat22_fill, top0_lane_sub_mul11_round_sat11_sat22_hi, top0_lane_sub_mul11_round_sat11_r, top0_lane_sub_mul11_round_sat11_sat22_hin) is
+top0_lane_sub_mul11_split_mul_reg11_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul11_round_sat11_sat22_hi = 0) or (top0_lane_sub_mul11_round_sat11_sat22_hin = 0)) then
-        top0_lane_sub_mul11_kv <= signed(unsigned(top0_lane_sub_mul11_round_sat11_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul11_kv <= signed(unsigned'(top0_lane_sub_mul11_round_sat11_r((65 - 1)) & top0_lane_sub_mul11_round_sat11_sat22_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul11_split_mul_reg11_hl <= to_signed(0, 33);
+            top0_lane_sub_mul11_split_mul_reg11_hh <= to_signed(0, 32);
+            top0_lane_sub_mul11_split_mul_reg11_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul11_split_mul_reg11_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg11_kz) then
+                    top0_lane_sub_mul11_split_mul_reg11_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul11_split_mul_reg11_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul11_split_mul_reg11_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul11_split_mul_reg11_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul11_split_mul_reg11_ll <= (top0_lane_sub_mul11_split_mul_reg11_alu * top0_lane_sub_mul11_split_mul_reg11_blu);
+                    top0_lane_sub_mul11_split_mul_reg11_lh <= (top0_lane_sub_mul11_split_mul_reg11_al * top0_lane_sub_mul11_split_mul_reg11_bh);
+                    top0_lane_sub_mul11_split_mul_reg11_hl <= (top0_lane_sub_mul11_split_mul_reg11_ah * top0_lane_sub_mul11_split_mul_reg11_bl);
+                    top0_lane_sub_mul11_split_mul_reg11_hh <= (top0_lane_sub_mul11_split_mul_reg11_ah * top0_lane_sub_mul11_split_mul_reg11_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul11_round_sat11_sat22_clamp;
+end process top0_lane_sub_mul11_split_mul_reg11_st1;
+
+top0_lane_sub_mul11_split_mul_reg11_sext33_fill: process (top0_lane_sub_mul11_split_mul_reg11_lh) is
+begin
+    if bool(top0_lane_sub_mul11_split_mul_reg11_lh((33 - 1))) then
+        top0_lane_sub_mul11_split_mul_reg11_sext33_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul11_split_mul_reg11_sext33_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul11_split_mul_reg11_sext33_fill;
 
 
-top0_lane_sub_mul11_d <= (resize(top0_lane_sub_mul11_x1, 33) - top0_lane_sub_mul11_kv);
+top0_lane_sub_mul11_split_mul_reg11_lhe <= signed(unsigned'(top0_lane_sub_mul11_split_mul_reg11_sext33_sgn & unsigned(top0_lane_sub_mul11_split_mul_reg11_lh)));
+
+top0_lane_sub_mul11_split_mul_reg11_sext34_fill: process (top0_lane_sub_mul11_split_mul_reg11_hl) is
+begin
+    if bool(top0_lane_sub_mul11_split_mul_reg11_hl((33 - 1))) then
+        top0_lane_sub_mul11_split_mul_reg11_sext34_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul11_split_mul_reg11_sext34_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul11_split_mul_reg11_sext34_fill;
+
+
+top0_lane_sub_mul11_split_mul_reg11_hle <= signed(unsigned'(top0_lane_sub_mul11_split_mul_reg11_sext34_sgn & unsigned(top0_lane_sub_mul11_split_mul_reg11_hl)));
+
+
+top0_lane_sub_mul11_split_mul_reg11_mid <= (top0_lane_sub_mul11_split_mul_reg11_lhe + top0_lane_sub_mul11_split_mul_reg11_hle);
+
+
+top0_lane_sub_mul11_split_mul_reg11_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul11_split_mul_reg11_hh) & top0_lane_sub_mul11_split_mul_reg11_ll));
+top0_lane_sub_mul11_split_mul_reg11_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul11_split_mul_reg11_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul11_split_mul_reg11_sext35_fill: process (top0_lane_sub_mul11_split_mul_reg11_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul11_split_mul_reg11_mid_sh((50 - 1))) then
+        top0_lane_sub_mul11_split_mul_reg11_sext35_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul11_split_mul_reg11_sext35_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul11_split_mul_reg11_sext35_fill;
+
+
+top0_lane_sub_mul11_split_mul_reg11_mid_e <= signed(unsigned'(top0_lane_sub_mul11_split_mul_reg11_sext35_sgn & unsigned(top0_lane_sub_mul11_split_mul_reg11_mid_sh)));
+
+top0_lane_sub_mul11_split_mul_reg11_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul11_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul11_p2 <= (top0_lane_sub_mul11_split_mul_reg11_outer + top0_lane_sub_mul11_split_mul_reg11_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul11_split_mul_reg11_st2;
+
+top0_lane_sub_mul11_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul11_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul11_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul11_x1 <= top0_lane_sub_mul11_x;
+                top0_lane_sub_mul11_x2 <= top0_lane_sub_mul11_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul11_xdl;
+
+
+top0_lane_sub_mul11_q <= shift_right(top0_lane_sub_mul11_p2, 16);
+
+
+top0_lane_sub_mul11_sat22_hi <= unsigned(top0_lane_sub_mul11_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul11_sat22_hin <= (not top0_lane_sub_mul11_sat22_hi);
+
+
+top0_lane_sub_mul11_sat22_nsign <= stdl((not bool(top0_lane_sub_mul11_q((64 - 1)))));
+
+top0_lane_sub_mul11_sat22_clamp: process (top0_lane_sub_mul11_sat22_fill, top0_lane_sub_mul11_sat22_hi, top0_lane_sub_mul11_q, top0_lane_sub_mul11_sat22_hin) is
+begin
+    if ((top0_lane_sub_mul11_sat22_hi = 0) or (top0_lane_sub_mul11_sat22_hin = 0)) then
+        top0_lane_sub_mul11_kv <= signed(unsigned(top0_lane_sub_mul11_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul11_kv <= signed(unsigned'(top0_lane_sub_mul11_q((64 - 1)) & top0_lane_sub_mul11_sat22_fill));
+    end if;
+end process top0_lane_sub_mul11_sat22_clamp;
+
+
+top0_lane_sub_mul11_d <= (resize(top0_lane_sub_mul11_x2, 33) - top0_lane_sub_mul11_kv);
 
 
 top0_lane_sub_mul11_sat23_hi <= unsigned(top0_lane_sub_mul11_d(33-1 downto (32 - 1)));
@@ -2579,7 +4053,7 @@ begin
     end if;
 end process top0_lane_sub_mul11_sat23_clamp;
 
-top0_lane_sub_mul11_s2: process (clk) is
+top0_lane_sub_mul11_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -2590,64 +4064,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul11_s2;
+end process top0_lane_sub_mul11_s3;
 
 
 top0_lane_sub_mul11_y <= unsigned(top0_lane_sub_mul11_yr);
 
-
-top0_lane_sub_mul12_x <= signed(top0_ar(416-1 downto 384));
-top0_lane_sub_mul12_v <= signed(top0_br(416-1 downto 384));
-
-
-top0_lane_sub_mul12_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul12_v);
-
-top0_lane_sub_mul12_s1: process (clk) is
+top0_factor_reg12_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul12_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul12_p1 <= to_signed(0, 65);
+            top0_factor_reg12_kz <= '1';
+            top0_factor_reg12_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul12_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul12_p1 <= top0_lane_sub_mul12_p_c;
-                end if;
-                top0_lane_sub_mul12_x1 <= top0_lane_sub_mul12_x;
+            if bool(top0_kload) then
+                top0_factor_reg12_k <= s_axis_s_tdata_num;
+                top0_factor_reg12_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul12_s1;
+end process top0_factor_reg12_st;
 
 
-top0_lane_sub_mul12_round_sat12_t <= shift_right(top0_lane_sub_mul12_p1, 16);
-top0_lane_sub_mul12_round_sat12_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul12_p1((16 - 1))));
+top0_lane_sub_mul12_x <= signed(top0_ar(416-1 downto 384));
 
 
-top0_lane_sub_mul12_round_sat12_r <= (top0_lane_sub_mul12_round_sat12_t + top0_lane_sub_mul12_round_sat12_rb);
+top0_lane_sub_mul12_split_mul_reg12_ac <= top0_factor_reg12_k;
+top0_lane_sub_mul12_split_mul_reg12_bc <= top0_br(416-1 downto 384);
 
 
-top0_lane_sub_mul12_round_sat12_sat24_hi <= unsigned(top0_lane_sub_mul12_round_sat12_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul12_split_mul_reg12_alu <= top0_lane_sub_mul12_split_mul_reg12_ac(16-1 downto 0);
+top0_lane_sub_mul12_split_mul_reg12_blu <= top0_lane_sub_mul12_split_mul_reg12_bc(16-1 downto 0);
+top0_lane_sub_mul12_split_mul_reg12_al <= signed(unsigned'('0' & top0_lane_sub_mul12_split_mul_reg12_ac(16-1 downto 0)));
+top0_lane_sub_mul12_split_mul_reg12_bl <= signed(unsigned'('0' & top0_lane_sub_mul12_split_mul_reg12_bc(16-1 downto 0)));
+top0_lane_sub_mul12_split_mul_reg12_ah <= signed(top0_lane_sub_mul12_split_mul_reg12_ac(32-1 downto 16));
+top0_lane_sub_mul12_split_mul_reg12_bh <= signed(top0_lane_sub_mul12_split_mul_reg12_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul12_round_sat12_sat24_hin <= (not top0_lane_sub_mul12_round_sat12_sat24_hi);
-
-
-top0_lane_sub_mul12_round_sat12_sat24_nsign <= stdl((not bool(top0_lane_sub_mul12_round_sat12_r((65 - 1)))));
-
-top0_lane_sub_mul12_round_sat12_sat24_clamp: process (top0_lane_sub_mul12_round_sat12_sat24_fill, top0_lane_sub_mul12_round_sat12_sat24_hi, top0_lane_sub_mul12_round_sat12_r, top0_lane_sub_mul12_round_sat12_sat24_hin) is
+top0_lane_sub_mul12_split_mul_reg12_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul12_round_sat12_sat24_hi = 0) or (top0_lane_sub_mul12_round_sat12_sat24_hin = 0)) then
-        top0_lane_sub_mul12_kv <= signed(unsigned(top0_lane_sub_mul12_round_sat12_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul12_kv <= signed(unsigned'(top0_lane_sub_mul12_round_sat12_r((65 - 1)) & top0_lane_sub_mul12_round_sat12_sat24_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul12_split_mul_reg12_hl <= to_signed(0, 33);
+            top0_lane_sub_mul12_split_mul_reg12_hh <= to_signed(0, 32);
+            top0_lane_sub_mul12_split_mul_reg12_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul12_split_mul_reg12_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg12_kz) then
+                    top0_lane_sub_mul12_split_mul_reg12_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul12_split_mul_reg12_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul12_split_mul_reg12_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul12_split_mul_reg12_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul12_split_mul_reg12_ll <= (top0_lane_sub_mul12_split_mul_reg12_alu * top0_lane_sub_mul12_split_mul_reg12_blu);
+                    top0_lane_sub_mul12_split_mul_reg12_lh <= (top0_lane_sub_mul12_split_mul_reg12_al * top0_lane_sub_mul12_split_mul_reg12_bh);
+                    top0_lane_sub_mul12_split_mul_reg12_hl <= (top0_lane_sub_mul12_split_mul_reg12_ah * top0_lane_sub_mul12_split_mul_reg12_bl);
+                    top0_lane_sub_mul12_split_mul_reg12_hh <= (top0_lane_sub_mul12_split_mul_reg12_ah * top0_lane_sub_mul12_split_mul_reg12_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul12_round_sat12_sat24_clamp;
+end process top0_lane_sub_mul12_split_mul_reg12_st1;
+
+top0_lane_sub_mul12_split_mul_reg12_sext36_fill: process (top0_lane_sub_mul12_split_mul_reg12_lh) is
+begin
+    if bool(top0_lane_sub_mul12_split_mul_reg12_lh((33 - 1))) then
+        top0_lane_sub_mul12_split_mul_reg12_sext36_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul12_split_mul_reg12_sext36_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul12_split_mul_reg12_sext36_fill;
 
 
-top0_lane_sub_mul12_d <= (resize(top0_lane_sub_mul12_x1, 33) - top0_lane_sub_mul12_kv);
+top0_lane_sub_mul12_split_mul_reg12_lhe <= signed(unsigned'(top0_lane_sub_mul12_split_mul_reg12_sext36_sgn & unsigned(top0_lane_sub_mul12_split_mul_reg12_lh)));
+
+top0_lane_sub_mul12_split_mul_reg12_sext37_fill: process (top0_lane_sub_mul12_split_mul_reg12_hl) is
+begin
+    if bool(top0_lane_sub_mul12_split_mul_reg12_hl((33 - 1))) then
+        top0_lane_sub_mul12_split_mul_reg12_sext37_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul12_split_mul_reg12_sext37_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul12_split_mul_reg12_sext37_fill;
+
+
+top0_lane_sub_mul12_split_mul_reg12_hle <= signed(unsigned'(top0_lane_sub_mul12_split_mul_reg12_sext37_sgn & unsigned(top0_lane_sub_mul12_split_mul_reg12_hl)));
+
+
+top0_lane_sub_mul12_split_mul_reg12_mid <= (top0_lane_sub_mul12_split_mul_reg12_lhe + top0_lane_sub_mul12_split_mul_reg12_hle);
+
+
+top0_lane_sub_mul12_split_mul_reg12_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul12_split_mul_reg12_hh) & top0_lane_sub_mul12_split_mul_reg12_ll));
+top0_lane_sub_mul12_split_mul_reg12_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul12_split_mul_reg12_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul12_split_mul_reg12_sext38_fill: process (top0_lane_sub_mul12_split_mul_reg12_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul12_split_mul_reg12_mid_sh((50 - 1))) then
+        top0_lane_sub_mul12_split_mul_reg12_sext38_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul12_split_mul_reg12_sext38_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul12_split_mul_reg12_sext38_fill;
+
+
+top0_lane_sub_mul12_split_mul_reg12_mid_e <= signed(unsigned'(top0_lane_sub_mul12_split_mul_reg12_sext38_sgn & unsigned(top0_lane_sub_mul12_split_mul_reg12_mid_sh)));
+
+top0_lane_sub_mul12_split_mul_reg12_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul12_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul12_p2 <= (top0_lane_sub_mul12_split_mul_reg12_outer + top0_lane_sub_mul12_split_mul_reg12_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul12_split_mul_reg12_st2;
+
+top0_lane_sub_mul12_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul12_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul12_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul12_x1 <= top0_lane_sub_mul12_x;
+                top0_lane_sub_mul12_x2 <= top0_lane_sub_mul12_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul12_xdl;
+
+
+top0_lane_sub_mul12_q <= shift_right(top0_lane_sub_mul12_p2, 16);
+
+
+top0_lane_sub_mul12_sat24_hi <= unsigned(top0_lane_sub_mul12_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul12_sat24_hin <= (not top0_lane_sub_mul12_sat24_hi);
+
+
+top0_lane_sub_mul12_sat24_nsign <= stdl((not bool(top0_lane_sub_mul12_q((64 - 1)))));
+
+top0_lane_sub_mul12_sat24_clamp: process (top0_lane_sub_mul12_sat24_fill, top0_lane_sub_mul12_sat24_hi, top0_lane_sub_mul12_q, top0_lane_sub_mul12_sat24_hin) is
+begin
+    if ((top0_lane_sub_mul12_sat24_hi = 0) or (top0_lane_sub_mul12_sat24_hin = 0)) then
+        top0_lane_sub_mul12_kv <= signed(unsigned(top0_lane_sub_mul12_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul12_kv <= signed(unsigned'(top0_lane_sub_mul12_q((64 - 1)) & top0_lane_sub_mul12_sat24_fill));
+    end if;
+end process top0_lane_sub_mul12_sat24_clamp;
+
+
+top0_lane_sub_mul12_d <= (resize(top0_lane_sub_mul12_x2, 33) - top0_lane_sub_mul12_kv);
 
 
 top0_lane_sub_mul12_sat25_hi <= unsigned(top0_lane_sub_mul12_d(33-1 downto (32 - 1)));
@@ -2667,7 +4238,7 @@ begin
     end if;
 end process top0_lane_sub_mul12_sat25_clamp;
 
-top0_lane_sub_mul12_s2: process (clk) is
+top0_lane_sub_mul12_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -2678,64 +4249,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul12_s2;
+end process top0_lane_sub_mul12_s3;
 
 
 top0_lane_sub_mul12_y <= unsigned(top0_lane_sub_mul12_yr);
 
-
-top0_lane_sub_mul13_x <= signed(top0_ar(448-1 downto 416));
-top0_lane_sub_mul13_v <= signed(top0_br(448-1 downto 416));
-
-
-top0_lane_sub_mul13_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul13_v);
-
-top0_lane_sub_mul13_s1: process (clk) is
+top0_factor_reg13_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul13_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul13_p1 <= to_signed(0, 65);
+            top0_factor_reg13_kz <= '1';
+            top0_factor_reg13_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul13_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul13_p1 <= top0_lane_sub_mul13_p_c;
-                end if;
-                top0_lane_sub_mul13_x1 <= top0_lane_sub_mul13_x;
+            if bool(top0_kload) then
+                top0_factor_reg13_k <= s_axis_s_tdata_num;
+                top0_factor_reg13_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul13_s1;
+end process top0_factor_reg13_st;
 
 
-top0_lane_sub_mul13_round_sat13_t <= shift_right(top0_lane_sub_mul13_p1, 16);
-top0_lane_sub_mul13_round_sat13_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul13_p1((16 - 1))));
+top0_lane_sub_mul13_x <= signed(top0_ar(448-1 downto 416));
 
 
-top0_lane_sub_mul13_round_sat13_r <= (top0_lane_sub_mul13_round_sat13_t + top0_lane_sub_mul13_round_sat13_rb);
+top0_lane_sub_mul13_split_mul_reg13_ac <= top0_factor_reg13_k;
+top0_lane_sub_mul13_split_mul_reg13_bc <= top0_br(448-1 downto 416);
 
 
-top0_lane_sub_mul13_round_sat13_sat26_hi <= unsigned(top0_lane_sub_mul13_round_sat13_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul13_split_mul_reg13_alu <= top0_lane_sub_mul13_split_mul_reg13_ac(16-1 downto 0);
+top0_lane_sub_mul13_split_mul_reg13_blu <= top0_lane_sub_mul13_split_mul_reg13_bc(16-1 downto 0);
+top0_lane_sub_mul13_split_mul_reg13_al <= signed(unsigned'('0' & top0_lane_sub_mul13_split_mul_reg13_ac(16-1 downto 0)));
+top0_lane_sub_mul13_split_mul_reg13_bl <= signed(unsigned'('0' & top0_lane_sub_mul13_split_mul_reg13_bc(16-1 downto 0)));
+top0_lane_sub_mul13_split_mul_reg13_ah <= signed(top0_lane_sub_mul13_split_mul_reg13_ac(32-1 downto 16));
+top0_lane_sub_mul13_split_mul_reg13_bh <= signed(top0_lane_sub_mul13_split_mul_reg13_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul13_round_sat13_sat26_hin <= (not top0_lane_sub_mul13_round_sat13_sat26_hi);
-
-
-top0_lane_sub_mul13_round_sat13_sat26_nsign <= stdl((not bool(top0_lane_sub_mul13_round_sat13_r((65 - 1)))));
-
-top0_lane_sub_mul13_round_sat13_sat26_clamp: process (top0_lane_sub_mul13_round_sat13_sat26_fill, top0_lane_sub_mul13_round_sat13_sat26_hi, top0_lane_sub_mul13_round_sat13_r, top0_lane_sub_mul13_round_sat13_sat26_hin) is
+top0_lane_sub_mul13_split_mul_reg13_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul13_round_sat13_sat26_hi = 0) or (top0_lane_sub_mul13_round_sat13_sat26_hin = 0)) then
-        top0_lane_sub_mul13_kv <= signed(unsigned(top0_lane_sub_mul13_round_sat13_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul13_kv <= signed(unsigned'(top0_lane_sub_mul13_round_sat13_r((65 - 1)) & top0_lane_sub_mul13_round_sat13_sat26_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul13_split_mul_reg13_hl <= to_signed(0, 33);
+            top0_lane_sub_mul13_split_mul_reg13_hh <= to_signed(0, 32);
+            top0_lane_sub_mul13_split_mul_reg13_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul13_split_mul_reg13_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg13_kz) then
+                    top0_lane_sub_mul13_split_mul_reg13_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul13_split_mul_reg13_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul13_split_mul_reg13_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul13_split_mul_reg13_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul13_split_mul_reg13_ll <= (top0_lane_sub_mul13_split_mul_reg13_alu * top0_lane_sub_mul13_split_mul_reg13_blu);
+                    top0_lane_sub_mul13_split_mul_reg13_lh <= (top0_lane_sub_mul13_split_mul_reg13_al * top0_lane_sub_mul13_split_mul_reg13_bh);
+                    top0_lane_sub_mul13_split_mul_reg13_hl <= (top0_lane_sub_mul13_split_mul_reg13_ah * top0_lane_sub_mul13_split_mul_reg13_bl);
+                    top0_lane_sub_mul13_split_mul_reg13_hh <= (top0_lane_sub_mul13_split_mul_reg13_ah * top0_lane_sub_mul13_split_mul_reg13_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul13_round_sat13_sat26_clamp;
+end process top0_lane_sub_mul13_split_mul_reg13_st1;
+
+top0_lane_sub_mul13_split_mul_reg13_sext39_fill: process (top0_lane_sub_mul13_split_mul_reg13_lh) is
+begin
+    if bool(top0_lane_sub_mul13_split_mul_reg13_lh((33 - 1))) then
+        top0_lane_sub_mul13_split_mul_reg13_sext39_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul13_split_mul_reg13_sext39_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul13_split_mul_reg13_sext39_fill;
 
 
-top0_lane_sub_mul13_d <= (resize(top0_lane_sub_mul13_x1, 33) - top0_lane_sub_mul13_kv);
+top0_lane_sub_mul13_split_mul_reg13_lhe <= signed(unsigned'(top0_lane_sub_mul13_split_mul_reg13_sext39_sgn & unsigned(top0_lane_sub_mul13_split_mul_reg13_lh)));
+
+top0_lane_sub_mul13_split_mul_reg13_sext40_fill: process (top0_lane_sub_mul13_split_mul_reg13_hl) is
+begin
+    if bool(top0_lane_sub_mul13_split_mul_reg13_hl((33 - 1))) then
+        top0_lane_sub_mul13_split_mul_reg13_sext40_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul13_split_mul_reg13_sext40_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul13_split_mul_reg13_sext40_fill;
+
+
+top0_lane_sub_mul13_split_mul_reg13_hle <= signed(unsigned'(top0_lane_sub_mul13_split_mul_reg13_sext40_sgn & unsigned(top0_lane_sub_mul13_split_mul_reg13_hl)));
+
+
+top0_lane_sub_mul13_split_mul_reg13_mid <= (top0_lane_sub_mul13_split_mul_reg13_lhe + top0_lane_sub_mul13_split_mul_reg13_hle);
+
+
+top0_lane_sub_mul13_split_mul_reg13_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul13_split_mul_reg13_hh) & top0_lane_sub_mul13_split_mul_reg13_ll));
+top0_lane_sub_mul13_split_mul_reg13_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul13_split_mul_reg13_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul13_split_mul_reg13_sext41_fill: process (top0_lane_sub_mul13_split_mul_reg13_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul13_split_mul_reg13_mid_sh((50 - 1))) then
+        top0_lane_sub_mul13_split_mul_reg13_sext41_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul13_split_mul_reg13_sext41_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul13_split_mul_reg13_sext41_fill;
+
+
+top0_lane_sub_mul13_split_mul_reg13_mid_e <= signed(unsigned'(top0_lane_sub_mul13_split_mul_reg13_sext41_sgn & unsigned(top0_lane_sub_mul13_split_mul_reg13_mid_sh)));
+
+top0_lane_sub_mul13_split_mul_reg13_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul13_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul13_p2 <= (top0_lane_sub_mul13_split_mul_reg13_outer + top0_lane_sub_mul13_split_mul_reg13_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul13_split_mul_reg13_st2;
+
+top0_lane_sub_mul13_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul13_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul13_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul13_x1 <= top0_lane_sub_mul13_x;
+                top0_lane_sub_mul13_x2 <= top0_lane_sub_mul13_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul13_xdl;
+
+
+top0_lane_sub_mul13_q <= shift_right(top0_lane_sub_mul13_p2, 16);
+
+
+top0_lane_sub_mul13_sat26_hi <= unsigned(top0_lane_sub_mul13_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul13_sat26_hin <= (not top0_lane_sub_mul13_sat26_hi);
+
+
+top0_lane_sub_mul13_sat26_nsign <= stdl((not bool(top0_lane_sub_mul13_q((64 - 1)))));
+
+top0_lane_sub_mul13_sat26_clamp: process (top0_lane_sub_mul13_sat26_fill, top0_lane_sub_mul13_sat26_hi, top0_lane_sub_mul13_q, top0_lane_sub_mul13_sat26_hin) is
+begin
+    if ((top0_lane_sub_mul13_sat26_hi = 0) or (top0_lane_sub_mul13_sat26_hin = 0)) then
+        top0_lane_sub_mul13_kv <= signed(unsigned(top0_lane_sub_mul13_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul13_kv <= signed(unsigned'(top0_lane_sub_mul13_q((64 - 1)) & top0_lane_sub_mul13_sat26_fill));
+    end if;
+end process top0_lane_sub_mul13_sat26_clamp;
+
+
+top0_lane_sub_mul13_d <= (resize(top0_lane_sub_mul13_x2, 33) - top0_lane_sub_mul13_kv);
 
 
 top0_lane_sub_mul13_sat27_hi <= unsigned(top0_lane_sub_mul13_d(33-1 downto (32 - 1)));
@@ -2755,7 +4423,7 @@ begin
     end if;
 end process top0_lane_sub_mul13_sat27_clamp;
 
-top0_lane_sub_mul13_s2: process (clk) is
+top0_lane_sub_mul13_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -2766,64 +4434,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul13_s2;
+end process top0_lane_sub_mul13_s3;
 
 
 top0_lane_sub_mul13_y <= unsigned(top0_lane_sub_mul13_yr);
 
-
-top0_lane_sub_mul14_x <= signed(top0_ar(480-1 downto 448));
-top0_lane_sub_mul14_v <= signed(top0_br(480-1 downto 448));
-
-
-top0_lane_sub_mul14_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul14_v);
-
-top0_lane_sub_mul14_s1: process (clk) is
+top0_factor_reg14_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul14_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul14_p1 <= to_signed(0, 65);
+            top0_factor_reg14_kz <= '1';
+            top0_factor_reg14_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul14_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul14_p1 <= top0_lane_sub_mul14_p_c;
-                end if;
-                top0_lane_sub_mul14_x1 <= top0_lane_sub_mul14_x;
+            if bool(top0_kload) then
+                top0_factor_reg14_k <= s_axis_s_tdata_num;
+                top0_factor_reg14_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul14_s1;
+end process top0_factor_reg14_st;
 
 
-top0_lane_sub_mul14_round_sat14_t <= shift_right(top0_lane_sub_mul14_p1, 16);
-top0_lane_sub_mul14_round_sat14_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul14_p1((16 - 1))));
+top0_lane_sub_mul14_x <= signed(top0_ar(480-1 downto 448));
 
 
-top0_lane_sub_mul14_round_sat14_r <= (top0_lane_sub_mul14_round_sat14_t + top0_lane_sub_mul14_round_sat14_rb);
+top0_lane_sub_mul14_split_mul_reg14_ac <= top0_factor_reg14_k;
+top0_lane_sub_mul14_split_mul_reg14_bc <= top0_br(480-1 downto 448);
 
 
-top0_lane_sub_mul14_round_sat14_sat28_hi <= unsigned(top0_lane_sub_mul14_round_sat14_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul14_split_mul_reg14_alu <= top0_lane_sub_mul14_split_mul_reg14_ac(16-1 downto 0);
+top0_lane_sub_mul14_split_mul_reg14_blu <= top0_lane_sub_mul14_split_mul_reg14_bc(16-1 downto 0);
+top0_lane_sub_mul14_split_mul_reg14_al <= signed(unsigned'('0' & top0_lane_sub_mul14_split_mul_reg14_ac(16-1 downto 0)));
+top0_lane_sub_mul14_split_mul_reg14_bl <= signed(unsigned'('0' & top0_lane_sub_mul14_split_mul_reg14_bc(16-1 downto 0)));
+top0_lane_sub_mul14_split_mul_reg14_ah <= signed(top0_lane_sub_mul14_split_mul_reg14_ac(32-1 downto 16));
+top0_lane_sub_mul14_split_mul_reg14_bh <= signed(top0_lane_sub_mul14_split_mul_reg14_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul14_round_sat14_sat28_hin <= (not top0_lane_sub_mul14_round_sat14_sat28_hi);
-
-
-top0_lane_sub_mul14_round_sat14_sat28_nsign <= stdl((not bool(top0_lane_sub_mul14_round_sat14_r((65 - 1)))));
-
-top0_lane_sub_mul14_round_sat14_sat28_clamp: process (top0_lane_sub_mul14_round_sat14_sat28_fill, top0_lane_sub_mul14_round_sat14_sat28_hi, top0_lane_sub_mul14_round_sat14_r, top0_lane_sub_mul14_round_sat14_sat28_hin) is
+top0_lane_sub_mul14_split_mul_reg14_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul14_round_sat14_sat28_hi = 0) or (top0_lane_sub_mul14_round_sat14_sat28_hin = 0)) then
-        top0_lane_sub_mul14_kv <= signed(unsigned(top0_lane_sub_mul14_round_sat14_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul14_kv <= signed(unsigned'(top0_lane_sub_mul14_round_sat14_r((65 - 1)) & top0_lane_sub_mul14_round_sat14_sat28_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul14_split_mul_reg14_hl <= to_signed(0, 33);
+            top0_lane_sub_mul14_split_mul_reg14_hh <= to_signed(0, 32);
+            top0_lane_sub_mul14_split_mul_reg14_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul14_split_mul_reg14_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg14_kz) then
+                    top0_lane_sub_mul14_split_mul_reg14_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul14_split_mul_reg14_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul14_split_mul_reg14_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul14_split_mul_reg14_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul14_split_mul_reg14_ll <= (top0_lane_sub_mul14_split_mul_reg14_alu * top0_lane_sub_mul14_split_mul_reg14_blu);
+                    top0_lane_sub_mul14_split_mul_reg14_lh <= (top0_lane_sub_mul14_split_mul_reg14_al * top0_lane_sub_mul14_split_mul_reg14_bh);
+                    top0_lane_sub_mul14_split_mul_reg14_hl <= (top0_lane_sub_mul14_split_mul_reg14_ah * top0_lane_sub_mul14_split_mul_reg14_bl);
+                    top0_lane_sub_mul14_split_mul_reg14_hh <= (top0_lane_sub_mul14_split_mul_reg14_ah * top0_lane_sub_mul14_split_mul_reg14_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul14_round_sat14_sat28_clamp;
+end process top0_lane_sub_mul14_split_mul_reg14_st1;
+
+top0_lane_sub_mul14_split_mul_reg14_sext42_fill: process (top0_lane_sub_mul14_split_mul_reg14_lh) is
+begin
+    if bool(top0_lane_sub_mul14_split_mul_reg14_lh((33 - 1))) then
+        top0_lane_sub_mul14_split_mul_reg14_sext42_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul14_split_mul_reg14_sext42_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul14_split_mul_reg14_sext42_fill;
 
 
-top0_lane_sub_mul14_d <= (resize(top0_lane_sub_mul14_x1, 33) - top0_lane_sub_mul14_kv);
+top0_lane_sub_mul14_split_mul_reg14_lhe <= signed(unsigned'(top0_lane_sub_mul14_split_mul_reg14_sext42_sgn & unsigned(top0_lane_sub_mul14_split_mul_reg14_lh)));
+
+top0_lane_sub_mul14_split_mul_reg14_sext43_fill: process (top0_lane_sub_mul14_split_mul_reg14_hl) is
+begin
+    if bool(top0_lane_sub_mul14_split_mul_reg14_hl((33 - 1))) then
+        top0_lane_sub_mul14_split_mul_reg14_sext43_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul14_split_mul_reg14_sext43_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul14_split_mul_reg14_sext43_fill;
+
+
+top0_lane_sub_mul14_split_mul_reg14_hle <= signed(unsigned'(top0_lane_sub_mul14_split_mul_reg14_sext43_sgn & unsigned(top0_lane_sub_mul14_split_mul_reg14_hl)));
+
+
+top0_lane_sub_mul14_split_mul_reg14_mid <= (top0_lane_sub_mul14_split_mul_reg14_lhe + top0_lane_sub_mul14_split_mul_reg14_hle);
+
+
+top0_lane_sub_mul14_split_mul_reg14_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul14_split_mul_reg14_hh) & top0_lane_sub_mul14_split_mul_reg14_ll));
+top0_lane_sub_mul14_split_mul_reg14_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul14_split_mul_reg14_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul14_split_mul_reg14_sext44_fill: process (top0_lane_sub_mul14_split_mul_reg14_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul14_split_mul_reg14_mid_sh((50 - 1))) then
+        top0_lane_sub_mul14_split_mul_reg14_sext44_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul14_split_mul_reg14_sext44_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul14_split_mul_reg14_sext44_fill;
+
+
+top0_lane_sub_mul14_split_mul_reg14_mid_e <= signed(unsigned'(top0_lane_sub_mul14_split_mul_reg14_sext44_sgn & unsigned(top0_lane_sub_mul14_split_mul_reg14_mid_sh)));
+
+top0_lane_sub_mul14_split_mul_reg14_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul14_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul14_p2 <= (top0_lane_sub_mul14_split_mul_reg14_outer + top0_lane_sub_mul14_split_mul_reg14_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul14_split_mul_reg14_st2;
+
+top0_lane_sub_mul14_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul14_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul14_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul14_x1 <= top0_lane_sub_mul14_x;
+                top0_lane_sub_mul14_x2 <= top0_lane_sub_mul14_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul14_xdl;
+
+
+top0_lane_sub_mul14_q <= shift_right(top0_lane_sub_mul14_p2, 16);
+
+
+top0_lane_sub_mul14_sat28_hi <= unsigned(top0_lane_sub_mul14_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul14_sat28_hin <= (not top0_lane_sub_mul14_sat28_hi);
+
+
+top0_lane_sub_mul14_sat28_nsign <= stdl((not bool(top0_lane_sub_mul14_q((64 - 1)))));
+
+top0_lane_sub_mul14_sat28_clamp: process (top0_lane_sub_mul14_sat28_fill, top0_lane_sub_mul14_sat28_hi, top0_lane_sub_mul14_q, top0_lane_sub_mul14_sat28_hin) is
+begin
+    if ((top0_lane_sub_mul14_sat28_hi = 0) or (top0_lane_sub_mul14_sat28_hin = 0)) then
+        top0_lane_sub_mul14_kv <= signed(unsigned(top0_lane_sub_mul14_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul14_kv <= signed(unsigned'(top0_lane_sub_mul14_q((64 - 1)) & top0_lane_sub_mul14_sat28_fill));
+    end if;
+end process top0_lane_sub_mul14_sat28_clamp;
+
+
+top0_lane_sub_mul14_d <= (resize(top0_lane_sub_mul14_x2, 33) - top0_lane_sub_mul14_kv);
 
 
 top0_lane_sub_mul14_sat29_hi <= unsigned(top0_lane_sub_mul14_d(33-1 downto (32 - 1)));
@@ -2843,7 +4608,7 @@ begin
     end if;
 end process top0_lane_sub_mul14_sat29_clamp;
 
-top0_lane_sub_mul14_s2: process (clk) is
+top0_lane_sub_mul14_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -2854,64 +4619,161 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul14_s2;
+end process top0_lane_sub_mul14_s3;
 
 
 top0_lane_sub_mul14_y <= unsigned(top0_lane_sub_mul14_yr);
 
-
-top0_lane_sub_mul15_x <= signed(top0_ar(512-1 downto 480));
-top0_lane_sub_mul15_v <= signed(top0_br(512-1 downto 480));
-
-
-top0_lane_sub_mul15_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul15_v);
-
-top0_lane_sub_mul15_s1: process (clk) is
+top0_factor_reg15_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_lane_sub_mul15_x1 <= to_signed(0, 32);
-            top0_lane_sub_mul15_p1 <= to_signed(0, 65);
+            top0_factor_reg15_kz <= '1';
+            top0_factor_reg15_k <= to_unsigned(0, 32);
         else
-            if bool(top0_en) then
-                if (top0_kr = 0) then
-                    top0_lane_sub_mul15_p1 <= to_signed(0, 65);
-                else
-                    top0_lane_sub_mul15_p1 <= top0_lane_sub_mul15_p_c;
-                end if;
-                top0_lane_sub_mul15_x1 <= top0_lane_sub_mul15_x;
+            if bool(top0_kload) then
+                top0_factor_reg15_k <= s_axis_s_tdata_num;
+                top0_factor_reg15_kz <= stdl(s_axis_s_tdata_num = 0);
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul15_s1;
+end process top0_factor_reg15_st;
 
 
-top0_lane_sub_mul15_round_sat15_t <= shift_right(top0_lane_sub_mul15_p1, 16);
-top0_lane_sub_mul15_round_sat15_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul15_p1((16 - 1))));
+top0_lane_sub_mul15_x <= signed(top0_ar(512-1 downto 480));
 
 
-top0_lane_sub_mul15_round_sat15_r <= (top0_lane_sub_mul15_round_sat15_t + top0_lane_sub_mul15_round_sat15_rb);
+top0_lane_sub_mul15_split_mul_reg15_ac <= top0_factor_reg15_k;
+top0_lane_sub_mul15_split_mul_reg15_bc <= top0_br(512-1 downto 480);
 
 
-top0_lane_sub_mul15_round_sat15_sat30_hi <= unsigned(top0_lane_sub_mul15_round_sat15_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul15_split_mul_reg15_alu <= top0_lane_sub_mul15_split_mul_reg15_ac(16-1 downto 0);
+top0_lane_sub_mul15_split_mul_reg15_blu <= top0_lane_sub_mul15_split_mul_reg15_bc(16-1 downto 0);
+top0_lane_sub_mul15_split_mul_reg15_al <= signed(unsigned'('0' & top0_lane_sub_mul15_split_mul_reg15_ac(16-1 downto 0)));
+top0_lane_sub_mul15_split_mul_reg15_bl <= signed(unsigned'('0' & top0_lane_sub_mul15_split_mul_reg15_bc(16-1 downto 0)));
+top0_lane_sub_mul15_split_mul_reg15_ah <= signed(top0_lane_sub_mul15_split_mul_reg15_ac(32-1 downto 16));
+top0_lane_sub_mul15_split_mul_reg15_bh <= signed(top0_lane_sub_mul15_split_mul_reg15_bc(32-1 downto 16));
 
-
-top0_lane_sub_mul15_round_sat15_sat30_hin <= (not top0_lane_sub_mul15_round_sat15_sat30_hi);
-
-
-top0_lane_sub_mul15_round_sat15_sat30_nsign <= stdl((not bool(top0_lane_sub_mul15_round_sat15_r((65 - 1)))));
-
-top0_lane_sub_mul15_round_sat15_sat30_clamp: process (top0_lane_sub_mul15_round_sat15_sat30_fill, top0_lane_sub_mul15_round_sat15_sat30_hi, top0_lane_sub_mul15_round_sat15_r, top0_lane_sub_mul15_round_sat15_sat30_hin) is
+top0_lane_sub_mul15_split_mul_reg15_st1: process (clk) is
 begin
-    if ((top0_lane_sub_mul15_round_sat15_sat30_hi = 0) or (top0_lane_sub_mul15_round_sat15_sat30_hin = 0)) then
-        top0_lane_sub_mul15_kv <= signed(unsigned(top0_lane_sub_mul15_round_sat15_r(32-1 downto 0)));
-    else
-        top0_lane_sub_mul15_kv <= signed(unsigned'(top0_lane_sub_mul15_round_sat15_r((65 - 1)) & top0_lane_sub_mul15_round_sat15_sat30_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul15_split_mul_reg15_hl <= to_signed(0, 33);
+            top0_lane_sub_mul15_split_mul_reg15_hh <= to_signed(0, 32);
+            top0_lane_sub_mul15_split_mul_reg15_ll <= to_unsigned(0, 32);
+            top0_lane_sub_mul15_split_mul_reg15_lh <= to_signed(0, 33);
+        else
+            if bool(top0_en) then
+                if bool(top0_factor_reg15_kz) then
+                    top0_lane_sub_mul15_split_mul_reg15_ll <= to_unsigned(0, 32);
+                    top0_lane_sub_mul15_split_mul_reg15_lh <= to_signed(0, 33);
+                    top0_lane_sub_mul15_split_mul_reg15_hl <= to_signed(0, 33);
+                    top0_lane_sub_mul15_split_mul_reg15_hh <= to_signed(0, 32);
+                else
+                    top0_lane_sub_mul15_split_mul_reg15_ll <= (top0_lane_sub_mul15_split_mul_reg15_alu * top0_lane_sub_mul15_split_mul_reg15_blu);
+                    top0_lane_sub_mul15_split_mul_reg15_lh <= (top0_lane_sub_mul15_split_mul_reg15_al * top0_lane_sub_mul15_split_mul_reg15_bh);
+                    top0_lane_sub_mul15_split_mul_reg15_hl <= (top0_lane_sub_mul15_split_mul_reg15_ah * top0_lane_sub_mul15_split_mul_reg15_bl);
+                    top0_lane_sub_mul15_split_mul_reg15_hh <= (top0_lane_sub_mul15_split_mul_reg15_ah * top0_lane_sub_mul15_split_mul_reg15_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process top0_lane_sub_mul15_round_sat15_sat30_clamp;
+end process top0_lane_sub_mul15_split_mul_reg15_st1;
+
+top0_lane_sub_mul15_split_mul_reg15_sext45_fill: process (top0_lane_sub_mul15_split_mul_reg15_lh) is
+begin
+    if bool(top0_lane_sub_mul15_split_mul_reg15_lh((33 - 1))) then
+        top0_lane_sub_mul15_split_mul_reg15_sext45_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul15_split_mul_reg15_sext45_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul15_split_mul_reg15_sext45_fill;
 
 
-top0_lane_sub_mul15_d <= (resize(top0_lane_sub_mul15_x1, 33) - top0_lane_sub_mul15_kv);
+top0_lane_sub_mul15_split_mul_reg15_lhe <= signed(unsigned'(top0_lane_sub_mul15_split_mul_reg15_sext45_sgn & unsigned(top0_lane_sub_mul15_split_mul_reg15_lh)));
+
+top0_lane_sub_mul15_split_mul_reg15_sext46_fill: process (top0_lane_sub_mul15_split_mul_reg15_hl) is
+begin
+    if bool(top0_lane_sub_mul15_split_mul_reg15_hl((33 - 1))) then
+        top0_lane_sub_mul15_split_mul_reg15_sext46_sgn <= to_unsigned(1, 1);
+    else
+        top0_lane_sub_mul15_split_mul_reg15_sext46_sgn <= to_unsigned(0, 1);
+    end if;
+end process top0_lane_sub_mul15_split_mul_reg15_sext46_fill;
+
+
+top0_lane_sub_mul15_split_mul_reg15_hle <= signed(unsigned'(top0_lane_sub_mul15_split_mul_reg15_sext46_sgn & unsigned(top0_lane_sub_mul15_split_mul_reg15_hl)));
+
+
+top0_lane_sub_mul15_split_mul_reg15_mid <= (top0_lane_sub_mul15_split_mul_reg15_lhe + top0_lane_sub_mul15_split_mul_reg15_hle);
+
+
+top0_lane_sub_mul15_split_mul_reg15_outer <= signed(unsigned'(unsigned(top0_lane_sub_mul15_split_mul_reg15_hh) & top0_lane_sub_mul15_split_mul_reg15_ll));
+top0_lane_sub_mul15_split_mul_reg15_mid_sh <= signed(unsigned'(unsigned(top0_lane_sub_mul15_split_mul_reg15_mid) & to_unsigned(32768, 16)));
+
+top0_lane_sub_mul15_split_mul_reg15_sext47_fill: process (top0_lane_sub_mul15_split_mul_reg15_mid_sh) is
+begin
+    if bool(top0_lane_sub_mul15_split_mul_reg15_mid_sh((50 - 1))) then
+        top0_lane_sub_mul15_split_mul_reg15_sext47_sgn <= to_unsigned(16383, 14);
+    else
+        top0_lane_sub_mul15_split_mul_reg15_sext47_sgn <= to_unsigned(0, 14);
+    end if;
+end process top0_lane_sub_mul15_split_mul_reg15_sext47_fill;
+
+
+top0_lane_sub_mul15_split_mul_reg15_mid_e <= signed(unsigned'(top0_lane_sub_mul15_split_mul_reg15_sext47_sgn & unsigned(top0_lane_sub_mul15_split_mul_reg15_mid_sh)));
+
+top0_lane_sub_mul15_split_mul_reg15_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul15_p2 <= to_signed(0, 64);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul15_p2 <= (top0_lane_sub_mul15_split_mul_reg15_outer + top0_lane_sub_mul15_split_mul_reg15_mid_e);
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul15_split_mul_reg15_st2;
+
+top0_lane_sub_mul15_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            top0_lane_sub_mul15_x2 <= to_signed(0, 32);
+            top0_lane_sub_mul15_x1 <= to_signed(0, 32);
+        else
+            if bool(top0_en) then
+                top0_lane_sub_mul15_x1 <= top0_lane_sub_mul15_x;
+                top0_lane_sub_mul15_x2 <= top0_lane_sub_mul15_x1;
+            end if;
+        end if;
+    end if;
+end process top0_lane_sub_mul15_xdl;
+
+
+top0_lane_sub_mul15_q <= shift_right(top0_lane_sub_mul15_p2, 16);
+
+
+top0_lane_sub_mul15_sat30_hi <= unsigned(top0_lane_sub_mul15_q(64-1 downto (32 - 1)));
+
+
+top0_lane_sub_mul15_sat30_hin <= (not top0_lane_sub_mul15_sat30_hi);
+
+
+top0_lane_sub_mul15_sat30_nsign <= stdl((not bool(top0_lane_sub_mul15_q((64 - 1)))));
+
+top0_lane_sub_mul15_sat30_clamp: process (top0_lane_sub_mul15_sat30_fill, top0_lane_sub_mul15_sat30_hi, top0_lane_sub_mul15_q, top0_lane_sub_mul15_sat30_hin) is
+begin
+    if ((top0_lane_sub_mul15_sat30_hi = 0) or (top0_lane_sub_mul15_sat30_hin = 0)) then
+        top0_lane_sub_mul15_kv <= signed(unsigned(top0_lane_sub_mul15_q(32-1 downto 0)));
+    else
+        top0_lane_sub_mul15_kv <= signed(unsigned'(top0_lane_sub_mul15_q((64 - 1)) & top0_lane_sub_mul15_sat30_fill));
+    end if;
+end process top0_lane_sub_mul15_sat30_clamp;
+
+
+top0_lane_sub_mul15_d <= (resize(top0_lane_sub_mul15_x2, 33) - top0_lane_sub_mul15_kv);
 
 
 top0_lane_sub_mul15_sat31_hi <= unsigned(top0_lane_sub_mul15_d(33-1 downto (32 - 1)));
@@ -2931,7 +4793,7 @@ begin
     end if;
 end process top0_lane_sub_mul15_sat31_clamp;
 
-top0_lane_sub_mul15_s2: process (clk) is
+top0_lane_sub_mul15_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -2942,7 +4804,7 @@ begin
             end if;
         end if;
     end if;
-end process top0_lane_sub_mul15_s2;
+end process top0_lane_sub_mul15_s3;
 
 
 top0_lane_sub_mul15_y <= unsigned(top0_lane_sub_mul15_yr);

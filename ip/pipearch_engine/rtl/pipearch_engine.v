@@ -3778,23 +3778,99 @@ reg [8:0] engine_impl0_dot_sigmoid0_control0_dim_r;
 reg [12:0] engine_impl0_dot_sigmoid0_control0_icnt;
 reg [12:0] engine_impl0_dot_sigmoid0_control0_it_r;
 reg [8:0] engine_impl0_dot_sigmoid0_control0_lcnt;
-reg signed [63:0] engine_impl0_dot_sigmoid0_mul_reg0_p;
-wire signed [31:0] engine_impl0_dot_sigmoid0_mul_reg0_a;
-wire signed [31:0] engine_impl0_dot_sigmoid0_mul_reg0_b;
-reg signed [63:0] engine_impl0_dot_sigmoid0_mul_reg1_p;
-wire signed [31:0] engine_impl0_dot_sigmoid0_mul_reg1_a;
-wire signed [31:0] engine_impl0_dot_sigmoid0_mul_reg1_b;
-reg signed [63:0] engine_impl0_dot_sigmoid0_mul_reg2_p;
-wire signed [31:0] engine_impl0_dot_sigmoid0_mul_reg2_a;
-wire signed [31:0] engine_impl0_dot_sigmoid0_mul_reg2_b;
-reg signed [63:0] engine_impl0_dot_sigmoid0_mul_reg3_p;
-wire signed [31:0] engine_impl0_dot_sigmoid0_mul_reg3_a;
-wire signed [31:0] engine_impl0_dot_sigmoid0_mul_reg3_b;
+reg signed [63:0] engine_impl0_dot_sigmoid0_split_mul_reg0_p;
+wire [31:0] engine_impl0_dot_sigmoid0_split_mul_reg0_ac;
+wire [31:0] engine_impl0_dot_sigmoid0_split_mul_reg0_bc;
+wire [15:0] engine_impl0_dot_sigmoid0_split_mul_reg0_alu;
+wire [15:0] engine_impl0_dot_sigmoid0_split_mul_reg0_blu;
+wire signed [16:0] engine_impl0_dot_sigmoid0_split_mul_reg0_al;
+wire signed [16:0] engine_impl0_dot_sigmoid0_split_mul_reg0_bl;
+wire signed [15:0] engine_impl0_dot_sigmoid0_split_mul_reg0_ah;
+wire signed [15:0] engine_impl0_dot_sigmoid0_split_mul_reg0_bh;
+reg [31:0] engine_impl0_dot_sigmoid0_split_mul_reg0_ll;
+reg signed [32:0] engine_impl0_dot_sigmoid0_split_mul_reg0_lh;
+reg signed [32:0] engine_impl0_dot_sigmoid0_split_mul_reg0_hl;
+reg signed [31:0] engine_impl0_dot_sigmoid0_split_mul_reg0_hh;
+wire signed [33:0] engine_impl0_dot_sigmoid0_split_mul_reg0_mid;
+wire signed [33:0] engine_impl0_dot_sigmoid0_split_mul_reg0_lhe;
+wire signed [33:0] engine_impl0_dot_sigmoid0_split_mul_reg0_hle;
+wire signed [63:0] engine_impl0_dot_sigmoid0_split_mul_reg0_outer;
+wire signed [49:0] engine_impl0_dot_sigmoid0_split_mul_reg0_mid_sh;
+wire signed [63:0] engine_impl0_dot_sigmoid0_split_mul_reg0_mid_e;
+reg [0:0] engine_impl0_dot_sigmoid0_split_mul_reg0_sext0_sgn;
+reg [0:0] engine_impl0_dot_sigmoid0_split_mul_reg0_sext1_sgn;
+reg [13:0] engine_impl0_dot_sigmoid0_split_mul_reg0_sext2_sgn;
+reg signed [63:0] engine_impl0_dot_sigmoid0_split_mul_reg1_p;
+wire [31:0] engine_impl0_dot_sigmoid0_split_mul_reg1_ac;
+wire [31:0] engine_impl0_dot_sigmoid0_split_mul_reg1_bc;
+wire [15:0] engine_impl0_dot_sigmoid0_split_mul_reg1_alu;
+wire [15:0] engine_impl0_dot_sigmoid0_split_mul_reg1_blu;
+wire signed [16:0] engine_impl0_dot_sigmoid0_split_mul_reg1_al;
+wire signed [16:0] engine_impl0_dot_sigmoid0_split_mul_reg1_bl;
+wire signed [15:0] engine_impl0_dot_sigmoid0_split_mul_reg1_ah;
+wire signed [15:0] engine_impl0_dot_sigmoid0_split_mul_reg1_bh;
+reg [31:0] engine_impl0_dot_sigmoid0_split_mul_reg1_ll;
+reg signed [32:0] engine_impl0_dot_sigmoid0_split_mul_reg1_lh;
+reg signed [32:0] engine_impl0_dot_sigmoid0_split_mul_reg1_hl;
+reg signed [31:0] engine_impl0_dot_sigmoid0_split_mul_reg1_hh;
+wire signed [33:0] engine_impl0_dot_sigmoid0_split_mul_reg1_mid;
+wire signed [33:0] engine_impl0_dot_sigmoid0_split_mul_reg1_lhe;
+wire signed [33:0] engine_impl0_dot_sigmoid0_split_mul_reg1_hle;
+wire signed [63:0] engine_impl0_dot_sigmoid0_split_mul_reg1_outer;
+wire signed [49:0] engine_impl0_dot_sigmoid0_split_mul_reg1_mid_sh;
+wire signed [63:0] engine_impl0_dot_sigmoid0_split_mul_reg1_mid_e;
+reg [0:0] engine_impl0_dot_sigmoid0_split_mul_reg1_sext3_sgn;
+reg [0:0] engine_impl0_dot_sigmoid0_split_mul_reg1_sext4_sgn;
+reg [13:0] engine_impl0_dot_sigmoid0_split_mul_reg1_sext5_sgn;
+reg signed [63:0] engine_impl0_dot_sigmoid0_split_mul_reg2_p;
+wire [31:0] engine_impl0_dot_sigmoid0_split_mul_reg2_ac;
+wire [31:0] engine_impl0_dot_sigmoid0_split_mul_reg2_bc;
+wire [15:0] engine_impl0_dot_sigmoid0_split_mul_reg2_alu;
+wire [15:0] engine_impl0_dot_sigmoid0_split_mul_reg2_blu;
+wire signed [16:0] engine_impl0_dot_sigmoid0_split_mul_reg2_al;
+wire signed [16:0] engine_impl0_dot_sigmoid0_split_mul_reg2_bl;
+wire signed [15:0] engine_impl0_dot_sigmoid0_split_mul_reg2_ah;
+wire signed [15:0] engine_impl0_dot_sigmoid0_split_mul_reg2_bh;
+reg [31:0] engine_impl0_dot_sigmoid0_split_mul_reg2_ll;
+reg signed [32:0] engine_impl0_dot_sigmoid0_split_mul_reg2_lh;
+reg signed [32:0] engine_impl0_dot_sigmoid0_split_mul_reg2_hl;
+reg signed [31:0] engine_impl0_dot_sigmoid0_split_mul_reg2_hh;
+wire signed [33:0] engine_impl0_dot_sigmoid0_split_mul_reg2_mid;
+wire signed [33:0] engine_impl0_dot_sigmoid0_split_mul_reg2_lhe;
+wire signed [33:0] engine_impl0_dot_sigmoid0_split_mul_reg2_hle;
+wire signed [63:0] engine_impl0_dot_sigmoid0_split_mul_reg2_outer;
+wire signed [49:0] engine_impl0_dot_sigmoid0_split_mul_reg2_mid_sh;
+wire signed [63:0] engine_impl0_dot_sigmoid0_split_mul_reg2_mid_e;
+reg [0:0] engine_impl0_dot_sigmoid0_split_mul_reg2_sext6_sgn;
+reg [0:0] engine_impl0_dot_sigmoid0_split_mul_reg2_sext7_sgn;
+reg [13:0] engine_impl0_dot_sigmoid0_split_mul_reg2_sext8_sgn;
+reg signed [63:0] engine_impl0_dot_sigmoid0_split_mul_reg3_p;
+wire [31:0] engine_impl0_dot_sigmoid0_split_mul_reg3_ac;
+wire [31:0] engine_impl0_dot_sigmoid0_split_mul_reg3_bc;
+wire [15:0] engine_impl0_dot_sigmoid0_split_mul_reg3_alu;
+wire [15:0] engine_impl0_dot_sigmoid0_split_mul_reg3_blu;
+wire signed [16:0] engine_impl0_dot_sigmoid0_split_mul_reg3_al;
+wire signed [16:0] engine_impl0_dot_sigmoid0_split_mul_reg3_bl;
+wire signed [15:0] engine_impl0_dot_sigmoid0_split_mul_reg3_ah;
+wire signed [15:0] engine_impl0_dot_sigmoid0_split_mul_reg3_bh;
+reg [31:0] engine_impl0_dot_sigmoid0_split_mul_reg3_ll;
+reg signed [32:0] engine_impl0_dot_sigmoid0_split_mul_reg3_lh;
+reg signed [32:0] engine_impl0_dot_sigmoid0_split_mul_reg3_hl;
+reg signed [31:0] engine_impl0_dot_sigmoid0_split_mul_reg3_hh;
+wire signed [33:0] engine_impl0_dot_sigmoid0_split_mul_reg3_mid;
+wire signed [33:0] engine_impl0_dot_sigmoid0_split_mul_reg3_lhe;
+wire signed [33:0] engine_impl0_dot_sigmoid0_split_mul_reg3_hle;
+wire signed [63:0] engine_impl0_dot_sigmoid0_split_mul_reg3_outer;
+wire signed [49:0] engine_impl0_dot_sigmoid0_split_mul_reg3_mid_sh;
+wire signed [63:0] engine_impl0_dot_sigmoid0_split_mul_reg3_mid_e;
+reg [0:0] engine_impl0_dot_sigmoid0_split_mul_reg3_sext9_sgn;
+reg [0:0] engine_impl0_dot_sigmoid0_split_mul_reg3_sext10_sgn;
+reg [13:0] engine_impl0_dot_sigmoid0_split_mul_reg3_sext11_sgn;
 reg signed [64:0] engine_impl0_dot_sigmoid0_add_reg0_y;
 reg signed [64:0] engine_impl0_dot_sigmoid0_add_reg1_y;
 reg signed [65:0] engine_impl0_dot_sigmoid0_add_reg2_y;
-reg [8:0] engine_impl0_dot_sigmoid0_delay_flags0_sr;
-reg [9:0] engine_impl0_dot_sigmoid0_sext0_sgn;
+reg [11:0] engine_impl0_dot_sigmoid0_delay_flags0_sr;
+reg [9:0] engine_impl0_dot_sigmoid0_sext12_sgn;
 wire signed [75:0] engine_impl0_dot_sigmoid0_round_sat0_r;
 wire signed [75:0] engine_impl0_dot_sigmoid0_round_sat0_rb;
 wire signed [75:0] engine_impl0_dot_sigmoid0_round_sat0_t;
@@ -4167,7 +4243,7 @@ wire [0:0] engine_impl0_scalar_engine0_mfin;
 reg [12:0] engine_impl0_scalar_engine0_engine_control0_icnt;
 wire engine_impl0_scalar_engine0_engine_control0_it_bad;
 reg [12:0] engine_impl0_scalar_engine0_engine_control0_it_r;
-reg [0:0] engine_impl0_scalar_engine0_sext1_sgn;
+reg [0:0] engine_impl0_scalar_engine0_sext13_sgn;
 wire [30:0] engine_impl0_scalar_engine0_sat10_fill;
 wire [1:0] engine_impl0_scalar_engine0_sat10_hi;
 wire [1:0] engine_impl0_scalar_engine0_sat10_hin;
@@ -4191,7 +4267,7 @@ wire [30:0] engine_impl0_scalar_engine0_sat14_fill;
 wire [1:0] engine_impl0_scalar_engine0_sat14_hi;
 wire [1:0] engine_impl0_scalar_engine0_sat14_hin;
 wire engine_impl0_scalar_engine0_sat14_nsign;
-reg [0:0] engine_impl0_scalar_engine0_sext2_sgn;
+reg [0:0] engine_impl0_scalar_engine0_sext14_sgn;
 wire [30:0] engine_impl0_scalar_engine0_sat15_fill;
 wire [1:0] engine_impl0_scalar_engine0_sat15_hi;
 wire [1:0] engine_impl0_scalar_engine0_sat15_hin;
@@ -4278,7 +4354,7 @@ reg engine_impl0_multiply_subtract0_top0_0_running;
 reg [127:0] engine_impl0_multiply_subtract0_top0_0_ar;
 reg [127:0] engine_impl0_multiply_subtract0_top0_0_br;
 reg [2:0] engine_impl0_multiply_subtract0_top0_0_v0;
-reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_kr;
+wire engine_impl0_multiply_subtract0_top0_0_kload;
 wire [127:0] engine_impl0_multiply_subtract0_top0_0_ybits;
 wire [127:0] engine_impl0_multiply_subtract0_top0_0_ycat;
 wire engine_impl0_multiply_subtract0_top0_0_push;
@@ -4289,87 +4365,167 @@ reg [8:0] engine_impl0_multiply_subtract0_top0_0_control2_dim_r;
 reg [12:0] engine_impl0_multiply_subtract0_top0_0_control2_icnt;
 reg [12:0] engine_impl0_multiply_subtract0_top0_0_control2_it_r;
 reg [8:0] engine_impl0_multiply_subtract0_top0_0_control2_lcnt;
-reg [5:0] engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr;
+reg [8:0] engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr;
+reg [31:0] engine_impl0_multiply_subtract0_top0_0_factor_reg0_k;
+reg engine_impl0_multiply_subtract0_top0_0_factor_reg0_kz;
 wire [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_y;
 wire signed [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_d;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv;
-reg signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c;
-wire signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_v;
+reg signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p2;
+wire signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q;
 wire signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1;
+reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x2;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_yr;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_yc;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_rb;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_t;
-wire [30:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill;
-wire [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hi;
-wire [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hin;
-wire engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
+wire [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ac;
+wire [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bc;
+wire [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_alu;
+wire [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_blu;
+wire signed [16:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_al;
+wire signed [16:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bl;
+wire signed [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ah;
+wire signed [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bh;
+reg [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ll;
+reg signed [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh;
+reg signed [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl;
+reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hh;
+wire signed [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid;
+wire signed [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lhe;
+wire signed [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hle;
+wire signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_outer;
+wire signed [49:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_sh;
+wire signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_e;
+reg [0:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext15_sgn;
+reg [0:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext16_sgn;
+reg [13:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext17_sgn;
+wire [30:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill;
+wire [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hi;
+wire [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hin;
+wire engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
 wire [30:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill;
 wire [1:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_hi;
 wire [1:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_hin;
 wire engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign;
+reg [31:0] engine_impl0_multiply_subtract0_top0_0_factor_reg1_k;
+reg engine_impl0_multiply_subtract0_top0_0_factor_reg1_kz;
 wire [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_y;
 wire signed [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_d;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv;
-reg signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c;
-wire signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_v;
+reg signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p2;
+wire signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q;
 wire signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1;
+reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x2;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_yr;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_yc;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_rb;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_t;
-wire [30:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill;
-wire [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hi;
-wire [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hin;
-wire engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
+wire [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ac;
+wire [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bc;
+wire [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_alu;
+wire [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_blu;
+wire signed [16:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_al;
+wire signed [16:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bl;
+wire signed [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ah;
+wire signed [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bh;
+reg [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ll;
+reg signed [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh;
+reg signed [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl;
+reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hh;
+wire signed [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid;
+wire signed [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lhe;
+wire signed [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hle;
+wire signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_outer;
+wire signed [49:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_sh;
+wire signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_e;
+reg [0:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext18_sgn;
+reg [0:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext19_sgn;
+reg [13:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext20_sgn;
+wire [30:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill;
+wire [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hi;
+wire [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hin;
+wire engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
 wire [30:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill;
 wire [1:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_hi;
 wire [1:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_hin;
 wire engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign;
+reg [31:0] engine_impl0_multiply_subtract0_top0_0_factor_reg2_k;
+reg engine_impl0_multiply_subtract0_top0_0_factor_reg2_kz;
 wire [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_y;
 wire signed [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_d;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv;
-reg signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c;
-wire signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_v;
+reg signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p2;
+wire signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q;
 wire signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1;
+reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x2;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_yr;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_yc;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_rb;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_t;
-wire [30:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill;
-wire [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hi;
-wire [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hin;
-wire engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
+wire [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ac;
+wire [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bc;
+wire [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_alu;
+wire [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_blu;
+wire signed [16:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_al;
+wire signed [16:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bl;
+wire signed [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ah;
+wire signed [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bh;
+reg [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ll;
+reg signed [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh;
+reg signed [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl;
+reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hh;
+wire signed [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid;
+wire signed [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lhe;
+wire signed [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hle;
+wire signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_outer;
+wire signed [49:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_sh;
+wire signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_e;
+reg [0:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext21_sgn;
+reg [0:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext22_sgn;
+reg [13:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext23_sgn;
+wire [30:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill;
+wire [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hi;
+wire [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hin;
+wire engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
 wire [30:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill;
 wire [1:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_hi;
 wire [1:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_hin;
 wire engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign;
+reg [31:0] engine_impl0_multiply_subtract0_top0_0_factor_reg3_k;
+reg engine_impl0_multiply_subtract0_top0_0_factor_reg3_kz;
 wire [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_y;
 wire signed [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_d;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv;
-reg signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c;
-wire signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_v;
+reg signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p2;
+wire signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q;
 wire signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1;
+reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x2;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_yr;
 reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_yc;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_rb;
-wire signed [64:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_t;
-wire [30:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill;
-wire [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hi;
-wire [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hin;
-wire engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
+wire [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ac;
+wire [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bc;
+wire [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_alu;
+wire [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_blu;
+wire signed [16:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_al;
+wire signed [16:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bl;
+wire signed [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ah;
+wire signed [15:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bh;
+reg [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ll;
+reg signed [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh;
+reg signed [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl;
+reg signed [31:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hh;
+wire signed [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid;
+wire signed [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lhe;
+wire signed [33:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hle;
+wire signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_outer;
+wire signed [49:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_sh;
+wire signed [63:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_e;
+reg [0:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext24_sgn;
+reg [0:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext25_sgn;
+reg [13:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext26_sgn;
+wire [30:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill;
+wire [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hi;
+wire [32:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hin;
+wire engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
 wire [30:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill;
 wire [1:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_hi;
 wire [1:0] engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_hin;
@@ -4452,7 +4608,7 @@ reg engine_impl0_l2reg0_top0_0_1_running;
 reg [127:0] engine_impl0_l2reg0_top0_0_1_ar;
 reg [127:0] engine_impl0_l2reg0_top0_0_1_br;
 reg [2:0] engine_impl0_l2reg0_top0_0_1_v0;
-reg signed [31:0] engine_impl0_l2reg0_top0_0_1_kr;
+wire engine_impl0_l2reg0_top0_0_1_kload;
 wire [127:0] engine_impl0_l2reg0_top0_0_1_ybits;
 wire [127:0] engine_impl0_l2reg0_top0_0_1_ycat;
 wire engine_impl0_l2reg0_top0_0_1_push;
@@ -4463,87 +4619,167 @@ reg [8:0] engine_impl0_l2reg0_top0_0_1_control3_dim_r;
 reg [12:0] engine_impl0_l2reg0_top0_0_1_control3_icnt;
 reg [12:0] engine_impl0_l2reg0_top0_0_1_control3_it_r;
 reg [8:0] engine_impl0_l2reg0_top0_0_1_control3_lcnt;
-reg [5:0] engine_impl0_l2reg0_top0_0_1_delay_flags8_sr;
+reg [8:0] engine_impl0_l2reg0_top0_0_1_delay_flags8_sr;
+reg [31:0] engine_impl0_l2reg0_top0_0_1_factor_reg4_k;
+reg engine_impl0_l2reg0_top0_0_1_factor_reg4_kz;
 wire [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_y;
 wire signed [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_d;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv;
-reg signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c;
-wire signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_v;
+reg signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p2;
+wire signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q;
 wire signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1;
+reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x2;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_yr;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_yc;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_rb;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_t;
-wire [30:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill;
-wire [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hi;
-wire [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hin;
-wire engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
+wire [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ac;
+wire [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bc;
+wire [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_alu;
+wire [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_blu;
+wire signed [16:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_al;
+wire signed [16:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bl;
+wire signed [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ah;
+wire signed [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bh;
+reg [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ll;
+reg signed [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh;
+reg signed [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl;
+reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hh;
+wire signed [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid;
+wire signed [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lhe;
+wire signed [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hle;
+wire signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_outer;
+wire signed [49:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_sh;
+wire signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_e;
+reg [0:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext27_sgn;
+reg [0:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext28_sgn;
+reg [13:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext29_sgn;
+wire [30:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill;
+wire [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hi;
+wire [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hin;
+wire engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
 wire [30:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill;
 wire [1:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_hi;
 wire [1:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_hin;
 wire engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign;
+reg [31:0] engine_impl0_l2reg0_top0_0_1_factor_reg5_k;
+reg engine_impl0_l2reg0_top0_0_1_factor_reg5_kz;
 wire [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_y;
 wire signed [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_d;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv;
-reg signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c;
-wire signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_v;
+reg signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p2;
+wire signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q;
 wire signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1;
+reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x2;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_yr;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_yc;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_rb;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_t;
-wire [30:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill;
-wire [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hi;
-wire [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hin;
-wire engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
+wire [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ac;
+wire [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bc;
+wire [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_alu;
+wire [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_blu;
+wire signed [16:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_al;
+wire signed [16:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bl;
+wire signed [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ah;
+wire signed [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bh;
+reg [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ll;
+reg signed [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh;
+reg signed [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl;
+reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hh;
+wire signed [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid;
+wire signed [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lhe;
+wire signed [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hle;
+wire signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_outer;
+wire signed [49:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_sh;
+wire signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_e;
+reg [0:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext30_sgn;
+reg [0:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext31_sgn;
+reg [13:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext32_sgn;
+wire [30:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill;
+wire [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hi;
+wire [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hin;
+wire engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
 wire [30:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill;
 wire [1:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_hi;
 wire [1:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_hin;
 wire engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign;
+reg [31:0] engine_impl0_l2reg0_top0_0_1_factor_reg6_k;
+reg engine_impl0_l2reg0_top0_0_1_factor_reg6_kz;
 wire [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_y;
 wire signed [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_d;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv;
-reg signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c;
-wire signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_v;
+reg signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p2;
+wire signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q;
 wire signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1;
+reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x2;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_yr;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_yc;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_rb;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_t;
-wire [30:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill;
-wire [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hi;
-wire [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hin;
-wire engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
+wire [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ac;
+wire [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bc;
+wire [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_alu;
+wire [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_blu;
+wire signed [16:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_al;
+wire signed [16:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bl;
+wire signed [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ah;
+wire signed [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bh;
+reg [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ll;
+reg signed [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh;
+reg signed [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl;
+reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hh;
+wire signed [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid;
+wire signed [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lhe;
+wire signed [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hle;
+wire signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_outer;
+wire signed [49:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_sh;
+wire signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_e;
+reg [0:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext33_sgn;
+reg [0:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext34_sgn;
+reg [13:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext35_sgn;
+wire [30:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill;
+wire [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hi;
+wire [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hin;
+wire engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
 wire [30:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill;
 wire [1:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_hi;
 wire [1:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_hin;
 wire engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign;
+reg [31:0] engine_impl0_l2reg0_top0_0_1_factor_reg7_k;
+reg engine_impl0_l2reg0_top0_0_1_factor_reg7_kz;
 wire [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_y;
 wire signed [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_d;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv;
-reg signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c;
-wire signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_v;
+reg signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p2;
+wire signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q;
 wire signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1;
+reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x2;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_yr;
 reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_yc;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_rb;
-wire signed [64:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_t;
-wire [30:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill;
-wire [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hi;
-wire [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hin;
-wire engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
+wire [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ac;
+wire [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bc;
+wire [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_alu;
+wire [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_blu;
+wire signed [16:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_al;
+wire signed [16:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bl;
+wire signed [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ah;
+wire signed [15:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bh;
+reg [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ll;
+reg signed [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh;
+reg signed [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl;
+reg signed [31:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hh;
+wire signed [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid;
+wire signed [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lhe;
+wire signed [33:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hle;
+wire signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_outer;
+wire signed [49:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_sh;
+wire signed [63:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_e;
+reg [0:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext36_sgn;
+reg [0:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext37_sgn;
+reg [13:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext38_sgn;
+wire [30:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill;
+wire [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hi;
+wire [32:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hin;
+wire engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
 wire [30:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill;
 wire [1:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_hi;
 wire [1:0] engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_hin;
@@ -5620,37 +5856,37 @@ assign engine_impl0_multiply_subtract0_top0_0_ycat[128-1:96] = engine_impl0_mult
 assign engine_impl0_multiply_subtract0_top0_0_ycat[96-1:64] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_y;
 assign engine_impl0_multiply_subtract0_top0_0_ycat[64-1:32] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_y;
 assign engine_impl0_multiply_subtract0_top0_0_ycat[32-1:0] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_y;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[30] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[29] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[28] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[27] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[26] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[25] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[24] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[23] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[22] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[21] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[20] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[19] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[18] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[17] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[16] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[15] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[14] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[13] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[12] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[11] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[10] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[9] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[8] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[7] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[6] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[5] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[4] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[3] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[2] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[1] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill[0] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[30] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[29] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[28] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[27] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[26] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[25] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[24] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[23] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[22] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[21] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[20] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[19] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[18] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[17] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[16] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[15] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[14] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[13] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[12] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[11] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[10] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[9] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[8] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[7] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[6] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[5] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[4] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[3] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[2] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[1] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill[0] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill[30] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill[29] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill[28] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign;
@@ -5682,37 +5918,37 @@ assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill[3] = engi
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill[2] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill[1] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill[0] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[30] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[29] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[28] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[27] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[26] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[25] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[24] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[23] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[22] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[21] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[20] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[19] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[18] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[17] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[16] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[15] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[14] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[13] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[12] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[11] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[10] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[9] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[8] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[7] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[6] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[5] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[4] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[3] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[2] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[1] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill[0] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[30] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[29] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[28] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[27] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[26] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[25] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[24] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[23] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[22] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[21] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[20] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[19] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[18] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[17] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[16] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[15] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[14] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[13] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[12] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[11] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[10] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[9] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[8] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[7] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[6] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[5] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[4] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[3] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[2] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[1] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill[0] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill[30] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill[29] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill[28] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign;
@@ -5744,37 +5980,37 @@ assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill[3] = engi
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill[2] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill[1] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill[0] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[30] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[29] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[28] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[27] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[26] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[25] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[24] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[23] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[22] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[21] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[20] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[19] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[18] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[17] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[16] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[15] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[14] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[13] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[12] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[11] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[10] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[9] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[8] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[7] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[6] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[5] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[4] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[3] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[2] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[1] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill[0] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[30] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[29] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[28] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[27] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[26] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[25] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[24] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[23] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[22] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[21] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[20] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[19] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[18] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[17] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[16] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[15] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[14] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[13] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[12] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[11] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[10] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[9] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[8] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[7] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[6] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[5] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[4] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[3] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[2] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[1] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill[0] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill[30] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill[29] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill[28] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign;
@@ -5806,37 +6042,37 @@ assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill[3] = engi
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill[2] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill[1] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill[0] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[30] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[29] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[28] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[27] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[26] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[25] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[24] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[23] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[22] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[21] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[20] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[19] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[18] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[17] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[16] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[15] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[14] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[13] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[12] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[11] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[10] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[9] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[8] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[7] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[6] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[5] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[4] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[3] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[2] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[1] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill[0] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[30] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[29] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[28] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[27] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[26] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[25] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[24] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[23] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[22] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[21] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[20] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[19] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[18] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[17] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[16] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[15] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[14] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[13] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[12] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[11] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[10] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[9] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[8] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[7] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[6] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[5] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[4] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[3] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[2] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[1] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill[0] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill[30] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill[29] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill[28] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_nsign;
@@ -5910,37 +6146,37 @@ assign engine_impl0_l2reg0_top0_0_1_ycat[128-1:96] = engine_impl0_l2reg0_top0_0_
 assign engine_impl0_l2reg0_top0_0_1_ycat[96-1:64] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_y;
 assign engine_impl0_l2reg0_top0_0_1_ycat[64-1:32] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_y;
 assign engine_impl0_l2reg0_top0_0_1_ycat[32-1:0] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_y;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[30] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[29] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[28] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[27] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[26] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[25] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[24] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[23] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[22] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[21] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[20] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[19] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[18] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[17] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[16] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[15] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[14] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[13] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[12] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[11] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[10] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[9] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[8] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[7] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[6] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[5] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[4] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[3] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[2] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[1] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill[0] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[30] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[29] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[28] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[27] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[26] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[25] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[24] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[23] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[22] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[21] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[20] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[19] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[18] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[17] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[16] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[15] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[14] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[13] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[12] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[11] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[10] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[9] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[8] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[7] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[6] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[5] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[4] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[3] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[2] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[1] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill[0] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill[30] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill[29] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill[28] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign;
@@ -5972,37 +6208,37 @@ assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill[3] = engine_impl0_l
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill[2] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill[1] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill[0] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[30] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[29] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[28] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[27] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[26] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[25] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[24] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[23] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[22] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[21] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[20] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[19] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[18] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[17] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[16] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[15] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[14] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[13] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[12] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[11] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[10] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[9] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[8] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[7] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[6] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[5] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[4] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[3] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[2] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[1] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill[0] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[30] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[29] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[28] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[27] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[26] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[25] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[24] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[23] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[22] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[21] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[20] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[19] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[18] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[17] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[16] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[15] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[14] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[13] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[12] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[11] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[10] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[9] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[8] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[7] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[6] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[5] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[4] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[3] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[2] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[1] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill[0] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill[30] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill[29] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill[28] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign;
@@ -6034,37 +6270,37 @@ assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill[3] = engine_impl0_l
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill[2] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill[1] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill[0] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[30] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[29] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[28] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[27] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[26] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[25] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[24] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[23] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[22] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[21] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[20] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[19] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[18] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[17] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[16] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[15] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[14] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[13] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[12] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[11] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[10] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[9] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[8] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[7] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[6] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[5] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[4] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[3] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[2] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[1] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill[0] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[30] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[29] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[28] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[27] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[26] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[25] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[24] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[23] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[22] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[21] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[20] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[19] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[18] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[17] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[16] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[15] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[14] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[13] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[12] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[11] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[10] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[9] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[8] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[7] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[6] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[5] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[4] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[3] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[2] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[1] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill[0] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill[30] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill[29] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill[28] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign;
@@ -6096,37 +6332,37 @@ assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill[3] = engine_impl0_l
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill[2] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill[1] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill[0] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[30] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[29] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[28] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[27] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[26] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[25] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[24] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[23] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[22] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[21] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[20] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[19] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[18] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[17] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[16] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[15] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[14] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[13] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[12] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[11] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[10] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[9] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[8] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[7] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[6] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[5] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[4] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[3] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[2] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[1] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill[0] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[30] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[29] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[28] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[27] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[26] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[25] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[24] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[23] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[22] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[21] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[20] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[19] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[18] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[17] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[16] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[15] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[14] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[13] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[12] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[11] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[10] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[9] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[8] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[7] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[6] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[5] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[4] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[3] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[2] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[1] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill[0] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill[30] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill[29] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill[28] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_nsign;
@@ -22602,68 +22838,380 @@ end
 
 
 
-assign engine_impl0_dot_sigmoid0_mul_reg0_a = $signed(engine_impl0_dot_sigmoid0_ar[32-1:0]);
-assign engine_impl0_dot_sigmoid0_mul_reg0_b = $signed(engine_impl0_dot_sigmoid0_br[32-1:0]);
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_ac = engine_impl0_dot_sigmoid0_ar[32-1:0];
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_bc = engine_impl0_dot_sigmoid0_br[32-1:0];
 
 
-always @(posedge clk) begin: engine_impl0_dot_sigmoid0_mul_reg0_st
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_alu = engine_impl0_dot_sigmoid0_split_mul_reg0_ac[16-1:0];
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_blu = engine_impl0_dot_sigmoid0_split_mul_reg0_bc[16-1:0];
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_al = $signed({1'b0, engine_impl0_dot_sigmoid0_split_mul_reg0_ac[16-1:0]});
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_bl = $signed({1'b0, engine_impl0_dot_sigmoid0_split_mul_reg0_bc[16-1:0]});
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_ah = $signed(engine_impl0_dot_sigmoid0_split_mul_reg0_ac[32-1:16]);
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_bh = $signed(engine_impl0_dot_sigmoid0_split_mul_reg0_bc[32-1:16]);
+
+
+always @(posedge clk) begin: engine_impl0_dot_sigmoid0_split_mul_reg0_st1
     if (rst == 1) begin
-        engine_impl0_dot_sigmoid0_mul_reg0_p <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg0_hl <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg0_hh <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg0_ll <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg0_lh <= 0;
     end
     else begin
         if (engine_impl0_dot_sigmoid0_en) begin
-            engine_impl0_dot_sigmoid0_mul_reg0_p <= (engine_impl0_dot_sigmoid0_mul_reg0_a * engine_impl0_dot_sigmoid0_mul_reg0_b);
+            engine_impl0_dot_sigmoid0_split_mul_reg0_ll <= (engine_impl0_dot_sigmoid0_split_mul_reg0_alu * engine_impl0_dot_sigmoid0_split_mul_reg0_blu);
+            engine_impl0_dot_sigmoid0_split_mul_reg0_lh <= (engine_impl0_dot_sigmoid0_split_mul_reg0_al * engine_impl0_dot_sigmoid0_split_mul_reg0_bh);
+            engine_impl0_dot_sigmoid0_split_mul_reg0_hl <= (engine_impl0_dot_sigmoid0_split_mul_reg0_ah * engine_impl0_dot_sigmoid0_split_mul_reg0_bl);
+            engine_impl0_dot_sigmoid0_split_mul_reg0_hh <= (engine_impl0_dot_sigmoid0_split_mul_reg0_ah * engine_impl0_dot_sigmoid0_split_mul_reg0_bh);
+        end
+    end
+end
+
+
+always @(engine_impl0_dot_sigmoid0_split_mul_reg0_lh) begin: engine_impl0_dot_sigmoid0_split_mul_reg0_sext0_fill
+    if (engine_impl0_dot_sigmoid0_split_mul_reg0_lh[(33 - 1)]) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg0_sext0_sgn = 1;
+    end
+    else begin
+        engine_impl0_dot_sigmoid0_split_mul_reg0_sext0_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_lhe = $signed({engine_impl0_dot_sigmoid0_split_mul_reg0_sext0_sgn, engine_impl0_dot_sigmoid0_split_mul_reg0_lh});
+
+
+always @(engine_impl0_dot_sigmoid0_split_mul_reg0_hl) begin: engine_impl0_dot_sigmoid0_split_mul_reg0_sext1_fill
+    if (engine_impl0_dot_sigmoid0_split_mul_reg0_hl[(33 - 1)]) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg0_sext1_sgn = 1;
+    end
+    else begin
+        engine_impl0_dot_sigmoid0_split_mul_reg0_sext1_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_hle = $signed({engine_impl0_dot_sigmoid0_split_mul_reg0_sext1_sgn, engine_impl0_dot_sigmoid0_split_mul_reg0_hl});
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_mid = (engine_impl0_dot_sigmoid0_split_mul_reg0_lhe + engine_impl0_dot_sigmoid0_split_mul_reg0_hle);
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_outer = $signed({engine_impl0_dot_sigmoid0_split_mul_reg0_hh, engine_impl0_dot_sigmoid0_split_mul_reg0_ll});
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_mid_sh = $signed({engine_impl0_dot_sigmoid0_split_mul_reg0_mid, 16'h0});
+
+
+always @(engine_impl0_dot_sigmoid0_split_mul_reg0_mid_sh) begin: engine_impl0_dot_sigmoid0_split_mul_reg0_sext2_fill
+    if (engine_impl0_dot_sigmoid0_split_mul_reg0_mid_sh[(50 - 1)]) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg0_sext2_sgn = 16383;
+    end
+    else begin
+        engine_impl0_dot_sigmoid0_split_mul_reg0_sext2_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg0_mid_e = $signed({engine_impl0_dot_sigmoid0_split_mul_reg0_sext2_sgn, engine_impl0_dot_sigmoid0_split_mul_reg0_mid_sh});
+
+
+always @(posedge clk) begin: engine_impl0_dot_sigmoid0_split_mul_reg0_st2
+    if (rst == 1) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg0_p <= 0;
+    end
+    else begin
+        if (engine_impl0_dot_sigmoid0_en) begin
+            engine_impl0_dot_sigmoid0_split_mul_reg0_p <= (engine_impl0_dot_sigmoid0_split_mul_reg0_outer + engine_impl0_dot_sigmoid0_split_mul_reg0_mid_e);
         end
     end
 end
 
 
 
-assign engine_impl0_dot_sigmoid0_mul_reg1_a = $signed(engine_impl0_dot_sigmoid0_ar[64-1:32]);
-assign engine_impl0_dot_sigmoid0_mul_reg1_b = $signed(engine_impl0_dot_sigmoid0_br[64-1:32]);
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_ac = engine_impl0_dot_sigmoid0_ar[64-1:32];
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_bc = engine_impl0_dot_sigmoid0_br[64-1:32];
 
 
-always @(posedge clk) begin: engine_impl0_dot_sigmoid0_mul_reg1_st
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_alu = engine_impl0_dot_sigmoid0_split_mul_reg1_ac[16-1:0];
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_blu = engine_impl0_dot_sigmoid0_split_mul_reg1_bc[16-1:0];
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_al = $signed({1'b0, engine_impl0_dot_sigmoid0_split_mul_reg1_ac[16-1:0]});
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_bl = $signed({1'b0, engine_impl0_dot_sigmoid0_split_mul_reg1_bc[16-1:0]});
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_ah = $signed(engine_impl0_dot_sigmoid0_split_mul_reg1_ac[32-1:16]);
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_bh = $signed(engine_impl0_dot_sigmoid0_split_mul_reg1_bc[32-1:16]);
+
+
+always @(posedge clk) begin: engine_impl0_dot_sigmoid0_split_mul_reg1_st1
     if (rst == 1) begin
-        engine_impl0_dot_sigmoid0_mul_reg1_p <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg1_hl <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg1_hh <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg1_ll <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg1_lh <= 0;
     end
     else begin
         if (engine_impl0_dot_sigmoid0_en) begin
-            engine_impl0_dot_sigmoid0_mul_reg1_p <= (engine_impl0_dot_sigmoid0_mul_reg1_a * engine_impl0_dot_sigmoid0_mul_reg1_b);
+            engine_impl0_dot_sigmoid0_split_mul_reg1_ll <= (engine_impl0_dot_sigmoid0_split_mul_reg1_alu * engine_impl0_dot_sigmoid0_split_mul_reg1_blu);
+            engine_impl0_dot_sigmoid0_split_mul_reg1_lh <= (engine_impl0_dot_sigmoid0_split_mul_reg1_al * engine_impl0_dot_sigmoid0_split_mul_reg1_bh);
+            engine_impl0_dot_sigmoid0_split_mul_reg1_hl <= (engine_impl0_dot_sigmoid0_split_mul_reg1_ah * engine_impl0_dot_sigmoid0_split_mul_reg1_bl);
+            engine_impl0_dot_sigmoid0_split_mul_reg1_hh <= (engine_impl0_dot_sigmoid0_split_mul_reg1_ah * engine_impl0_dot_sigmoid0_split_mul_reg1_bh);
+        end
+    end
+end
+
+
+always @(engine_impl0_dot_sigmoid0_split_mul_reg1_lh) begin: engine_impl0_dot_sigmoid0_split_mul_reg1_sext3_fill
+    if (engine_impl0_dot_sigmoid0_split_mul_reg1_lh[(33 - 1)]) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg1_sext3_sgn = 1;
+    end
+    else begin
+        engine_impl0_dot_sigmoid0_split_mul_reg1_sext3_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_lhe = $signed({engine_impl0_dot_sigmoid0_split_mul_reg1_sext3_sgn, engine_impl0_dot_sigmoid0_split_mul_reg1_lh});
+
+
+always @(engine_impl0_dot_sigmoid0_split_mul_reg1_hl) begin: engine_impl0_dot_sigmoid0_split_mul_reg1_sext4_fill
+    if (engine_impl0_dot_sigmoid0_split_mul_reg1_hl[(33 - 1)]) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg1_sext4_sgn = 1;
+    end
+    else begin
+        engine_impl0_dot_sigmoid0_split_mul_reg1_sext4_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_hle = $signed({engine_impl0_dot_sigmoid0_split_mul_reg1_sext4_sgn, engine_impl0_dot_sigmoid0_split_mul_reg1_hl});
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_mid = (engine_impl0_dot_sigmoid0_split_mul_reg1_lhe + engine_impl0_dot_sigmoid0_split_mul_reg1_hle);
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_outer = $signed({engine_impl0_dot_sigmoid0_split_mul_reg1_hh, engine_impl0_dot_sigmoid0_split_mul_reg1_ll});
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_mid_sh = $signed({engine_impl0_dot_sigmoid0_split_mul_reg1_mid, 16'h0});
+
+
+always @(engine_impl0_dot_sigmoid0_split_mul_reg1_mid_sh) begin: engine_impl0_dot_sigmoid0_split_mul_reg1_sext5_fill
+    if (engine_impl0_dot_sigmoid0_split_mul_reg1_mid_sh[(50 - 1)]) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg1_sext5_sgn = 16383;
+    end
+    else begin
+        engine_impl0_dot_sigmoid0_split_mul_reg1_sext5_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg1_mid_e = $signed({engine_impl0_dot_sigmoid0_split_mul_reg1_sext5_sgn, engine_impl0_dot_sigmoid0_split_mul_reg1_mid_sh});
+
+
+always @(posedge clk) begin: engine_impl0_dot_sigmoid0_split_mul_reg1_st2
+    if (rst == 1) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg1_p <= 0;
+    end
+    else begin
+        if (engine_impl0_dot_sigmoid0_en) begin
+            engine_impl0_dot_sigmoid0_split_mul_reg1_p <= (engine_impl0_dot_sigmoid0_split_mul_reg1_outer + engine_impl0_dot_sigmoid0_split_mul_reg1_mid_e);
         end
     end
 end
 
 
 
-assign engine_impl0_dot_sigmoid0_mul_reg2_a = $signed(engine_impl0_dot_sigmoid0_ar[96-1:64]);
-assign engine_impl0_dot_sigmoid0_mul_reg2_b = $signed(engine_impl0_dot_sigmoid0_br[96-1:64]);
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_ac = engine_impl0_dot_sigmoid0_ar[96-1:64];
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_bc = engine_impl0_dot_sigmoid0_br[96-1:64];
 
 
-always @(posedge clk) begin: engine_impl0_dot_sigmoid0_mul_reg2_st
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_alu = engine_impl0_dot_sigmoid0_split_mul_reg2_ac[16-1:0];
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_blu = engine_impl0_dot_sigmoid0_split_mul_reg2_bc[16-1:0];
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_al = $signed({1'b0, engine_impl0_dot_sigmoid0_split_mul_reg2_ac[16-1:0]});
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_bl = $signed({1'b0, engine_impl0_dot_sigmoid0_split_mul_reg2_bc[16-1:0]});
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_ah = $signed(engine_impl0_dot_sigmoid0_split_mul_reg2_ac[32-1:16]);
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_bh = $signed(engine_impl0_dot_sigmoid0_split_mul_reg2_bc[32-1:16]);
+
+
+always @(posedge clk) begin: engine_impl0_dot_sigmoid0_split_mul_reg2_st1
     if (rst == 1) begin
-        engine_impl0_dot_sigmoid0_mul_reg2_p <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg2_hl <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg2_hh <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg2_ll <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg2_lh <= 0;
     end
     else begin
         if (engine_impl0_dot_sigmoid0_en) begin
-            engine_impl0_dot_sigmoid0_mul_reg2_p <= (engine_impl0_dot_sigmoid0_mul_reg2_a * engine_impl0_dot_sigmoid0_mul_reg2_b);
+            engine_impl0_dot_sigmoid0_split_mul_reg2_ll <= (engine_impl0_dot_sigmoid0_split_mul_reg2_alu * engine_impl0_dot_sigmoid0_split_mul_reg2_blu);
+            engine_impl0_dot_sigmoid0_split_mul_reg2_lh <= (engine_impl0_dot_sigmoid0_split_mul_reg2_al * engine_impl0_dot_sigmoid0_split_mul_reg2_bh);
+            engine_impl0_dot_sigmoid0_split_mul_reg2_hl <= (engine_impl0_dot_sigmoid0_split_mul_reg2_ah * engine_impl0_dot_sigmoid0_split_mul_reg2_bl);
+            engine_impl0_dot_sigmoid0_split_mul_reg2_hh <= (engine_impl0_dot_sigmoid0_split_mul_reg2_ah * engine_impl0_dot_sigmoid0_split_mul_reg2_bh);
+        end
+    end
+end
+
+
+always @(engine_impl0_dot_sigmoid0_split_mul_reg2_lh) begin: engine_impl0_dot_sigmoid0_split_mul_reg2_sext6_fill
+    if (engine_impl0_dot_sigmoid0_split_mul_reg2_lh[(33 - 1)]) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg2_sext6_sgn = 1;
+    end
+    else begin
+        engine_impl0_dot_sigmoid0_split_mul_reg2_sext6_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_lhe = $signed({engine_impl0_dot_sigmoid0_split_mul_reg2_sext6_sgn, engine_impl0_dot_sigmoid0_split_mul_reg2_lh});
+
+
+always @(engine_impl0_dot_sigmoid0_split_mul_reg2_hl) begin: engine_impl0_dot_sigmoid0_split_mul_reg2_sext7_fill
+    if (engine_impl0_dot_sigmoid0_split_mul_reg2_hl[(33 - 1)]) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg2_sext7_sgn = 1;
+    end
+    else begin
+        engine_impl0_dot_sigmoid0_split_mul_reg2_sext7_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_hle = $signed({engine_impl0_dot_sigmoid0_split_mul_reg2_sext7_sgn, engine_impl0_dot_sigmoid0_split_mul_reg2_hl});
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_mid = (engine_impl0_dot_sigmoid0_split_mul_reg2_lhe + engine_impl0_dot_sigmoid0_split_mul_reg2_hle);
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_outer = $signed({engine_impl0_dot_sigmoid0_split_mul_reg2_hh, engine_impl0_dot_sigmoid0_split_mul_reg2_ll});
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_mid_sh = $signed({engine_impl0_dot_sigmoid0_split_mul_reg2_mid, 16'h0});
+
+
+always @(engine_impl0_dot_sigmoid0_split_mul_reg2_mid_sh) begin: engine_impl0_dot_sigmoid0_split_mul_reg2_sext8_fill
+    if (engine_impl0_dot_sigmoid0_split_mul_reg2_mid_sh[(50 - 1)]) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg2_sext8_sgn = 16383;
+    end
+    else begin
+        engine_impl0_dot_sigmoid0_split_mul_reg2_sext8_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg2_mid_e = $signed({engine_impl0_dot_sigmoid0_split_mul_reg2_sext8_sgn, engine_impl0_dot_sigmoid0_split_mul_reg2_mid_sh});
+
+
+always @(posedge clk) begin: engine_impl0_dot_sigmoid0_split_mul_reg2_st2
+    if (rst == 1) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg2_p <= 0;
+    end
+    else begin
+        if (engine_impl0_dot_sigmoid0_en) begin
+            engine_impl0_dot_sigmoid0_split_mul_reg2_p <= (engine_impl0_dot_sigmoid0_split_mul_reg2_outer + engine_impl0_dot_sigmoid0_split_mul_reg2_mid_e);
         end
     end
 end
 
 
 
-assign engine_impl0_dot_sigmoid0_mul_reg3_a = $signed(engine_impl0_dot_sigmoid0_ar[128-1:96]);
-assign engine_impl0_dot_sigmoid0_mul_reg3_b = $signed(engine_impl0_dot_sigmoid0_br[128-1:96]);
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_ac = engine_impl0_dot_sigmoid0_ar[128-1:96];
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_bc = engine_impl0_dot_sigmoid0_br[128-1:96];
 
 
-always @(posedge clk) begin: engine_impl0_dot_sigmoid0_mul_reg3_st
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_alu = engine_impl0_dot_sigmoid0_split_mul_reg3_ac[16-1:0];
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_blu = engine_impl0_dot_sigmoid0_split_mul_reg3_bc[16-1:0];
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_al = $signed({1'b0, engine_impl0_dot_sigmoid0_split_mul_reg3_ac[16-1:0]});
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_bl = $signed({1'b0, engine_impl0_dot_sigmoid0_split_mul_reg3_bc[16-1:0]});
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_ah = $signed(engine_impl0_dot_sigmoid0_split_mul_reg3_ac[32-1:16]);
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_bh = $signed(engine_impl0_dot_sigmoid0_split_mul_reg3_bc[32-1:16]);
+
+
+always @(posedge clk) begin: engine_impl0_dot_sigmoid0_split_mul_reg3_st1
     if (rst == 1) begin
-        engine_impl0_dot_sigmoid0_mul_reg3_p <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg3_hl <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg3_hh <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg3_ll <= 0;
+        engine_impl0_dot_sigmoid0_split_mul_reg3_lh <= 0;
     end
     else begin
         if (engine_impl0_dot_sigmoid0_en) begin
-            engine_impl0_dot_sigmoid0_mul_reg3_p <= (engine_impl0_dot_sigmoid0_mul_reg3_a * engine_impl0_dot_sigmoid0_mul_reg3_b);
+            engine_impl0_dot_sigmoid0_split_mul_reg3_ll <= (engine_impl0_dot_sigmoid0_split_mul_reg3_alu * engine_impl0_dot_sigmoid0_split_mul_reg3_blu);
+            engine_impl0_dot_sigmoid0_split_mul_reg3_lh <= (engine_impl0_dot_sigmoid0_split_mul_reg3_al * engine_impl0_dot_sigmoid0_split_mul_reg3_bh);
+            engine_impl0_dot_sigmoid0_split_mul_reg3_hl <= (engine_impl0_dot_sigmoid0_split_mul_reg3_ah * engine_impl0_dot_sigmoid0_split_mul_reg3_bl);
+            engine_impl0_dot_sigmoid0_split_mul_reg3_hh <= (engine_impl0_dot_sigmoid0_split_mul_reg3_ah * engine_impl0_dot_sigmoid0_split_mul_reg3_bh);
+        end
+    end
+end
+
+
+always @(engine_impl0_dot_sigmoid0_split_mul_reg3_lh) begin: engine_impl0_dot_sigmoid0_split_mul_reg3_sext9_fill
+    if (engine_impl0_dot_sigmoid0_split_mul_reg3_lh[(33 - 1)]) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg3_sext9_sgn = 1;
+    end
+    else begin
+        engine_impl0_dot_sigmoid0_split_mul_reg3_sext9_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_lhe = $signed({engine_impl0_dot_sigmoid0_split_mul_reg3_sext9_sgn, engine_impl0_dot_sigmoid0_split_mul_reg3_lh});
+
+
+always @(engine_impl0_dot_sigmoid0_split_mul_reg3_hl) begin: engine_impl0_dot_sigmoid0_split_mul_reg3_sext10_fill
+    if (engine_impl0_dot_sigmoid0_split_mul_reg3_hl[(33 - 1)]) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg3_sext10_sgn = 1;
+    end
+    else begin
+        engine_impl0_dot_sigmoid0_split_mul_reg3_sext10_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_hle = $signed({engine_impl0_dot_sigmoid0_split_mul_reg3_sext10_sgn, engine_impl0_dot_sigmoid0_split_mul_reg3_hl});
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_mid = (engine_impl0_dot_sigmoid0_split_mul_reg3_lhe + engine_impl0_dot_sigmoid0_split_mul_reg3_hle);
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_outer = $signed({engine_impl0_dot_sigmoid0_split_mul_reg3_hh, engine_impl0_dot_sigmoid0_split_mul_reg3_ll});
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_mid_sh = $signed({engine_impl0_dot_sigmoid0_split_mul_reg3_mid, 16'h0});
+
+
+always @(engine_impl0_dot_sigmoid0_split_mul_reg3_mid_sh) begin: engine_impl0_dot_sigmoid0_split_mul_reg3_sext11_fill
+    if (engine_impl0_dot_sigmoid0_split_mul_reg3_mid_sh[(50 - 1)]) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg3_sext11_sgn = 16383;
+    end
+    else begin
+        engine_impl0_dot_sigmoid0_split_mul_reg3_sext11_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_dot_sigmoid0_split_mul_reg3_mid_e = $signed({engine_impl0_dot_sigmoid0_split_mul_reg3_sext11_sgn, engine_impl0_dot_sigmoid0_split_mul_reg3_mid_sh});
+
+
+always @(posedge clk) begin: engine_impl0_dot_sigmoid0_split_mul_reg3_st2
+    if (rst == 1) begin
+        engine_impl0_dot_sigmoid0_split_mul_reg3_p <= 0;
+    end
+    else begin
+        if (engine_impl0_dot_sigmoid0_en) begin
+            engine_impl0_dot_sigmoid0_split_mul_reg3_p <= (engine_impl0_dot_sigmoid0_split_mul_reg3_outer + engine_impl0_dot_sigmoid0_split_mul_reg3_mid_e);
         end
     end
 end
@@ -22675,7 +23223,7 @@ always @(posedge clk) begin: engine_impl0_dot_sigmoid0_add_reg0_st
     end
     else begin
         if (engine_impl0_dot_sigmoid0_en) begin
-            engine_impl0_dot_sigmoid0_add_reg0_y <= (engine_impl0_dot_sigmoid0_mul_reg0_p + engine_impl0_dot_sigmoid0_mul_reg1_p);
+            engine_impl0_dot_sigmoid0_add_reg0_y <= (engine_impl0_dot_sigmoid0_split_mul_reg0_p + engine_impl0_dot_sigmoid0_split_mul_reg1_p);
         end
     end
 end
@@ -22687,7 +23235,7 @@ always @(posedge clk) begin: engine_impl0_dot_sigmoid0_add_reg1_st
     end
     else begin
         if (engine_impl0_dot_sigmoid0_en) begin
-            engine_impl0_dot_sigmoid0_add_reg1_y <= (engine_impl0_dot_sigmoid0_mul_reg2_p + engine_impl0_dot_sigmoid0_mul_reg3_p);
+            engine_impl0_dot_sigmoid0_add_reg1_y <= (engine_impl0_dot_sigmoid0_split_mul_reg2_p + engine_impl0_dot_sigmoid0_split_mul_reg3_p);
         end
     end
 end
@@ -22711,28 +23259,28 @@ always @(posedge clk) begin: engine_impl0_dot_sigmoid0_delay_flags0_sh
     end
     else begin
         if (engine_impl0_dot_sigmoid0_en) begin
-            engine_impl0_dot_sigmoid0_delay_flags0_sr <= {engine_impl0_dot_sigmoid0_delay_flags0_sr[(3 * (3 - 1))-1:0], engine_impl0_dot_sigmoid0_v0};
+            engine_impl0_dot_sigmoid0_delay_flags0_sr <= {engine_impl0_dot_sigmoid0_delay_flags0_sr[(3 * (4 - 1))-1:0], engine_impl0_dot_sigmoid0_v0};
         end
     end
 end
 
 
 
-assign engine_impl0_dot_sigmoid0_vt = engine_impl0_dot_sigmoid0_delay_flags0_sr[(3 * 3)-1:(3 * (3 - 1))];
+assign engine_impl0_dot_sigmoid0_vt = engine_impl0_dot_sigmoid0_delay_flags0_sr[(3 * 4)-1:(3 * (4 - 1))];
 
 
-always @(engine_impl0_dot_sigmoid0_add_reg2_y) begin: engine_impl0_dot_sigmoid0_sext0_fill
+always @(engine_impl0_dot_sigmoid0_add_reg2_y) begin: engine_impl0_dot_sigmoid0_sext12_fill
     if (engine_impl0_dot_sigmoid0_add_reg2_y[(66 - 1)]) begin
-        engine_impl0_dot_sigmoid0_sext0_sgn = 1023;
+        engine_impl0_dot_sigmoid0_sext12_sgn = 1023;
     end
     else begin
-        engine_impl0_dot_sigmoid0_sext0_sgn = 0;
+        engine_impl0_dot_sigmoid0_sext12_sgn = 0;
     end
 end
 
 
 
-assign engine_impl0_dot_sigmoid0_tsum_e = $signed({engine_impl0_dot_sigmoid0_sext0_sgn, engine_impl0_dot_sigmoid0_add_reg2_y});
+assign engine_impl0_dot_sigmoid0_tsum_e = $signed({engine_impl0_dot_sigmoid0_sext12_sgn, engine_impl0_dot_sigmoid0_add_reg2_y});
 
 
 always @(engine_impl0_dot_sigmoid0_clear, engine_impl0_dot_sigmoid0_tsum_e, engine_impl0_dot_sigmoid0_acc) begin: engine_impl0_dot_sigmoid0_accc
@@ -25497,18 +26045,18 @@ always @(posedge clk) begin: engine_impl0_scalar_engine0_engine_control0_seq
 end
 
 
-always @(engine_impl0_fit7_dst) begin: engine_impl0_scalar_engine0_sext1_fill
+always @(engine_impl0_fit7_dst) begin: engine_impl0_scalar_engine0_sext13_fill
     if (engine_impl0_fit7_dst[(32 - 1)]) begin
-        engine_impl0_scalar_engine0_sext1_sgn = 1;
+        engine_impl0_scalar_engine0_sext13_sgn = 1;
     end
     else begin
-        engine_impl0_scalar_engine0_sext1_sgn = 0;
+        engine_impl0_scalar_engine0_sext13_sgn = 0;
     end
 end
 
 
 
-assign engine_impl0_scalar_engine0_al_e = $signed({engine_impl0_scalar_engine0_sext1_sgn, engine_impl0_fit7_dst});
+assign engine_impl0_scalar_engine0_al_e = $signed({engine_impl0_scalar_engine0_sext13_sgn, engine_impl0_fit7_dst});
 
 
 always @(posedge clk) begin: engine_impl0_scalar_engine0_cfgreg
@@ -25739,18 +26287,18 @@ always @(engine_impl0_scalar_engine0_sat14_fill, engine_impl0_scalar_engine0_sat
 end
 
 
-always @(engine_impl0_scalar_engine0_dx_s) begin: engine_impl0_scalar_engine0_sext2_fill
+always @(engine_impl0_scalar_engine0_dx_s) begin: engine_impl0_scalar_engine0_sext14_fill
     if (engine_impl0_scalar_engine0_dx_s[(32 - 1)]) begin
-        engine_impl0_scalar_engine0_sext2_sgn = 1;
+        engine_impl0_scalar_engine0_sext14_sgn = 1;
     end
     else begin
-        engine_impl0_scalar_engine0_sext2_sgn = 0;
+        engine_impl0_scalar_engine0_sext14_sgn = 0;
     end
 end
 
 
 
-assign engine_impl0_scalar_engine0_dx_e = $signed({engine_impl0_scalar_engine0_sext2_sgn, engine_impl0_scalar_engine0_dx_s});
+assign engine_impl0_scalar_engine0_dx_e = $signed({engine_impl0_scalar_engine0_sext14_sgn, engine_impl0_scalar_engine0_dx_s});
 
 
 always @(posedge clk) begin: engine_impl0_scalar_engine0_s4
@@ -26388,16 +26936,8 @@ always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_inreg
 end
 
 
-always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_kreg
-    if (rst == 1) begin
-        engine_impl0_multiply_subtract0_top0_0_kr <= 0;
-    end
-    else begin
-        if ((engine_impl0_multiply_subtract0_top0_0_en && engine_impl0_multiply_subtract0_top0_0_fire)) begin
-            engine_impl0_multiply_subtract0_top0_0_kr <= $signed(engine_impl0_multiply_subtract0_s_axis_s_tdata);
-        end
-    end
-end
+
+assign engine_impl0_multiply_subtract0_top0_0_kload = (engine_impl0_multiply_subtract0_top0_0_en && engine_impl0_multiply_subtract0_top0_0_fire);
 
 
 always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_delay_flags7_sh
@@ -26406,77 +26946,179 @@ always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_delay_flags7
     end
     else begin
         if (engine_impl0_multiply_subtract0_top0_0_en) begin
-            engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr <= {engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr[(3 * (2 - 1))-1:0], engine_impl0_multiply_subtract0_top0_0_v0};
+            engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr <= {engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr[(3 * (3 - 1))-1:0], engine_impl0_multiply_subtract0_top0_0_v0};
         end
     end
 end
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_vout = engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr[(3 * 2)-1:(3 * (2 - 1))];
+assign engine_impl0_multiply_subtract0_top0_0_vout = engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr[(3 * 3)-1:(3 * (3 - 1))];
+
+
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_factor_reg0_st
+    if (rst == 1) begin
+        engine_impl0_multiply_subtract0_top0_0_factor_reg0_kz <= 1;
+        engine_impl0_multiply_subtract0_top0_0_factor_reg0_k <= 0;
+    end
+    else begin
+        if (engine_impl0_multiply_subtract0_top0_0_kload) begin
+            engine_impl0_multiply_subtract0_top0_0_factor_reg0_k <= engine_impl0_multiply_subtract0_s_axis_s_tdata;
+            engine_impl0_multiply_subtract0_top0_0_factor_reg0_kz <= (engine_impl0_multiply_subtract0_s_axis_s_tdata == 0);
+        end
+    end
+end
 
 
 
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x = $signed(engine_impl0_multiply_subtract0_top0_0_ar[32-1:0]);
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_v = $signed(engine_impl0_multiply_subtract0_top0_0_br[32-1:0]);
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c = (engine_impl0_multiply_subtract0_top0_0_kr * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_v);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ac = engine_impl0_multiply_subtract0_top0_0_factor_reg0_k;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bc = engine_impl0_multiply_subtract0_top0_0_br[32-1:0];
 
 
-always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_s1
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_alu = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ac[16-1:0];
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_blu = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bc[16-1:0];
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_al = $signed({1'b0, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ac[16-1:0]});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bl = $signed({1'b0, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bc[16-1:0]});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ah = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ac[32-1:16]);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bh = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bc[32-1:16]);
+
+
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_st1
     if (rst == 1) begin
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1 <= 0;
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hh <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ll <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh <= 0;
     end
     else begin
         if (engine_impl0_multiply_subtract0_top0_0_en) begin
-            if ((engine_impl0_multiply_subtract0_top0_0_kr == 0)) begin
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= 0;
+            if (engine_impl0_multiply_subtract0_top0_0_factor_reg0_kz) begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ll <= 0;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh <= 0;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl <= 0;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hh <= 0;
             end
             else begin
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ll <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_alu * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_blu);
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_al * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bh);
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bl);
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bh);
             end
+        end
+    end
+end
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext15_fill
+    if (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh[(33 - 1)]) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext15_sgn = 1;
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext15_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lhe = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext15_sgn, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh});
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext16_fill
+    if (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl[(33 - 1)]) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext16_sgn = 1;
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext16_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hle = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext16_sgn, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl});
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lhe + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hle);
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_outer = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hh, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ll});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_sh = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid, 16'h8000});
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_sh) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext17_fill
+    if (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_sh[(50 - 1)]) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext17_sgn = 16383;
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext17_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_e = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext17_sgn, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_sh});
+
+
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_st2
+    if (rst == 1) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p2 <= 0;
+    end
+    else begin
+        if (engine_impl0_multiply_subtract0_top0_0_en) begin
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p2 <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_outer + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_xdl
+    if (rst == 1) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x2 <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1 <= 0;
+    end
+    else begin
+        if (engine_impl0_multiply_subtract0_top0_0_en) begin
             engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x;
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x2 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1;
         end
     end
 end
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_t = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 >>> 16);
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_rb = $signed({64'h0, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1[(16 - 1)]});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p2 >>> 16);
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_t + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_rb);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hi = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q[64-1:(32 - 1)];
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hi = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r[65-1:(32 - 1)];
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hin = (~engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hi);
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hin = (~engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hi);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign = (!engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q[(64 - 1)]);
 
 
-
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign = (!engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r[(65 - 1)]);
-
-
-always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hin) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_clamp
-    if (((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hi == 0) || (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hin == 0))) begin
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r[32-1:0]);
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hin) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_clamp
+    if (((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hi == 0) || (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hin == 0))) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q[32-1:0]);
     end
     else begin
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r[(65 - 1)], engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill});
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q[(64 - 1)], engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill});
     end
 end
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_d = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1 - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_d = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x2 - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv);
 
 
 
@@ -26501,7 +27143,7 @@ always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill, engine
 end
 
 
-always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_s2
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_s3
     if (rst == 1) begin
         engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_yr <= 0;
     end
@@ -26517,67 +27159,169 @@ end
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_y = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_yr;
 
 
-
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x = $signed(engine_impl0_multiply_subtract0_top0_0_ar[64-1:32]);
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_v = $signed(engine_impl0_multiply_subtract0_top0_0_br[64-1:32]);
-
-
-
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c = (engine_impl0_multiply_subtract0_top0_0_kr * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_v);
-
-
-always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_s1
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_factor_reg1_st
     if (rst == 1) begin
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1 <= 0;
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= 0;
+        engine_impl0_multiply_subtract0_top0_0_factor_reg1_kz <= 1;
+        engine_impl0_multiply_subtract0_top0_0_factor_reg1_k <= 0;
     end
     else begin
-        if (engine_impl0_multiply_subtract0_top0_0_en) begin
-            if ((engine_impl0_multiply_subtract0_top0_0_kr == 0)) begin
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= 0;
-            end
-            else begin
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c;
-            end
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x;
+        if (engine_impl0_multiply_subtract0_top0_0_kload) begin
+            engine_impl0_multiply_subtract0_top0_0_factor_reg1_k <= engine_impl0_multiply_subtract0_s_axis_s_tdata;
+            engine_impl0_multiply_subtract0_top0_0_factor_reg1_kz <= (engine_impl0_multiply_subtract0_s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_t = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 >>> 16);
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_rb = $signed({64'h0, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1[(16 - 1)]});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x = $signed(engine_impl0_multiply_subtract0_top0_0_ar[64-1:32]);
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_t + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_rb);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ac = engine_impl0_multiply_subtract0_top0_0_factor_reg1_k;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bc = engine_impl0_multiply_subtract0_top0_0_br[64-1:32];
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hi = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r[65-1:(32 - 1)];
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_alu = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ac[16-1:0];
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_blu = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bc[16-1:0];
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_al = $signed({1'b0, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ac[16-1:0]});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bl = $signed({1'b0, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bc[16-1:0]});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ah = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ac[32-1:16]);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bh = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bc[32-1:16]);
 
 
-
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hin = (~engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hi);
-
-
-
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign = (!engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r[(65 - 1)]);
-
-
-always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hin) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_clamp
-    if (((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hi == 0) || (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hin == 0))) begin
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r[32-1:0]);
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_st1
+    if (rst == 1) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hh <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ll <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh <= 0;
     end
     else begin
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r[(65 - 1)], engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill});
+        if (engine_impl0_multiply_subtract0_top0_0_en) begin
+            if (engine_impl0_multiply_subtract0_top0_0_factor_reg1_kz) begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ll <= 0;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh <= 0;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl <= 0;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hh <= 0;
+            end
+            else begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ll <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_alu * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_blu);
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_al * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bh);
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bl);
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bh);
+            end
+        end
+    end
+end
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext18_fill
+    if (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh[(33 - 1)]) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext18_sgn = 1;
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext18_sgn = 0;
     end
 end
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_d = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1 - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lhe = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext18_sgn, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh});
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext19_fill
+    if (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl[(33 - 1)]) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext19_sgn = 1;
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext19_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hle = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext19_sgn, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl});
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lhe + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hle);
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_outer = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hh, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ll});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_sh = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid, 16'h8000});
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_sh) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext20_fill
+    if (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_sh[(50 - 1)]) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext20_sgn = 16383;
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext20_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_e = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext20_sgn, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_sh});
+
+
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_st2
+    if (rst == 1) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p2 <= 0;
+    end
+    else begin
+        if (engine_impl0_multiply_subtract0_top0_0_en) begin
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p2 <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_outer + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_xdl
+    if (rst == 1) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x2 <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1 <= 0;
+    end
+    else begin
+        if (engine_impl0_multiply_subtract0_top0_0_en) begin
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x;
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x2 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1;
+        end
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p2 >>> 16);
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hi = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q[64-1:(32 - 1)];
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hin = (~engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hi);
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign = (!engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q[(64 - 1)]);
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hin) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_clamp
+    if (((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hi == 0) || (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hin == 0))) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q[32-1:0]);
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q[(64 - 1)], engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill});
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_d = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x2 - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv);
 
 
 
@@ -26602,7 +27346,7 @@ always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill, engine
 end
 
 
-always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_s2
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_s3
     if (rst == 1) begin
         engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_yr <= 0;
     end
@@ -26618,67 +27362,169 @@ end
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_y = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_yr;
 
 
-
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x = $signed(engine_impl0_multiply_subtract0_top0_0_ar[96-1:64]);
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_v = $signed(engine_impl0_multiply_subtract0_top0_0_br[96-1:64]);
-
-
-
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c = (engine_impl0_multiply_subtract0_top0_0_kr * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_v);
-
-
-always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_s1
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_factor_reg2_st
     if (rst == 1) begin
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1 <= 0;
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= 0;
+        engine_impl0_multiply_subtract0_top0_0_factor_reg2_kz <= 1;
+        engine_impl0_multiply_subtract0_top0_0_factor_reg2_k <= 0;
     end
     else begin
-        if (engine_impl0_multiply_subtract0_top0_0_en) begin
-            if ((engine_impl0_multiply_subtract0_top0_0_kr == 0)) begin
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= 0;
-            end
-            else begin
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c;
-            end
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x;
+        if (engine_impl0_multiply_subtract0_top0_0_kload) begin
+            engine_impl0_multiply_subtract0_top0_0_factor_reg2_k <= engine_impl0_multiply_subtract0_s_axis_s_tdata;
+            engine_impl0_multiply_subtract0_top0_0_factor_reg2_kz <= (engine_impl0_multiply_subtract0_s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_t = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 >>> 16);
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_rb = $signed({64'h0, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1[(16 - 1)]});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x = $signed(engine_impl0_multiply_subtract0_top0_0_ar[96-1:64]);
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_t + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_rb);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ac = engine_impl0_multiply_subtract0_top0_0_factor_reg2_k;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bc = engine_impl0_multiply_subtract0_top0_0_br[96-1:64];
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hi = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r[65-1:(32 - 1)];
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_alu = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ac[16-1:0];
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_blu = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bc[16-1:0];
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_al = $signed({1'b0, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ac[16-1:0]});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bl = $signed({1'b0, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bc[16-1:0]});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ah = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ac[32-1:16]);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bh = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bc[32-1:16]);
 
 
-
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hin = (~engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hi);
-
-
-
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign = (!engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r[(65 - 1)]);
-
-
-always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hin) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_clamp
-    if (((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hi == 0) || (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hin == 0))) begin
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r[32-1:0]);
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_st1
+    if (rst == 1) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hh <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ll <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh <= 0;
     end
     else begin
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r[(65 - 1)], engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill});
+        if (engine_impl0_multiply_subtract0_top0_0_en) begin
+            if (engine_impl0_multiply_subtract0_top0_0_factor_reg2_kz) begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ll <= 0;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh <= 0;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl <= 0;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hh <= 0;
+            end
+            else begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ll <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_alu * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_blu);
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_al * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bh);
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bl);
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bh);
+            end
+        end
+    end
+end
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext21_fill
+    if (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh[(33 - 1)]) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext21_sgn = 1;
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext21_sgn = 0;
     end
 end
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_d = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1 - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lhe = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext21_sgn, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh});
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext22_fill
+    if (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl[(33 - 1)]) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext22_sgn = 1;
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext22_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hle = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext22_sgn, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl});
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lhe + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hle);
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_outer = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hh, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ll});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_sh = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid, 16'h8000});
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_sh) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext23_fill
+    if (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_sh[(50 - 1)]) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext23_sgn = 16383;
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext23_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_e = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext23_sgn, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_sh});
+
+
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_st2
+    if (rst == 1) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p2 <= 0;
+    end
+    else begin
+        if (engine_impl0_multiply_subtract0_top0_0_en) begin
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p2 <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_outer + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_xdl
+    if (rst == 1) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x2 <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1 <= 0;
+    end
+    else begin
+        if (engine_impl0_multiply_subtract0_top0_0_en) begin
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x;
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x2 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1;
+        end
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p2 >>> 16);
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hi = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q[64-1:(32 - 1)];
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hin = (~engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hi);
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign = (!engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q[(64 - 1)]);
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hin) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_clamp
+    if (((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hi == 0) || (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hin == 0))) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q[32-1:0]);
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q[(64 - 1)], engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill});
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_d = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x2 - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv);
 
 
 
@@ -26703,7 +27549,7 @@ always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill, engine
 end
 
 
-always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_s2
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_s3
     if (rst == 1) begin
         engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_yr <= 0;
     end
@@ -26719,67 +27565,169 @@ end
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_y = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_yr;
 
 
-
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x = $signed(engine_impl0_multiply_subtract0_top0_0_ar[128-1:96]);
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_v = $signed(engine_impl0_multiply_subtract0_top0_0_br[128-1:96]);
-
-
-
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c = (engine_impl0_multiply_subtract0_top0_0_kr * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_v);
-
-
-always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_s1
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_factor_reg3_st
     if (rst == 1) begin
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1 <= 0;
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= 0;
+        engine_impl0_multiply_subtract0_top0_0_factor_reg3_kz <= 1;
+        engine_impl0_multiply_subtract0_top0_0_factor_reg3_k <= 0;
     end
     else begin
-        if (engine_impl0_multiply_subtract0_top0_0_en) begin
-            if ((engine_impl0_multiply_subtract0_top0_0_kr == 0)) begin
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= 0;
-            end
-            else begin
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c;
-            end
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x;
+        if (engine_impl0_multiply_subtract0_top0_0_kload) begin
+            engine_impl0_multiply_subtract0_top0_0_factor_reg3_k <= engine_impl0_multiply_subtract0_s_axis_s_tdata;
+            engine_impl0_multiply_subtract0_top0_0_factor_reg3_kz <= (engine_impl0_multiply_subtract0_s_axis_s_tdata == 0);
         end
     end
 end
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_t = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 >>> 16);
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_rb = $signed({64'h0, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1[(16 - 1)]});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x = $signed(engine_impl0_multiply_subtract0_top0_0_ar[128-1:96]);
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_t + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_rb);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ac = engine_impl0_multiply_subtract0_top0_0_factor_reg3_k;
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bc = engine_impl0_multiply_subtract0_top0_0_br[128-1:96];
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hi = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r[65-1:(32 - 1)];
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_alu = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ac[16-1:0];
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_blu = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bc[16-1:0];
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_al = $signed({1'b0, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ac[16-1:0]});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bl = $signed({1'b0, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bc[16-1:0]});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ah = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ac[32-1:16]);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bh = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bc[32-1:16]);
 
 
-
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hin = (~engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hi);
-
-
-
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign = (!engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r[(65 - 1)]);
-
-
-always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hin) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_clamp
-    if (((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hi == 0) || (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hin == 0))) begin
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r[32-1:0]);
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_st1
+    if (rst == 1) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hh <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ll <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh <= 0;
     end
     else begin
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r[(65 - 1)], engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill});
+        if (engine_impl0_multiply_subtract0_top0_0_en) begin
+            if (engine_impl0_multiply_subtract0_top0_0_factor_reg3_kz) begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ll <= 0;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh <= 0;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl <= 0;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hh <= 0;
+            end
+            else begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ll <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_alu * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_blu);
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_al * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bh);
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bl);
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bh);
+            end
+        end
+    end
+end
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext24_fill
+    if (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh[(33 - 1)]) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext24_sgn = 1;
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext24_sgn = 0;
     end
 end
 
 
 
-assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_d = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1 - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv);
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lhe = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext24_sgn, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh});
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext25_fill
+    if (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl[(33 - 1)]) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext25_sgn = 1;
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext25_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hle = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext25_sgn, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl});
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lhe + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hle);
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_outer = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hh, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ll});
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_sh = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid, 16'h8000});
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_sh) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext26_fill
+    if (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_sh[(50 - 1)]) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext26_sgn = 16383;
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext26_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_e = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext26_sgn, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_sh});
+
+
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_st2
+    if (rst == 1) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p2 <= 0;
+    end
+    else begin
+        if (engine_impl0_multiply_subtract0_top0_0_en) begin
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p2 <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_outer + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_xdl
+    if (rst == 1) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x2 <= 0;
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1 <= 0;
+    end
+    else begin
+        if (engine_impl0_multiply_subtract0_top0_0_en) begin
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x;
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x2 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1;
+        end
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p2 >>> 16);
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hi = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q[64-1:(32 - 1)];
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hin = (~engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hi);
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign = (!engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q[(64 - 1)]);
+
+
+always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hin) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_clamp
+    if (((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hi == 0) || (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hin == 0))) begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv = $signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q[32-1:0]);
+    end
+    else begin
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv = $signed({engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q[(64 - 1)], engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill});
+    end
+end
+
+
+
+assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_d = (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x2 - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv);
 
 
 
@@ -26804,7 +27752,7 @@ always @(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill, engine
 end
 
 
-always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_s2
+always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_s3
     if (rst == 1) begin
         engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_yr <= 0;
     end
@@ -27454,16 +28402,8 @@ always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_inreg
 end
 
 
-always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_kreg
-    if (rst == 1) begin
-        engine_impl0_l2reg0_top0_0_1_kr <= 0;
-    end
-    else begin
-        if ((engine_impl0_copy_sig344_y && (!engine_impl0_l2reg0_busy))) begin
-            engine_impl0_l2reg0_top0_0_1_kr <= $signed(engine_impl0_fit12_dst);
-        end
-    end
-end
+
+assign engine_impl0_l2reg0_top0_0_1_kload = (engine_impl0_copy_sig344_y && (!engine_impl0_l2reg0_busy));
 
 
 always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_delay_flags8_sh
@@ -27472,77 +28412,179 @@ always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_delay_flags8_sh
     end
     else begin
         if (engine_impl0_l2reg0_top0_0_1_en) begin
-            engine_impl0_l2reg0_top0_0_1_delay_flags8_sr <= {engine_impl0_l2reg0_top0_0_1_delay_flags8_sr[(3 * (2 - 1))-1:0], engine_impl0_l2reg0_top0_0_1_v0};
+            engine_impl0_l2reg0_top0_0_1_delay_flags8_sr <= {engine_impl0_l2reg0_top0_0_1_delay_flags8_sr[(3 * (3 - 1))-1:0], engine_impl0_l2reg0_top0_0_1_v0};
         end
     end
 end
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_vout = engine_impl0_l2reg0_top0_0_1_delay_flags8_sr[(3 * 2)-1:(3 * (2 - 1))];
+assign engine_impl0_l2reg0_top0_0_1_vout = engine_impl0_l2reg0_top0_0_1_delay_flags8_sr[(3 * 3)-1:(3 * (3 - 1))];
+
+
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_factor_reg4_st
+    if (rst == 1) begin
+        engine_impl0_l2reg0_top0_0_1_factor_reg4_kz <= 1;
+        engine_impl0_l2reg0_top0_0_1_factor_reg4_k <= 0;
+    end
+    else begin
+        if (engine_impl0_l2reg0_top0_0_1_kload) begin
+            engine_impl0_l2reg0_top0_0_1_factor_reg4_k <= engine_impl0_fit12_dst;
+            engine_impl0_l2reg0_top0_0_1_factor_reg4_kz <= (engine_impl0_fit12_dst == 0);
+        end
+    end
+end
 
 
 
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x = $signed(engine_impl0_l2reg0_top0_0_1_ar[32-1:0]);
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_v = $signed(engine_impl0_l2reg0_top0_0_1_br[32-1:0]);
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c = (engine_impl0_l2reg0_top0_0_1_kr * engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_v);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ac = engine_impl0_l2reg0_top0_0_1_factor_reg4_k;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bc = engine_impl0_l2reg0_top0_0_1_br[32-1:0];
 
 
-always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_s1
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_alu = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ac[16-1:0];
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_blu = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bc[16-1:0];
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_al = $signed({1'b0, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ac[16-1:0]});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bl = $signed({1'b0, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bc[16-1:0]});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ah = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ac[32-1:16]);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bh = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bc[32-1:16]);
+
+
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_st1
     if (rst == 1) begin
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1 <= 0;
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hh <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ll <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh <= 0;
     end
     else begin
         if (engine_impl0_l2reg0_top0_0_1_en) begin
-            if ((engine_impl0_l2reg0_top0_0_1_kr == 0)) begin
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= 0;
+            if (engine_impl0_l2reg0_top0_0_1_factor_reg4_kz) begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ll <= 0;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh <= 0;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl <= 0;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hh <= 0;
             end
             else begin
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ll <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_alu * engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_blu);
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_al * engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bh);
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bl);
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bh);
             end
+        end
+    end
+end
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext27_fill
+    if (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh[(33 - 1)]) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext27_sgn = 1;
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext27_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lhe = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext27_sgn, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh});
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext28_fill
+    if (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl[(33 - 1)]) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext28_sgn = 1;
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext28_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hle = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext28_sgn, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl});
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lhe + engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hle);
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_outer = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hh, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ll});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_sh = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid, 16'h8000});
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_sh) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext29_fill
+    if (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_sh[(50 - 1)]) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext29_sgn = 16383;
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext29_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_e = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext29_sgn, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_sh});
+
+
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_st2
+    if (rst == 1) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p2 <= 0;
+    end
+    else begin
+        if (engine_impl0_l2reg0_top0_0_1_en) begin
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p2 <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_outer + engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_xdl
+    if (rst == 1) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x2 <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1 <= 0;
+    end
+    else begin
+        if (engine_impl0_l2reg0_top0_0_1_en) begin
             engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x;
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x2 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1;
         end
     end
 end
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_t = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 >>> 16);
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_rb = $signed({64'h0, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1[(16 - 1)]});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p2 >>> 16);
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_t + engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_rb);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hi = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q[64-1:(32 - 1)];
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hi = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r[65-1:(32 - 1)];
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hin = (~engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hi);
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hin = (~engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hi);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign = (!engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q[(64 - 1)]);
 
 
-
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign = (!engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r[(65 - 1)]);
-
-
-always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hin) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_clamp
-    if (((engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hi == 0) || (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hin == 0))) begin
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r[32-1:0]);
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hin) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_clamp
+    if (((engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hi == 0) || (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hin == 0))) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q[32-1:0]);
     end
     else begin
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r[(65 - 1)], engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill});
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q[(64 - 1)], engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill});
     end
 end
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_d = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1 - engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_d = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x2 - engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv);
 
 
 
@@ -27567,7 +28609,7 @@ always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill, engine_impl0_l2r
 end
 
 
-always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_s2
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_s3
     if (rst == 1) begin
         engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_yr <= 0;
     end
@@ -27583,67 +28625,169 @@ end
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_y = engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_yr;
 
 
-
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x = $signed(engine_impl0_l2reg0_top0_0_1_ar[64-1:32]);
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_v = $signed(engine_impl0_l2reg0_top0_0_1_br[64-1:32]);
-
-
-
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c = (engine_impl0_l2reg0_top0_0_1_kr * engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_v);
-
-
-always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_s1
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_factor_reg5_st
     if (rst == 1) begin
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1 <= 0;
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= 0;
+        engine_impl0_l2reg0_top0_0_1_factor_reg5_kz <= 1;
+        engine_impl0_l2reg0_top0_0_1_factor_reg5_k <= 0;
     end
     else begin
-        if (engine_impl0_l2reg0_top0_0_1_en) begin
-            if ((engine_impl0_l2reg0_top0_0_1_kr == 0)) begin
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= 0;
-            end
-            else begin
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c;
-            end
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x;
+        if (engine_impl0_l2reg0_top0_0_1_kload) begin
+            engine_impl0_l2reg0_top0_0_1_factor_reg5_k <= engine_impl0_fit12_dst;
+            engine_impl0_l2reg0_top0_0_1_factor_reg5_kz <= (engine_impl0_fit12_dst == 0);
         end
     end
 end
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_t = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 >>> 16);
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_rb = $signed({64'h0, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1[(16 - 1)]});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x = $signed(engine_impl0_l2reg0_top0_0_1_ar[64-1:32]);
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_t + engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_rb);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ac = engine_impl0_l2reg0_top0_0_1_factor_reg5_k;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bc = engine_impl0_l2reg0_top0_0_1_br[64-1:32];
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hi = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r[65-1:(32 - 1)];
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_alu = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ac[16-1:0];
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_blu = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bc[16-1:0];
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_al = $signed({1'b0, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ac[16-1:0]});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bl = $signed({1'b0, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bc[16-1:0]});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ah = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ac[32-1:16]);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bh = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bc[32-1:16]);
 
 
-
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hin = (~engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hi);
-
-
-
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign = (!engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r[(65 - 1)]);
-
-
-always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hin) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_clamp
-    if (((engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hi == 0) || (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hin == 0))) begin
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r[32-1:0]);
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_st1
+    if (rst == 1) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hh <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ll <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh <= 0;
     end
     else begin
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r[(65 - 1)], engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill});
+        if (engine_impl0_l2reg0_top0_0_1_en) begin
+            if (engine_impl0_l2reg0_top0_0_1_factor_reg5_kz) begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ll <= 0;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh <= 0;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl <= 0;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hh <= 0;
+            end
+            else begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ll <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_alu * engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_blu);
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_al * engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bh);
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bl);
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bh);
+            end
+        end
+    end
+end
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext30_fill
+    if (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh[(33 - 1)]) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext30_sgn = 1;
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext30_sgn = 0;
     end
 end
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_d = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1 - engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lhe = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext30_sgn, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh});
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext31_fill
+    if (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl[(33 - 1)]) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext31_sgn = 1;
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext31_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hle = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext31_sgn, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl});
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lhe + engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hle);
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_outer = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hh, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ll});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_sh = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid, 16'h8000});
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_sh) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext32_fill
+    if (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_sh[(50 - 1)]) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext32_sgn = 16383;
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext32_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_e = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext32_sgn, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_sh});
+
+
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_st2
+    if (rst == 1) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p2 <= 0;
+    end
+    else begin
+        if (engine_impl0_l2reg0_top0_0_1_en) begin
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p2 <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_outer + engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_xdl
+    if (rst == 1) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x2 <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1 <= 0;
+    end
+    else begin
+        if (engine_impl0_l2reg0_top0_0_1_en) begin
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x;
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x2 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1;
+        end
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p2 >>> 16);
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hi = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q[64-1:(32 - 1)];
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hin = (~engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hi);
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign = (!engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q[(64 - 1)]);
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hin) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_clamp
+    if (((engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hi == 0) || (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hin == 0))) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q[32-1:0]);
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q[(64 - 1)], engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill});
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_d = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x2 - engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv);
 
 
 
@@ -27668,7 +28812,7 @@ always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill, engine_impl0_l2r
 end
 
 
-always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_s2
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_s3
     if (rst == 1) begin
         engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_yr <= 0;
     end
@@ -27684,67 +28828,169 @@ end
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_y = engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_yr;
 
 
-
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x = $signed(engine_impl0_l2reg0_top0_0_1_ar[96-1:64]);
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_v = $signed(engine_impl0_l2reg0_top0_0_1_br[96-1:64]);
-
-
-
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c = (engine_impl0_l2reg0_top0_0_1_kr * engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_v);
-
-
-always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_s1
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_factor_reg6_st
     if (rst == 1) begin
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1 <= 0;
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= 0;
+        engine_impl0_l2reg0_top0_0_1_factor_reg6_kz <= 1;
+        engine_impl0_l2reg0_top0_0_1_factor_reg6_k <= 0;
     end
     else begin
-        if (engine_impl0_l2reg0_top0_0_1_en) begin
-            if ((engine_impl0_l2reg0_top0_0_1_kr == 0)) begin
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= 0;
-            end
-            else begin
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c;
-            end
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x;
+        if (engine_impl0_l2reg0_top0_0_1_kload) begin
+            engine_impl0_l2reg0_top0_0_1_factor_reg6_k <= engine_impl0_fit12_dst;
+            engine_impl0_l2reg0_top0_0_1_factor_reg6_kz <= (engine_impl0_fit12_dst == 0);
         end
     end
 end
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_t = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 >>> 16);
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_rb = $signed({64'h0, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1[(16 - 1)]});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x = $signed(engine_impl0_l2reg0_top0_0_1_ar[96-1:64]);
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_t + engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_rb);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ac = engine_impl0_l2reg0_top0_0_1_factor_reg6_k;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bc = engine_impl0_l2reg0_top0_0_1_br[96-1:64];
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hi = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r[65-1:(32 - 1)];
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_alu = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ac[16-1:0];
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_blu = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bc[16-1:0];
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_al = $signed({1'b0, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ac[16-1:0]});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bl = $signed({1'b0, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bc[16-1:0]});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ah = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ac[32-1:16]);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bh = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bc[32-1:16]);
 
 
-
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hin = (~engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hi);
-
-
-
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign = (!engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r[(65 - 1)]);
-
-
-always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hin) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_clamp
-    if (((engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hi == 0) || (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hin == 0))) begin
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r[32-1:0]);
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_st1
+    if (rst == 1) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hh <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ll <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh <= 0;
     end
     else begin
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r[(65 - 1)], engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill});
+        if (engine_impl0_l2reg0_top0_0_1_en) begin
+            if (engine_impl0_l2reg0_top0_0_1_factor_reg6_kz) begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ll <= 0;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh <= 0;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl <= 0;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hh <= 0;
+            end
+            else begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ll <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_alu * engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_blu);
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_al * engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bh);
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bl);
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bh);
+            end
+        end
+    end
+end
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext33_fill
+    if (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh[(33 - 1)]) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext33_sgn = 1;
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext33_sgn = 0;
     end
 end
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_d = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1 - engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lhe = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext33_sgn, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh});
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext34_fill
+    if (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl[(33 - 1)]) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext34_sgn = 1;
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext34_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hle = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext34_sgn, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl});
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lhe + engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hle);
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_outer = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hh, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ll});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_sh = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid, 16'h8000});
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_sh) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext35_fill
+    if (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_sh[(50 - 1)]) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext35_sgn = 16383;
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext35_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_e = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext35_sgn, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_sh});
+
+
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_st2
+    if (rst == 1) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p2 <= 0;
+    end
+    else begin
+        if (engine_impl0_l2reg0_top0_0_1_en) begin
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p2 <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_outer + engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_xdl
+    if (rst == 1) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x2 <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1 <= 0;
+    end
+    else begin
+        if (engine_impl0_l2reg0_top0_0_1_en) begin
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x;
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x2 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1;
+        end
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p2 >>> 16);
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hi = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q[64-1:(32 - 1)];
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hin = (~engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hi);
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign = (!engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q[(64 - 1)]);
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hin) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_clamp
+    if (((engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hi == 0) || (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hin == 0))) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q[32-1:0]);
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q[(64 - 1)], engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill});
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_d = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x2 - engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv);
 
 
 
@@ -27769,7 +29015,7 @@ always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill, engine_impl0_l2r
 end
 
 
-always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_s2
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_s3
     if (rst == 1) begin
         engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_yr <= 0;
     end
@@ -27785,67 +29031,169 @@ end
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_y = engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_yr;
 
 
-
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x = $signed(engine_impl0_l2reg0_top0_0_1_ar[128-1:96]);
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_v = $signed(engine_impl0_l2reg0_top0_0_1_br[128-1:96]);
-
-
-
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c = (engine_impl0_l2reg0_top0_0_1_kr * engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_v);
-
-
-always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_s1
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_factor_reg7_st
     if (rst == 1) begin
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1 <= 0;
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= 0;
+        engine_impl0_l2reg0_top0_0_1_factor_reg7_kz <= 1;
+        engine_impl0_l2reg0_top0_0_1_factor_reg7_k <= 0;
     end
     else begin
-        if (engine_impl0_l2reg0_top0_0_1_en) begin
-            if ((engine_impl0_l2reg0_top0_0_1_kr == 0)) begin
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= 0;
-            end
-            else begin
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c;
-            end
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x;
+        if (engine_impl0_l2reg0_top0_0_1_kload) begin
+            engine_impl0_l2reg0_top0_0_1_factor_reg7_k <= engine_impl0_fit12_dst;
+            engine_impl0_l2reg0_top0_0_1_factor_reg7_kz <= (engine_impl0_fit12_dst == 0);
         end
     end
 end
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_t = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 >>> 16);
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_rb = $signed({64'h0, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1[(16 - 1)]});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x = $signed(engine_impl0_l2reg0_top0_0_1_ar[128-1:96]);
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_t + engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_rb);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ac = engine_impl0_l2reg0_top0_0_1_factor_reg7_k;
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bc = engine_impl0_l2reg0_top0_0_1_br[128-1:96];
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hi = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r[65-1:(32 - 1)];
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_alu = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ac[16-1:0];
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_blu = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bc[16-1:0];
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_al = $signed({1'b0, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ac[16-1:0]});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bl = $signed({1'b0, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bc[16-1:0]});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ah = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ac[32-1:16]);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bh = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bc[32-1:16]);
 
 
-
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hin = (~engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hi);
-
-
-
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign = (!engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r[(65 - 1)]);
-
-
-always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hin) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_clamp
-    if (((engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hi == 0) || (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hin == 0))) begin
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r[32-1:0]);
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_st1
+    if (rst == 1) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hh <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ll <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh <= 0;
     end
     else begin
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r[(65 - 1)], engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill});
+        if (engine_impl0_l2reg0_top0_0_1_en) begin
+            if (engine_impl0_l2reg0_top0_0_1_factor_reg7_kz) begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ll <= 0;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh <= 0;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl <= 0;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hh <= 0;
+            end
+            else begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ll <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_alu * engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_blu);
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_al * engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bh);
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bl);
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bh);
+            end
+        end
+    end
+end
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext36_fill
+    if (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh[(33 - 1)]) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext36_sgn = 1;
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext36_sgn = 0;
     end
 end
 
 
 
-assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_d = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1 - engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv);
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lhe = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext36_sgn, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh});
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext37_fill
+    if (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl[(33 - 1)]) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext37_sgn = 1;
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext37_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hle = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext37_sgn, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl});
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lhe + engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hle);
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_outer = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hh, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ll});
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_sh = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid, 16'h8000});
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_sh) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext38_fill
+    if (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_sh[(50 - 1)]) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext38_sgn = 16383;
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext38_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_e = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext38_sgn, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_sh});
+
+
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_st2
+    if (rst == 1) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p2 <= 0;
+    end
+    else begin
+        if (engine_impl0_l2reg0_top0_0_1_en) begin
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p2 <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_outer + engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_e);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_xdl
+    if (rst == 1) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x2 <= 0;
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1 <= 0;
+    end
+    else begin
+        if (engine_impl0_l2reg0_top0_0_1_en) begin
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x;
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x2 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1;
+        end
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p2 >>> 16);
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hi = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q[64-1:(32 - 1)];
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hin = (~engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hi);
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign = (!engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q[(64 - 1)]);
+
+
+always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hin) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_clamp
+    if (((engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hi == 0) || (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hin == 0))) begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv = $signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q[32-1:0]);
+    end
+    else begin
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv = $signed({engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q[(64 - 1)], engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill});
+    end
+end
+
+
+
+assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_d = (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x2 - engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv);
 
 
 
@@ -27870,7 +29218,7 @@ always @(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill, engine_impl0_l2r
 end
 
 
-always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_s2
+always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_s3
     if (rst == 1) begin
         engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_yr <= 0;
     end

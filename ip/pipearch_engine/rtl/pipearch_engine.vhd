@@ -3766,23 +3766,99 @@ signal engine_impl0_dot_sigmoid0_control0_dim_r: unsigned(8 downto 0);
 signal engine_impl0_dot_sigmoid0_control0_icnt: unsigned(12 downto 0);
 signal engine_impl0_dot_sigmoid0_control0_it_r: unsigned(12 downto 0);
 signal engine_impl0_dot_sigmoid0_control0_lcnt: unsigned(8 downto 0);
-signal engine_impl0_dot_sigmoid0_mul_reg0_p: signed (63 downto 0);
-signal engine_impl0_dot_sigmoid0_mul_reg0_a: signed (31 downto 0);
-signal engine_impl0_dot_sigmoid0_mul_reg0_b: signed (31 downto 0);
-signal engine_impl0_dot_sigmoid0_mul_reg1_p: signed (63 downto 0);
-signal engine_impl0_dot_sigmoid0_mul_reg1_a: signed (31 downto 0);
-signal engine_impl0_dot_sigmoid0_mul_reg1_b: signed (31 downto 0);
-signal engine_impl0_dot_sigmoid0_mul_reg2_p: signed (63 downto 0);
-signal engine_impl0_dot_sigmoid0_mul_reg2_a: signed (31 downto 0);
-signal engine_impl0_dot_sigmoid0_mul_reg2_b: signed (31 downto 0);
-signal engine_impl0_dot_sigmoid0_mul_reg3_p: signed (63 downto 0);
-signal engine_impl0_dot_sigmoid0_mul_reg3_a: signed (31 downto 0);
-signal engine_impl0_dot_sigmoid0_mul_reg3_b: signed (31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_p: signed (63 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_ac: unsigned(31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_bc: unsigned(31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_alu: unsigned(15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_blu: unsigned(15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_al: signed (16 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_bl: signed (16 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_ah: signed (15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_bh: signed (15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_ll: unsigned(31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_lh: signed (32 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_hl: signed (32 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_hh: signed (31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_mid: signed (33 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_lhe: signed (33 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_hle: signed (33 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_outer: signed (63 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_mid_sh: signed (49 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_mid_e: signed (63 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_sext0_sgn: unsigned(0 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_sext1_sgn: unsigned(0 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg0_sext2_sgn: unsigned(13 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_p: signed (63 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_ac: unsigned(31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_bc: unsigned(31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_alu: unsigned(15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_blu: unsigned(15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_al: signed (16 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_bl: signed (16 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_ah: signed (15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_bh: signed (15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_ll: unsigned(31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_lh: signed (32 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_hl: signed (32 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_hh: signed (31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_mid: signed (33 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_lhe: signed (33 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_hle: signed (33 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_outer: signed (63 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_mid_sh: signed (49 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_mid_e: signed (63 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_sext3_sgn: unsigned(0 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_sext4_sgn: unsigned(0 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg1_sext5_sgn: unsigned(13 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_p: signed (63 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_ac: unsigned(31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_bc: unsigned(31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_alu: unsigned(15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_blu: unsigned(15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_al: signed (16 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_bl: signed (16 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_ah: signed (15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_bh: signed (15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_ll: unsigned(31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_lh: signed (32 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_hl: signed (32 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_hh: signed (31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_mid: signed (33 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_lhe: signed (33 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_hle: signed (33 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_outer: signed (63 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_mid_sh: signed (49 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_mid_e: signed (63 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_sext6_sgn: unsigned(0 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_sext7_sgn: unsigned(0 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg2_sext8_sgn: unsigned(13 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_p: signed (63 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_ac: unsigned(31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_bc: unsigned(31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_alu: unsigned(15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_blu: unsigned(15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_al: signed (16 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_bl: signed (16 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_ah: signed (15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_bh: signed (15 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_ll: unsigned(31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_lh: signed (32 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_hl: signed (32 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_hh: signed (31 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_mid: signed (33 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_lhe: signed (33 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_hle: signed (33 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_outer: signed (63 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_mid_sh: signed (49 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_mid_e: signed (63 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_sext9_sgn: unsigned(0 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_sext10_sgn: unsigned(0 downto 0);
+signal engine_impl0_dot_sigmoid0_split_mul_reg3_sext11_sgn: unsigned(13 downto 0);
 signal engine_impl0_dot_sigmoid0_add_reg0_y: signed (64 downto 0);
 signal engine_impl0_dot_sigmoid0_add_reg1_y: signed (64 downto 0);
 signal engine_impl0_dot_sigmoid0_add_reg2_y: signed (65 downto 0);
-signal engine_impl0_dot_sigmoid0_delay_flags0_sr: unsigned(8 downto 0);
-signal engine_impl0_dot_sigmoid0_sext0_sgn: unsigned(9 downto 0);
+signal engine_impl0_dot_sigmoid0_delay_flags0_sr: unsigned(11 downto 0);
+signal engine_impl0_dot_sigmoid0_sext12_sgn: unsigned(9 downto 0);
 signal engine_impl0_dot_sigmoid0_round_sat0_r: signed (75 downto 0);
 signal engine_impl0_dot_sigmoid0_round_sat0_rb: signed (75 downto 0);
 signal engine_impl0_dot_sigmoid0_round_sat0_t: signed (75 downto 0);
@@ -4155,7 +4231,7 @@ signal engine_impl0_scalar_engine0_mfin: unsigned(0 downto 0);
 signal engine_impl0_scalar_engine0_engine_control0_icnt: unsigned(12 downto 0);
 signal engine_impl0_scalar_engine0_engine_control0_it_bad: std_logic;
 signal engine_impl0_scalar_engine0_engine_control0_it_r: unsigned(12 downto 0);
-signal engine_impl0_scalar_engine0_sext1_sgn: unsigned(0 downto 0);
+signal engine_impl0_scalar_engine0_sext13_sgn: unsigned(0 downto 0);
 signal engine_impl0_scalar_engine0_sat10_fill: unsigned(30 downto 0);
 signal engine_impl0_scalar_engine0_sat10_hi: unsigned(1 downto 0);
 signal engine_impl0_scalar_engine0_sat10_hin: unsigned(1 downto 0);
@@ -4179,7 +4255,7 @@ signal engine_impl0_scalar_engine0_sat14_fill: unsigned(30 downto 0);
 signal engine_impl0_scalar_engine0_sat14_hi: unsigned(1 downto 0);
 signal engine_impl0_scalar_engine0_sat14_hin: unsigned(1 downto 0);
 signal engine_impl0_scalar_engine0_sat14_nsign: std_logic;
-signal engine_impl0_scalar_engine0_sext2_sgn: unsigned(0 downto 0);
+signal engine_impl0_scalar_engine0_sext14_sgn: unsigned(0 downto 0);
 signal engine_impl0_scalar_engine0_sat15_fill: unsigned(30 downto 0);
 signal engine_impl0_scalar_engine0_sat15_hi: unsigned(1 downto 0);
 signal engine_impl0_scalar_engine0_sat15_hin: unsigned(1 downto 0);
@@ -4266,7 +4342,7 @@ signal engine_impl0_multiply_subtract0_top0_0_running: std_logic;
 signal engine_impl0_multiply_subtract0_top0_0_ar: unsigned(127 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_br: unsigned(127 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_v0: unsigned(2 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_kr: signed (31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_kload: std_logic;
 signal engine_impl0_multiply_subtract0_top0_0_ybits: unsigned(127 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_ycat: unsigned(127 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_push: std_logic;
@@ -4277,87 +4353,167 @@ signal engine_impl0_multiply_subtract0_top0_0_control2_dim_r: unsigned(8 downto 
 signal engine_impl0_multiply_subtract0_top0_0_control2_icnt: unsigned(12 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_control2_it_r: unsigned(12 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_control2_lcnt: unsigned(8 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr: unsigned(5 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr: unsigned(8 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_factor_reg0_k: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_factor_reg0_kz: std_logic;
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_y: unsigned(31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_d: signed (32 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv: signed (31 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_v: signed (31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p2: signed (63 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q: signed (63 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x: signed (31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1: signed (31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x2: signed (31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_yr: signed (31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_yc: signed (31 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_rb: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_t: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill: unsigned(30 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hi: unsigned(33 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hin: unsigned(33 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign: std_logic;
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ac: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bc: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_alu: unsigned(15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_blu: unsigned(15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_al: signed (16 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bl: signed (16 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ah: signed (15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bh: signed (15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ll: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh: signed (32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl: signed (32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hh: signed (31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid: signed (33 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lhe: signed (33 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hle: signed (33 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_outer: signed (63 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_sh: signed (49 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_e: signed (63 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext15_sgn: unsigned(0 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext16_sgn: unsigned(0 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext17_sgn: unsigned(13 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill: unsigned(30 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hi: unsigned(32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hin: unsigned(32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign: std_logic;
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill: unsigned(30 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_hi: unsigned(1 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_hin: unsigned(1 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign: std_logic;
+signal engine_impl0_multiply_subtract0_top0_0_factor_reg1_k: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_factor_reg1_kz: std_logic;
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_y: unsigned(31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_d: signed (32 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv: signed (31 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_v: signed (31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p2: signed (63 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q: signed (63 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x: signed (31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1: signed (31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x2: signed (31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_yr: signed (31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_yc: signed (31 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_rb: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_t: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill: unsigned(30 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hi: unsigned(33 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hin: unsigned(33 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign: std_logic;
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ac: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bc: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_alu: unsigned(15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_blu: unsigned(15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_al: signed (16 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bl: signed (16 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ah: signed (15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bh: signed (15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ll: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh: signed (32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl: signed (32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hh: signed (31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid: signed (33 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lhe: signed (33 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hle: signed (33 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_outer: signed (63 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_sh: signed (49 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_e: signed (63 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext18_sgn: unsigned(0 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext19_sgn: unsigned(0 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext20_sgn: unsigned(13 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill: unsigned(30 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hi: unsigned(32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hin: unsigned(32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign: std_logic;
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill: unsigned(30 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_hi: unsigned(1 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_hin: unsigned(1 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign: std_logic;
+signal engine_impl0_multiply_subtract0_top0_0_factor_reg2_k: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_factor_reg2_kz: std_logic;
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_y: unsigned(31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_d: signed (32 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv: signed (31 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_v: signed (31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p2: signed (63 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q: signed (63 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x: signed (31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1: signed (31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x2: signed (31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_yr: signed (31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_yc: signed (31 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_rb: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_t: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill: unsigned(30 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hi: unsigned(33 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hin: unsigned(33 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign: std_logic;
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ac: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bc: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_alu: unsigned(15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_blu: unsigned(15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_al: signed (16 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bl: signed (16 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ah: signed (15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bh: signed (15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ll: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh: signed (32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl: signed (32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hh: signed (31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid: signed (33 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lhe: signed (33 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hle: signed (33 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_outer: signed (63 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_sh: signed (49 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_e: signed (63 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext21_sgn: unsigned(0 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext22_sgn: unsigned(0 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext23_sgn: unsigned(13 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill: unsigned(30 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hi: unsigned(32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hin: unsigned(32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign: std_logic;
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill: unsigned(30 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_hi: unsigned(1 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_hin: unsigned(1 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign: std_logic;
+signal engine_impl0_multiply_subtract0_top0_0_factor_reg3_k: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_factor_reg3_kz: std_logic;
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_y: unsigned(31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_d: signed (32 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv: signed (31 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_v: signed (31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p2: signed (63 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q: signed (63 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x: signed (31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1: signed (31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x2: signed (31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_yr: signed (31 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_yc: signed (31 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_rb: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_t: signed (64 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill: unsigned(30 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hi: unsigned(33 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hin: unsigned(33 downto 0);
-signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign: std_logic;
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ac: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bc: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_alu: unsigned(15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_blu: unsigned(15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_al: signed (16 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bl: signed (16 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ah: signed (15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bh: signed (15 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ll: unsigned(31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh: signed (32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl: signed (32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hh: signed (31 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid: signed (33 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lhe: signed (33 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hle: signed (33 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_outer: signed (63 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_sh: signed (49 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_e: signed (63 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext24_sgn: unsigned(0 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext25_sgn: unsigned(0 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext26_sgn: unsigned(13 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill: unsigned(30 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hi: unsigned(32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hin: unsigned(32 downto 0);
+signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign: std_logic;
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill: unsigned(30 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_hi: unsigned(1 downto 0);
 signal engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_hin: unsigned(1 downto 0);
@@ -4440,7 +4596,7 @@ signal engine_impl0_l2reg0_top0_0_1_running: std_logic;
 signal engine_impl0_l2reg0_top0_0_1_ar: unsigned(127 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_br: unsigned(127 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_v0: unsigned(2 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_kr: signed (31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_kload: std_logic;
 signal engine_impl0_l2reg0_top0_0_1_ybits: unsigned(127 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_ycat: unsigned(127 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_push: std_logic;
@@ -4451,87 +4607,167 @@ signal engine_impl0_l2reg0_top0_0_1_control3_dim_r: unsigned(8 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_control3_icnt: unsigned(12 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_control3_it_r: unsigned(12 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_control3_lcnt: unsigned(8 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_delay_flags8_sr: unsigned(5 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_delay_flags8_sr: unsigned(8 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_factor_reg4_k: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_factor_reg4_kz: std_logic;
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_y: unsigned(31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_d: signed (32 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv: signed (31 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_v: signed (31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p2: signed (63 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q: signed (63 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x: signed (31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1: signed (31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x2: signed (31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_yr: signed (31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_yc: signed (31 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_rb: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_t: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill: unsigned(30 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hi: unsigned(33 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hin: unsigned(33 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign: std_logic;
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ac: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bc: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_alu: unsigned(15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_blu: unsigned(15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_al: signed (16 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bl: signed (16 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ah: signed (15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bh: signed (15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ll: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh: signed (32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl: signed (32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hh: signed (31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid: signed (33 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lhe: signed (33 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hle: signed (33 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_outer: signed (63 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_sh: signed (49 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_e: signed (63 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext27_sgn: unsigned(0 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext28_sgn: unsigned(0 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext29_sgn: unsigned(13 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill: unsigned(30 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hi: unsigned(32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hin: unsigned(32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign: std_logic;
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill: unsigned(30 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_hi: unsigned(1 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_hin: unsigned(1 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign: std_logic;
+signal engine_impl0_l2reg0_top0_0_1_factor_reg5_k: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_factor_reg5_kz: std_logic;
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_y: unsigned(31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_d: signed (32 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv: signed (31 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_v: signed (31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p2: signed (63 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q: signed (63 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x: signed (31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1: signed (31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x2: signed (31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_yr: signed (31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_yc: signed (31 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_rb: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_t: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill: unsigned(30 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hi: unsigned(33 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hin: unsigned(33 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign: std_logic;
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ac: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bc: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_alu: unsigned(15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_blu: unsigned(15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_al: signed (16 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bl: signed (16 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ah: signed (15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bh: signed (15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ll: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh: signed (32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl: signed (32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hh: signed (31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid: signed (33 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lhe: signed (33 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hle: signed (33 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_outer: signed (63 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_sh: signed (49 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_e: signed (63 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext30_sgn: unsigned(0 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext31_sgn: unsigned(0 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext32_sgn: unsigned(13 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill: unsigned(30 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hi: unsigned(32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hin: unsigned(32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign: std_logic;
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill: unsigned(30 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_hi: unsigned(1 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_hin: unsigned(1 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign: std_logic;
+signal engine_impl0_l2reg0_top0_0_1_factor_reg6_k: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_factor_reg6_kz: std_logic;
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_y: unsigned(31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_d: signed (32 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv: signed (31 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_v: signed (31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p2: signed (63 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q: signed (63 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x: signed (31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1: signed (31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x2: signed (31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_yr: signed (31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_yc: signed (31 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_rb: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_t: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill: unsigned(30 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hi: unsigned(33 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hin: unsigned(33 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign: std_logic;
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ac: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bc: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_alu: unsigned(15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_blu: unsigned(15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_al: signed (16 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bl: signed (16 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ah: signed (15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bh: signed (15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ll: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh: signed (32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl: signed (32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hh: signed (31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid: signed (33 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lhe: signed (33 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hle: signed (33 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_outer: signed (63 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_sh: signed (49 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_e: signed (63 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext33_sgn: unsigned(0 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext34_sgn: unsigned(0 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext35_sgn: unsigned(13 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill: unsigned(30 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hi: unsigned(32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hin: unsigned(32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign: std_logic;
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill: unsigned(30 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_hi: unsigned(1 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_hin: unsigned(1 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign: std_logic;
+signal engine_impl0_l2reg0_top0_0_1_factor_reg7_k: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_factor_reg7_kz: std_logic;
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_y: unsigned(31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_d: signed (32 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv: signed (31 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_v: signed (31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p2: signed (63 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q: signed (63 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x: signed (31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1: signed (31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x2: signed (31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_yr: signed (31 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_yc: signed (31 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_rb: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_t: signed (64 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill: unsigned(30 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hi: unsigned(33 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hin: unsigned(33 downto 0);
-signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign: std_logic;
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ac: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bc: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_alu: unsigned(15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_blu: unsigned(15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_al: signed (16 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bl: signed (16 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ah: signed (15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bh: signed (15 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ll: unsigned(31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh: signed (32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl: signed (32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hh: signed (31 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid: signed (33 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lhe: signed (33 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hle: signed (33 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_outer: signed (63 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_sh: signed (49 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_e: signed (63 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext36_sgn: unsigned(0 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext37_sgn: unsigned(0 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext38_sgn: unsigned(13 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill: unsigned(30 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hi: unsigned(32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hin: unsigned(32 downto 0);
+signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign: std_logic;
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill: unsigned(30 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_hi: unsigned(1 downto 0);
 signal engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_hin: unsigned(1 downto 0);
@@ -5705,37 +5941,37 @@ engine_impl0_multiply_subtract0_top0_0_ycat(128-1 downto 96) <= engine_impl0_mul
 engine_impl0_multiply_subtract0_top0_0_ycat(96-1 downto 64) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_y;
 engine_impl0_multiply_subtract0_top0_0_ycat(64-1 downto 32) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_y;
 engine_impl0_multiply_subtract0_top0_0_ycat(32-1 downto 0) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_y;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(30) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(29) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(28) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(27) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(26) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(25) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(24) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(23) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(22) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(21) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(20) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(19) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(18) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(17) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(16) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(15) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(14) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(13) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(12) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(11) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(10) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(9) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(8) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(7) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(6) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(5) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(4) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(3) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(2) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(1) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill(0) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(30) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(29) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(28) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(27) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(26) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(25) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(24) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(23) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(22) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(21) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(20) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(19) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(18) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(17) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(16) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(15) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(14) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(13) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(12) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(11) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(10) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(9) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(8) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(7) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(6) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(5) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(4) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(3) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(2) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(1) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill(0) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill(30) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill(29) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill(28) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign;
@@ -5767,37 +6003,37 @@ engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill(3) <= engine_imp
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill(2) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill(1) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_fill(0) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(30) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(29) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(28) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(27) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(26) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(25) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(24) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(23) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(22) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(21) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(20) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(19) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(18) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(17) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(16) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(15) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(14) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(13) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(12) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(11) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(10) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(9) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(8) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(7) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(6) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(5) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(4) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(3) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(2) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(1) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill(0) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(30) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(29) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(28) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(27) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(26) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(25) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(24) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(23) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(22) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(21) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(20) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(19) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(18) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(17) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(16) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(15) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(14) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(13) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(12) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(11) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(10) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(9) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(8) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(7) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(6) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(5) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(4) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(3) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(2) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(1) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill(0) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill(30) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill(29) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill(28) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign;
@@ -5829,37 +6065,37 @@ engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill(3) <= engine_imp
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill(2) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill(1) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_fill(0) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(30) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(29) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(28) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(27) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(26) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(25) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(24) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(23) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(22) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(21) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(20) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(19) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(18) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(17) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(16) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(15) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(14) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(13) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(12) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(11) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(10) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(9) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(8) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(7) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(6) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(5) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(4) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(3) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(2) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(1) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill(0) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(30) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(29) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(28) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(27) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(26) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(25) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(24) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(23) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(22) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(21) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(20) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(19) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(18) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(17) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(16) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(15) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(14) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(13) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(12) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(11) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(10) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(9) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(8) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(7) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(6) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(5) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(4) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(3) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(2) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(1) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill(0) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill(30) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill(29) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill(28) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign;
@@ -5891,37 +6127,37 @@ engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill(3) <= engine_imp
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill(2) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill(1) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_fill(0) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(30) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(29) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(28) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(27) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(26) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(25) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(24) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(23) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(22) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(21) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(20) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(19) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(18) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(17) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(16) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(15) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(14) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(13) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(12) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(11) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(10) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(9) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(8) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(7) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(6) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(5) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(4) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(3) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(2) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(1) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill(0) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(30) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(29) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(28) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(27) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(26) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(25) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(24) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(23) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(22) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(21) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(20) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(19) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(18) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(17) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(16) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(15) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(14) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(13) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(12) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(11) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(10) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(9) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(8) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(7) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(6) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(5) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(4) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(3) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(2) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(1) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill(0) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill(30) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill(29) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill(28) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_nsign;
@@ -5995,37 +6231,37 @@ engine_impl0_l2reg0_top0_0_1_ycat(128-1 downto 96) <= engine_impl0_l2reg0_top0_0
 engine_impl0_l2reg0_top0_0_1_ycat(96-1 downto 64) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_y;
 engine_impl0_l2reg0_top0_0_1_ycat(64-1 downto 32) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_y;
 engine_impl0_l2reg0_top0_0_1_ycat(32-1 downto 0) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_y;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(30) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(29) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(28) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(27) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(26) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(25) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(24) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(23) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(22) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(21) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(20) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(19) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(18) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(17) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(16) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(15) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(14) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(13) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(12) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(11) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(10) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(9) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(8) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(7) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(6) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(5) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(4) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(3) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(2) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(1) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill(0) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(30) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(29) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(28) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(27) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(26) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(25) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(24) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(23) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(22) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(21) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(20) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(19) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(18) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(17) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(16) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(15) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(14) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(13) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(12) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(11) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(10) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(9) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(8) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(7) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(6) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(5) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(4) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(3) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(2) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(1) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill(0) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill(30) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill(29) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill(28) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign;
@@ -6057,37 +6293,37 @@ engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill(3) <= engine_impl0_l2reg0_
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill(2) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill(1) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_fill(0) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(30) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(29) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(28) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(27) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(26) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(25) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(24) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(23) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(22) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(21) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(20) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(19) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(18) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(17) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(16) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(15) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(14) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(13) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(12) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(11) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(10) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(9) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(8) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(7) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(6) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(5) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(4) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(3) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(2) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(1) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill(0) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(30) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(29) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(28) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(27) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(26) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(25) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(24) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(23) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(22) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(21) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(20) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(19) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(18) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(17) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(16) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(15) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(14) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(13) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(12) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(11) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(10) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(9) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(8) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(7) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(6) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(5) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(4) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(3) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(2) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(1) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill(0) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill(30) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill(29) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill(28) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign;
@@ -6119,37 +6355,37 @@ engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill(3) <= engine_impl0_l2reg0_
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill(2) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill(1) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_fill(0) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(30) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(29) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(28) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(27) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(26) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(25) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(24) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(23) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(22) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(21) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(20) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(19) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(18) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(17) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(16) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(15) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(14) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(13) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(12) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(11) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(10) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(9) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(8) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(7) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(6) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(5) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(4) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(3) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(2) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(1) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill(0) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(30) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(29) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(28) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(27) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(26) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(25) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(24) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(23) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(22) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(21) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(20) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(19) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(18) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(17) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(16) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(15) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(14) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(13) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(12) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(11) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(10) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(9) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(8) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(7) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(6) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(5) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(4) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(3) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(2) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(1) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill(0) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill(30) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill(29) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill(28) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign;
@@ -6181,37 +6417,37 @@ engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill(3) <= engine_impl0_l2reg0_
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill(2) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill(1) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_fill(0) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(30) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(29) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(28) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(27) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(26) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(25) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(24) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(23) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(22) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(21) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(20) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(19) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(18) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(17) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(16) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(15) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(14) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(13) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(12) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(11) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(10) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(9) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(8) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(7) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(6) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(5) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(4) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(3) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(2) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(1) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill(0) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(30) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(29) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(28) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(27) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(26) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(25) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(24) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(23) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(22) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(21) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(20) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(19) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(18) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(17) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(16) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(15) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(14) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(13) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(12) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(11) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(10) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(9) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(8) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(7) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(6) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(5) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(4) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(3) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(2) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(1) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill(0) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill(30) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill(29) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill(28) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_nsign;
@@ -21062,72 +21298,352 @@ begin
 end process engine_impl0_dot_sigmoid0_cfgreg;
 
 
-engine_impl0_dot_sigmoid0_mul_reg0_a <= signed(engine_impl0_dot_sigmoid0_ar(32-1 downto 0));
-engine_impl0_dot_sigmoid0_mul_reg0_b <= signed(engine_impl0_dot_sigmoid0_br(32-1 downto 0));
+engine_impl0_dot_sigmoid0_split_mul_reg0_ac <= engine_impl0_dot_sigmoid0_ar(32-1 downto 0);
+engine_impl0_dot_sigmoid0_split_mul_reg0_bc <= engine_impl0_dot_sigmoid0_br(32-1 downto 0);
 
-engine_impl0_dot_sigmoid0_mul_reg0_st: process (clk) is
+
+engine_impl0_dot_sigmoid0_split_mul_reg0_alu <= engine_impl0_dot_sigmoid0_split_mul_reg0_ac(16-1 downto 0);
+engine_impl0_dot_sigmoid0_split_mul_reg0_blu <= engine_impl0_dot_sigmoid0_split_mul_reg0_bc(16-1 downto 0);
+engine_impl0_dot_sigmoid0_split_mul_reg0_al <= signed(unsigned'('0' & engine_impl0_dot_sigmoid0_split_mul_reg0_ac(16-1 downto 0)));
+engine_impl0_dot_sigmoid0_split_mul_reg0_bl <= signed(unsigned'('0' & engine_impl0_dot_sigmoid0_split_mul_reg0_bc(16-1 downto 0)));
+engine_impl0_dot_sigmoid0_split_mul_reg0_ah <= signed(engine_impl0_dot_sigmoid0_split_mul_reg0_ac(32-1 downto 16));
+engine_impl0_dot_sigmoid0_split_mul_reg0_bh <= signed(engine_impl0_dot_sigmoid0_split_mul_reg0_bc(32-1 downto 16));
+
+engine_impl0_dot_sigmoid0_split_mul_reg0_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_dot_sigmoid0_mul_reg0_p <= to_signed(0, 64);
+            engine_impl0_dot_sigmoid0_split_mul_reg0_hl <= to_signed(0, 33);
+            engine_impl0_dot_sigmoid0_split_mul_reg0_hh <= to_signed(0, 32);
+            engine_impl0_dot_sigmoid0_split_mul_reg0_ll <= to_unsigned(0, 32);
+            engine_impl0_dot_sigmoid0_split_mul_reg0_lh <= to_signed(0, 33);
         else
             if bool(engine_impl0_dot_sigmoid0_en) then
-                engine_impl0_dot_sigmoid0_mul_reg0_p <= (engine_impl0_dot_sigmoid0_mul_reg0_a * engine_impl0_dot_sigmoid0_mul_reg0_b);
+                engine_impl0_dot_sigmoid0_split_mul_reg0_ll <= (engine_impl0_dot_sigmoid0_split_mul_reg0_alu * engine_impl0_dot_sigmoid0_split_mul_reg0_blu);
+                engine_impl0_dot_sigmoid0_split_mul_reg0_lh <= (engine_impl0_dot_sigmoid0_split_mul_reg0_al * engine_impl0_dot_sigmoid0_split_mul_reg0_bh);
+                engine_impl0_dot_sigmoid0_split_mul_reg0_hl <= (engine_impl0_dot_sigmoid0_split_mul_reg0_ah * engine_impl0_dot_sigmoid0_split_mul_reg0_bl);
+                engine_impl0_dot_sigmoid0_split_mul_reg0_hh <= (engine_impl0_dot_sigmoid0_split_mul_reg0_ah * engine_impl0_dot_sigmoid0_split_mul_reg0_bh);
             end if;
         end if;
     end if;
-end process engine_impl0_dot_sigmoid0_mul_reg0_st;
+end process engine_impl0_dot_sigmoid0_split_mul_reg0_st1;
+
+engine_impl0_dot_sigmoid0_split_mul_reg0_sext0_fill: process (engine_impl0_dot_sigmoid0_split_mul_reg0_lh) is
+begin
+    if bool(engine_impl0_dot_sigmoid0_split_mul_reg0_lh((33 - 1))) then
+        engine_impl0_dot_sigmoid0_split_mul_reg0_sext0_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_dot_sigmoid0_split_mul_reg0_sext0_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg0_sext0_fill;
 
 
-engine_impl0_dot_sigmoid0_mul_reg1_a <= signed(engine_impl0_dot_sigmoid0_ar(64-1 downto 32));
-engine_impl0_dot_sigmoid0_mul_reg1_b <= signed(engine_impl0_dot_sigmoid0_br(64-1 downto 32));
+engine_impl0_dot_sigmoid0_split_mul_reg0_lhe <= signed(unsigned'(engine_impl0_dot_sigmoid0_split_mul_reg0_sext0_sgn & unsigned(engine_impl0_dot_sigmoid0_split_mul_reg0_lh)));
 
-engine_impl0_dot_sigmoid0_mul_reg1_st: process (clk) is
+engine_impl0_dot_sigmoid0_split_mul_reg0_sext1_fill: process (engine_impl0_dot_sigmoid0_split_mul_reg0_hl) is
+begin
+    if bool(engine_impl0_dot_sigmoid0_split_mul_reg0_hl((33 - 1))) then
+        engine_impl0_dot_sigmoid0_split_mul_reg0_sext1_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_dot_sigmoid0_split_mul_reg0_sext1_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg0_sext1_fill;
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg0_hle <= signed(unsigned'(engine_impl0_dot_sigmoid0_split_mul_reg0_sext1_sgn & unsigned(engine_impl0_dot_sigmoid0_split_mul_reg0_hl)));
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg0_mid <= (engine_impl0_dot_sigmoid0_split_mul_reg0_lhe + engine_impl0_dot_sigmoid0_split_mul_reg0_hle);
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg0_outer <= signed(unsigned'(unsigned(engine_impl0_dot_sigmoid0_split_mul_reg0_hh) & engine_impl0_dot_sigmoid0_split_mul_reg0_ll));
+engine_impl0_dot_sigmoid0_split_mul_reg0_mid_sh <= signed(unsigned'(unsigned(engine_impl0_dot_sigmoid0_split_mul_reg0_mid) & to_unsigned(0, 16)));
+
+engine_impl0_dot_sigmoid0_split_mul_reg0_sext2_fill: process (engine_impl0_dot_sigmoid0_split_mul_reg0_mid_sh) is
+begin
+    if bool(engine_impl0_dot_sigmoid0_split_mul_reg0_mid_sh((50 - 1))) then
+        engine_impl0_dot_sigmoid0_split_mul_reg0_sext2_sgn <= to_unsigned(16383, 14);
+    else
+        engine_impl0_dot_sigmoid0_split_mul_reg0_sext2_sgn <= to_unsigned(0, 14);
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg0_sext2_fill;
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg0_mid_e <= signed(unsigned'(engine_impl0_dot_sigmoid0_split_mul_reg0_sext2_sgn & unsigned(engine_impl0_dot_sigmoid0_split_mul_reg0_mid_sh)));
+
+engine_impl0_dot_sigmoid0_split_mul_reg0_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_dot_sigmoid0_mul_reg1_p <= to_signed(0, 64);
+            engine_impl0_dot_sigmoid0_split_mul_reg0_p <= to_signed(0, 64);
         else
             if bool(engine_impl0_dot_sigmoid0_en) then
-                engine_impl0_dot_sigmoid0_mul_reg1_p <= (engine_impl0_dot_sigmoid0_mul_reg1_a * engine_impl0_dot_sigmoid0_mul_reg1_b);
+                engine_impl0_dot_sigmoid0_split_mul_reg0_p <= (engine_impl0_dot_sigmoid0_split_mul_reg0_outer + engine_impl0_dot_sigmoid0_split_mul_reg0_mid_e);
             end if;
         end if;
     end if;
-end process engine_impl0_dot_sigmoid0_mul_reg1_st;
+end process engine_impl0_dot_sigmoid0_split_mul_reg0_st2;
 
 
-engine_impl0_dot_sigmoid0_mul_reg2_a <= signed(engine_impl0_dot_sigmoid0_ar(96-1 downto 64));
-engine_impl0_dot_sigmoid0_mul_reg2_b <= signed(engine_impl0_dot_sigmoid0_br(96-1 downto 64));
+engine_impl0_dot_sigmoid0_split_mul_reg1_ac <= engine_impl0_dot_sigmoid0_ar(64-1 downto 32);
+engine_impl0_dot_sigmoid0_split_mul_reg1_bc <= engine_impl0_dot_sigmoid0_br(64-1 downto 32);
 
-engine_impl0_dot_sigmoid0_mul_reg2_st: process (clk) is
+
+engine_impl0_dot_sigmoid0_split_mul_reg1_alu <= engine_impl0_dot_sigmoid0_split_mul_reg1_ac(16-1 downto 0);
+engine_impl0_dot_sigmoid0_split_mul_reg1_blu <= engine_impl0_dot_sigmoid0_split_mul_reg1_bc(16-1 downto 0);
+engine_impl0_dot_sigmoid0_split_mul_reg1_al <= signed(unsigned'('0' & engine_impl0_dot_sigmoid0_split_mul_reg1_ac(16-1 downto 0)));
+engine_impl0_dot_sigmoid0_split_mul_reg1_bl <= signed(unsigned'('0' & engine_impl0_dot_sigmoid0_split_mul_reg1_bc(16-1 downto 0)));
+engine_impl0_dot_sigmoid0_split_mul_reg1_ah <= signed(engine_impl0_dot_sigmoid0_split_mul_reg1_ac(32-1 downto 16));
+engine_impl0_dot_sigmoid0_split_mul_reg1_bh <= signed(engine_impl0_dot_sigmoid0_split_mul_reg1_bc(32-1 downto 16));
+
+engine_impl0_dot_sigmoid0_split_mul_reg1_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_dot_sigmoid0_mul_reg2_p <= to_signed(0, 64);
+            engine_impl0_dot_sigmoid0_split_mul_reg1_hl <= to_signed(0, 33);
+            engine_impl0_dot_sigmoid0_split_mul_reg1_hh <= to_signed(0, 32);
+            engine_impl0_dot_sigmoid0_split_mul_reg1_ll <= to_unsigned(0, 32);
+            engine_impl0_dot_sigmoid0_split_mul_reg1_lh <= to_signed(0, 33);
         else
             if bool(engine_impl0_dot_sigmoid0_en) then
-                engine_impl0_dot_sigmoid0_mul_reg2_p <= (engine_impl0_dot_sigmoid0_mul_reg2_a * engine_impl0_dot_sigmoid0_mul_reg2_b);
+                engine_impl0_dot_sigmoid0_split_mul_reg1_ll <= (engine_impl0_dot_sigmoid0_split_mul_reg1_alu * engine_impl0_dot_sigmoid0_split_mul_reg1_blu);
+                engine_impl0_dot_sigmoid0_split_mul_reg1_lh <= (engine_impl0_dot_sigmoid0_split_mul_reg1_al * engine_impl0_dot_sigmoid0_split_mul_reg1_bh);
+                engine_impl0_dot_sigmoid0_split_mul_reg1_hl <= (engine_impl0_dot_sigmoid0_split_mul_reg1_ah * engine_impl0_dot_sigmoid0_split_mul_reg1_bl);
+                engine_impl0_dot_sigmoid0_split_mul_reg1_hh <= (engine_impl0_dot_sigmoid0_split_mul_reg1_ah * engine_impl0_dot_sigmoid0_split_mul_reg1_bh);
             end if;
         end if;
     end if;
-end process engine_impl0_dot_sigmoid0_mul_reg2_st;
+end process engine_impl0_dot_sigmoid0_split_mul_reg1_st1;
+
+engine_impl0_dot_sigmoid0_split_mul_reg1_sext3_fill: process (engine_impl0_dot_sigmoid0_split_mul_reg1_lh) is
+begin
+    if bool(engine_impl0_dot_sigmoid0_split_mul_reg1_lh((33 - 1))) then
+        engine_impl0_dot_sigmoid0_split_mul_reg1_sext3_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_dot_sigmoid0_split_mul_reg1_sext3_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg1_sext3_fill;
 
 
-engine_impl0_dot_sigmoid0_mul_reg3_a <= signed(engine_impl0_dot_sigmoid0_ar(128-1 downto 96));
-engine_impl0_dot_sigmoid0_mul_reg3_b <= signed(engine_impl0_dot_sigmoid0_br(128-1 downto 96));
+engine_impl0_dot_sigmoid0_split_mul_reg1_lhe <= signed(unsigned'(engine_impl0_dot_sigmoid0_split_mul_reg1_sext3_sgn & unsigned(engine_impl0_dot_sigmoid0_split_mul_reg1_lh)));
 
-engine_impl0_dot_sigmoid0_mul_reg3_st: process (clk) is
+engine_impl0_dot_sigmoid0_split_mul_reg1_sext4_fill: process (engine_impl0_dot_sigmoid0_split_mul_reg1_hl) is
+begin
+    if bool(engine_impl0_dot_sigmoid0_split_mul_reg1_hl((33 - 1))) then
+        engine_impl0_dot_sigmoid0_split_mul_reg1_sext4_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_dot_sigmoid0_split_mul_reg1_sext4_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg1_sext4_fill;
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg1_hle <= signed(unsigned'(engine_impl0_dot_sigmoid0_split_mul_reg1_sext4_sgn & unsigned(engine_impl0_dot_sigmoid0_split_mul_reg1_hl)));
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg1_mid <= (engine_impl0_dot_sigmoid0_split_mul_reg1_lhe + engine_impl0_dot_sigmoid0_split_mul_reg1_hle);
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg1_outer <= signed(unsigned'(unsigned(engine_impl0_dot_sigmoid0_split_mul_reg1_hh) & engine_impl0_dot_sigmoid0_split_mul_reg1_ll));
+engine_impl0_dot_sigmoid0_split_mul_reg1_mid_sh <= signed(unsigned'(unsigned(engine_impl0_dot_sigmoid0_split_mul_reg1_mid) & to_unsigned(0, 16)));
+
+engine_impl0_dot_sigmoid0_split_mul_reg1_sext5_fill: process (engine_impl0_dot_sigmoid0_split_mul_reg1_mid_sh) is
+begin
+    if bool(engine_impl0_dot_sigmoid0_split_mul_reg1_mid_sh((50 - 1))) then
+        engine_impl0_dot_sigmoid0_split_mul_reg1_sext5_sgn <= to_unsigned(16383, 14);
+    else
+        engine_impl0_dot_sigmoid0_split_mul_reg1_sext5_sgn <= to_unsigned(0, 14);
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg1_sext5_fill;
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg1_mid_e <= signed(unsigned'(engine_impl0_dot_sigmoid0_split_mul_reg1_sext5_sgn & unsigned(engine_impl0_dot_sigmoid0_split_mul_reg1_mid_sh)));
+
+engine_impl0_dot_sigmoid0_split_mul_reg1_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_dot_sigmoid0_mul_reg3_p <= to_signed(0, 64);
+            engine_impl0_dot_sigmoid0_split_mul_reg1_p <= to_signed(0, 64);
         else
             if bool(engine_impl0_dot_sigmoid0_en) then
-                engine_impl0_dot_sigmoid0_mul_reg3_p <= (engine_impl0_dot_sigmoid0_mul_reg3_a * engine_impl0_dot_sigmoid0_mul_reg3_b);
+                engine_impl0_dot_sigmoid0_split_mul_reg1_p <= (engine_impl0_dot_sigmoid0_split_mul_reg1_outer + engine_impl0_dot_sigmoid0_split_mul_reg1_mid_e);
             end if;
         end if;
     end if;
-end process engine_impl0_dot_sigmoid0_mul_reg3_st;
+end process engine_impl0_dot_sigmoid0_split_mul_reg1_st2;
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg2_ac <= engine_impl0_dot_sigmoid0_ar(96-1 downto 64);
+engine_impl0_dot_sigmoid0_split_mul_reg2_bc <= engine_impl0_dot_sigmoid0_br(96-1 downto 64);
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg2_alu <= engine_impl0_dot_sigmoid0_split_mul_reg2_ac(16-1 downto 0);
+engine_impl0_dot_sigmoid0_split_mul_reg2_blu <= engine_impl0_dot_sigmoid0_split_mul_reg2_bc(16-1 downto 0);
+engine_impl0_dot_sigmoid0_split_mul_reg2_al <= signed(unsigned'('0' & engine_impl0_dot_sigmoid0_split_mul_reg2_ac(16-1 downto 0)));
+engine_impl0_dot_sigmoid0_split_mul_reg2_bl <= signed(unsigned'('0' & engine_impl0_dot_sigmoid0_split_mul_reg2_bc(16-1 downto 0)));
+engine_impl0_dot_sigmoid0_split_mul_reg2_ah <= signed(engine_impl0_dot_sigmoid0_split_mul_reg2_ac(32-1 downto 16));
+engine_impl0_dot_sigmoid0_split_mul_reg2_bh <= signed(engine_impl0_dot_sigmoid0_split_mul_reg2_bc(32-1 downto 16));
+
+engine_impl0_dot_sigmoid0_split_mul_reg2_st1: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_dot_sigmoid0_split_mul_reg2_hl <= to_signed(0, 33);
+            engine_impl0_dot_sigmoid0_split_mul_reg2_hh <= to_signed(0, 32);
+            engine_impl0_dot_sigmoid0_split_mul_reg2_ll <= to_unsigned(0, 32);
+            engine_impl0_dot_sigmoid0_split_mul_reg2_lh <= to_signed(0, 33);
+        else
+            if bool(engine_impl0_dot_sigmoid0_en) then
+                engine_impl0_dot_sigmoid0_split_mul_reg2_ll <= (engine_impl0_dot_sigmoid0_split_mul_reg2_alu * engine_impl0_dot_sigmoid0_split_mul_reg2_blu);
+                engine_impl0_dot_sigmoid0_split_mul_reg2_lh <= (engine_impl0_dot_sigmoid0_split_mul_reg2_al * engine_impl0_dot_sigmoid0_split_mul_reg2_bh);
+                engine_impl0_dot_sigmoid0_split_mul_reg2_hl <= (engine_impl0_dot_sigmoid0_split_mul_reg2_ah * engine_impl0_dot_sigmoid0_split_mul_reg2_bl);
+                engine_impl0_dot_sigmoid0_split_mul_reg2_hh <= (engine_impl0_dot_sigmoid0_split_mul_reg2_ah * engine_impl0_dot_sigmoid0_split_mul_reg2_bh);
+            end if;
+        end if;
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg2_st1;
+
+engine_impl0_dot_sigmoid0_split_mul_reg2_sext6_fill: process (engine_impl0_dot_sigmoid0_split_mul_reg2_lh) is
+begin
+    if bool(engine_impl0_dot_sigmoid0_split_mul_reg2_lh((33 - 1))) then
+        engine_impl0_dot_sigmoid0_split_mul_reg2_sext6_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_dot_sigmoid0_split_mul_reg2_sext6_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg2_sext6_fill;
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg2_lhe <= signed(unsigned'(engine_impl0_dot_sigmoid0_split_mul_reg2_sext6_sgn & unsigned(engine_impl0_dot_sigmoid0_split_mul_reg2_lh)));
+
+engine_impl0_dot_sigmoid0_split_mul_reg2_sext7_fill: process (engine_impl0_dot_sigmoid0_split_mul_reg2_hl) is
+begin
+    if bool(engine_impl0_dot_sigmoid0_split_mul_reg2_hl((33 - 1))) then
+        engine_impl0_dot_sigmoid0_split_mul_reg2_sext7_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_dot_sigmoid0_split_mul_reg2_sext7_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg2_sext7_fill;
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg2_hle <= signed(unsigned'(engine_impl0_dot_sigmoid0_split_mul_reg2_sext7_sgn & unsigned(engine_impl0_dot_sigmoid0_split_mul_reg2_hl)));
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg2_mid <= (engine_impl0_dot_sigmoid0_split_mul_reg2_lhe + engine_impl0_dot_sigmoid0_split_mul_reg2_hle);
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg2_outer <= signed(unsigned'(unsigned(engine_impl0_dot_sigmoid0_split_mul_reg2_hh) & engine_impl0_dot_sigmoid0_split_mul_reg2_ll));
+engine_impl0_dot_sigmoid0_split_mul_reg2_mid_sh <= signed(unsigned'(unsigned(engine_impl0_dot_sigmoid0_split_mul_reg2_mid) & to_unsigned(0, 16)));
+
+engine_impl0_dot_sigmoid0_split_mul_reg2_sext8_fill: process (engine_impl0_dot_sigmoid0_split_mul_reg2_mid_sh) is
+begin
+    if bool(engine_impl0_dot_sigmoid0_split_mul_reg2_mid_sh((50 - 1))) then
+        engine_impl0_dot_sigmoid0_split_mul_reg2_sext8_sgn <= to_unsigned(16383, 14);
+    else
+        engine_impl0_dot_sigmoid0_split_mul_reg2_sext8_sgn <= to_unsigned(0, 14);
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg2_sext8_fill;
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg2_mid_e <= signed(unsigned'(engine_impl0_dot_sigmoid0_split_mul_reg2_sext8_sgn & unsigned(engine_impl0_dot_sigmoid0_split_mul_reg2_mid_sh)));
+
+engine_impl0_dot_sigmoid0_split_mul_reg2_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_dot_sigmoid0_split_mul_reg2_p <= to_signed(0, 64);
+        else
+            if bool(engine_impl0_dot_sigmoid0_en) then
+                engine_impl0_dot_sigmoid0_split_mul_reg2_p <= (engine_impl0_dot_sigmoid0_split_mul_reg2_outer + engine_impl0_dot_sigmoid0_split_mul_reg2_mid_e);
+            end if;
+        end if;
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg2_st2;
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg3_ac <= engine_impl0_dot_sigmoid0_ar(128-1 downto 96);
+engine_impl0_dot_sigmoid0_split_mul_reg3_bc <= engine_impl0_dot_sigmoid0_br(128-1 downto 96);
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg3_alu <= engine_impl0_dot_sigmoid0_split_mul_reg3_ac(16-1 downto 0);
+engine_impl0_dot_sigmoid0_split_mul_reg3_blu <= engine_impl0_dot_sigmoid0_split_mul_reg3_bc(16-1 downto 0);
+engine_impl0_dot_sigmoid0_split_mul_reg3_al <= signed(unsigned'('0' & engine_impl0_dot_sigmoid0_split_mul_reg3_ac(16-1 downto 0)));
+engine_impl0_dot_sigmoid0_split_mul_reg3_bl <= signed(unsigned'('0' & engine_impl0_dot_sigmoid0_split_mul_reg3_bc(16-1 downto 0)));
+engine_impl0_dot_sigmoid0_split_mul_reg3_ah <= signed(engine_impl0_dot_sigmoid0_split_mul_reg3_ac(32-1 downto 16));
+engine_impl0_dot_sigmoid0_split_mul_reg3_bh <= signed(engine_impl0_dot_sigmoid0_split_mul_reg3_bc(32-1 downto 16));
+
+engine_impl0_dot_sigmoid0_split_mul_reg3_st1: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_dot_sigmoid0_split_mul_reg3_hl <= to_signed(0, 33);
+            engine_impl0_dot_sigmoid0_split_mul_reg3_hh <= to_signed(0, 32);
+            engine_impl0_dot_sigmoid0_split_mul_reg3_ll <= to_unsigned(0, 32);
+            engine_impl0_dot_sigmoid0_split_mul_reg3_lh <= to_signed(0, 33);
+        else
+            if bool(engine_impl0_dot_sigmoid0_en) then
+                engine_impl0_dot_sigmoid0_split_mul_reg3_ll <= (engine_impl0_dot_sigmoid0_split_mul_reg3_alu * engine_impl0_dot_sigmoid0_split_mul_reg3_blu);
+                engine_impl0_dot_sigmoid0_split_mul_reg3_lh <= (engine_impl0_dot_sigmoid0_split_mul_reg3_al * engine_impl0_dot_sigmoid0_split_mul_reg3_bh);
+                engine_impl0_dot_sigmoid0_split_mul_reg3_hl <= (engine_impl0_dot_sigmoid0_split_mul_reg3_ah * engine_impl0_dot_sigmoid0_split_mul_reg3_bl);
+                engine_impl0_dot_sigmoid0_split_mul_reg3_hh <= (engine_impl0_dot_sigmoid0_split_mul_reg3_ah * engine_impl0_dot_sigmoid0_split_mul_reg3_bh);
+            end if;
+        end if;
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg3_st1;
+
+engine_impl0_dot_sigmoid0_split_mul_reg3_sext9_fill: process (engine_impl0_dot_sigmoid0_split_mul_reg3_lh) is
+begin
+    if bool(engine_impl0_dot_sigmoid0_split_mul_reg3_lh((33 - 1))) then
+        engine_impl0_dot_sigmoid0_split_mul_reg3_sext9_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_dot_sigmoid0_split_mul_reg3_sext9_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg3_sext9_fill;
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg3_lhe <= signed(unsigned'(engine_impl0_dot_sigmoid0_split_mul_reg3_sext9_sgn & unsigned(engine_impl0_dot_sigmoid0_split_mul_reg3_lh)));
+
+engine_impl0_dot_sigmoid0_split_mul_reg3_sext10_fill: process (engine_impl0_dot_sigmoid0_split_mul_reg3_hl) is
+begin
+    if bool(engine_impl0_dot_sigmoid0_split_mul_reg3_hl((33 - 1))) then
+        engine_impl0_dot_sigmoid0_split_mul_reg3_sext10_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_dot_sigmoid0_split_mul_reg3_sext10_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg3_sext10_fill;
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg3_hle <= signed(unsigned'(engine_impl0_dot_sigmoid0_split_mul_reg3_sext10_sgn & unsigned(engine_impl0_dot_sigmoid0_split_mul_reg3_hl)));
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg3_mid <= (engine_impl0_dot_sigmoid0_split_mul_reg3_lhe + engine_impl0_dot_sigmoid0_split_mul_reg3_hle);
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg3_outer <= signed(unsigned'(unsigned(engine_impl0_dot_sigmoid0_split_mul_reg3_hh) & engine_impl0_dot_sigmoid0_split_mul_reg3_ll));
+engine_impl0_dot_sigmoid0_split_mul_reg3_mid_sh <= signed(unsigned'(unsigned(engine_impl0_dot_sigmoid0_split_mul_reg3_mid) & to_unsigned(0, 16)));
+
+engine_impl0_dot_sigmoid0_split_mul_reg3_sext11_fill: process (engine_impl0_dot_sigmoid0_split_mul_reg3_mid_sh) is
+begin
+    if bool(engine_impl0_dot_sigmoid0_split_mul_reg3_mid_sh((50 - 1))) then
+        engine_impl0_dot_sigmoid0_split_mul_reg3_sext11_sgn <= to_unsigned(16383, 14);
+    else
+        engine_impl0_dot_sigmoid0_split_mul_reg3_sext11_sgn <= to_unsigned(0, 14);
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg3_sext11_fill;
+
+
+engine_impl0_dot_sigmoid0_split_mul_reg3_mid_e <= signed(unsigned'(engine_impl0_dot_sigmoid0_split_mul_reg3_sext11_sgn & unsigned(engine_impl0_dot_sigmoid0_split_mul_reg3_mid_sh)));
+
+engine_impl0_dot_sigmoid0_split_mul_reg3_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_dot_sigmoid0_split_mul_reg3_p <= to_signed(0, 64);
+        else
+            if bool(engine_impl0_dot_sigmoid0_en) then
+                engine_impl0_dot_sigmoid0_split_mul_reg3_p <= (engine_impl0_dot_sigmoid0_split_mul_reg3_outer + engine_impl0_dot_sigmoid0_split_mul_reg3_mid_e);
+            end if;
+        end if;
+    end if;
+end process engine_impl0_dot_sigmoid0_split_mul_reg3_st2;
 
 engine_impl0_dot_sigmoid0_add_reg0_st: process (clk) is
 begin
@@ -21136,7 +21652,7 @@ begin
             engine_impl0_dot_sigmoid0_add_reg0_y <= to_signed(0, 65);
         else
             if bool(engine_impl0_dot_sigmoid0_en) then
-                engine_impl0_dot_sigmoid0_add_reg0_y <= (resize(engine_impl0_dot_sigmoid0_mul_reg0_p, 65) + engine_impl0_dot_sigmoid0_mul_reg1_p);
+                engine_impl0_dot_sigmoid0_add_reg0_y <= (resize(engine_impl0_dot_sigmoid0_split_mul_reg0_p, 65) + engine_impl0_dot_sigmoid0_split_mul_reg1_p);
             end if;
         end if;
     end if;
@@ -21149,7 +21665,7 @@ begin
             engine_impl0_dot_sigmoid0_add_reg1_y <= to_signed(0, 65);
         else
             if bool(engine_impl0_dot_sigmoid0_en) then
-                engine_impl0_dot_sigmoid0_add_reg1_y <= (resize(engine_impl0_dot_sigmoid0_mul_reg2_p, 65) + engine_impl0_dot_sigmoid0_mul_reg3_p);
+                engine_impl0_dot_sigmoid0_add_reg1_y <= (resize(engine_impl0_dot_sigmoid0_split_mul_reg2_p, 65) + engine_impl0_dot_sigmoid0_split_mul_reg3_p);
             end if;
         end if;
     end if;
@@ -21172,29 +21688,29 @@ engine_impl0_dot_sigmoid0_delay_flags0_sh: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_dot_sigmoid0_delay_flags0_sr <= to_unsigned(0, 9);
+            engine_impl0_dot_sigmoid0_delay_flags0_sr <= to_unsigned(0, 12);
         else
             if bool(engine_impl0_dot_sigmoid0_en) then
-                engine_impl0_dot_sigmoid0_delay_flags0_sr <= unsigned'(engine_impl0_dot_sigmoid0_delay_flags0_sr((3 * (3 - 1))-1 downto 0) & engine_impl0_dot_sigmoid0_v0);
+                engine_impl0_dot_sigmoid0_delay_flags0_sr <= unsigned'(engine_impl0_dot_sigmoid0_delay_flags0_sr((3 * (4 - 1))-1 downto 0) & engine_impl0_dot_sigmoid0_v0);
             end if;
         end if;
     end if;
 end process engine_impl0_dot_sigmoid0_delay_flags0_sh;
 
 
-engine_impl0_dot_sigmoid0_vt <= engine_impl0_dot_sigmoid0_delay_flags0_sr((3 * 3)-1 downto (3 * (3 - 1)));
+engine_impl0_dot_sigmoid0_vt <= engine_impl0_dot_sigmoid0_delay_flags0_sr((3 * 4)-1 downto (3 * (4 - 1)));
 
-engine_impl0_dot_sigmoid0_sext0_fill: process (engine_impl0_dot_sigmoid0_add_reg2_y) is
+engine_impl0_dot_sigmoid0_sext12_fill: process (engine_impl0_dot_sigmoid0_add_reg2_y) is
 begin
     if bool(engine_impl0_dot_sigmoid0_add_reg2_y((66 - 1))) then
-        engine_impl0_dot_sigmoid0_sext0_sgn <= to_unsigned(1023, 10);
+        engine_impl0_dot_sigmoid0_sext12_sgn <= to_unsigned(1023, 10);
     else
-        engine_impl0_dot_sigmoid0_sext0_sgn <= to_unsigned(0, 10);
+        engine_impl0_dot_sigmoid0_sext12_sgn <= to_unsigned(0, 10);
     end if;
-end process engine_impl0_dot_sigmoid0_sext0_fill;
+end process engine_impl0_dot_sigmoid0_sext12_fill;
 
 
-engine_impl0_dot_sigmoid0_tsum_e <= signed(unsigned'(engine_impl0_dot_sigmoid0_sext0_sgn & unsigned(engine_impl0_dot_sigmoid0_add_reg2_y)));
+engine_impl0_dot_sigmoid0_tsum_e <= signed(unsigned'(engine_impl0_dot_sigmoid0_sext12_sgn & unsigned(engine_impl0_dot_sigmoid0_add_reg2_y)));
 
 engine_impl0_dot_sigmoid0_accc: process (engine_impl0_dot_sigmoid0_clear, engine_impl0_dot_sigmoid0_tsum_e, engine_impl0_dot_sigmoid0_acc) is
 begin
@@ -23687,17 +24203,17 @@ begin
     end if;
 end process engine_impl0_scalar_engine0_engine_control0_seq;
 
-engine_impl0_scalar_engine0_sext1_fill: process (engine_impl0_fit7_dst) is
+engine_impl0_scalar_engine0_sext13_fill: process (engine_impl0_fit7_dst) is
 begin
     if bool(engine_impl0_fit7_dst((32 - 1))) then
-        engine_impl0_scalar_engine0_sext1_sgn <= to_unsigned(1, 1);
+        engine_impl0_scalar_engine0_sext13_sgn <= to_unsigned(1, 1);
     else
-        engine_impl0_scalar_engine0_sext1_sgn <= to_unsigned(0, 1);
+        engine_impl0_scalar_engine0_sext13_sgn <= to_unsigned(0, 1);
     end if;
-end process engine_impl0_scalar_engine0_sext1_fill;
+end process engine_impl0_scalar_engine0_sext13_fill;
 
 
-engine_impl0_scalar_engine0_al_e <= signed(unsigned'(engine_impl0_scalar_engine0_sext1_sgn & engine_impl0_fit7_dst));
+engine_impl0_scalar_engine0_al_e <= signed(unsigned'(engine_impl0_scalar_engine0_sext13_sgn & engine_impl0_fit7_dst));
 
 engine_impl0_scalar_engine0_cfgreg: process (clk) is
 begin
@@ -23905,17 +24421,17 @@ begin
     end if;
 end process engine_impl0_scalar_engine0_sat14_clamp;
 
-engine_impl0_scalar_engine0_sext2_fill: process (engine_impl0_scalar_engine0_dx_s) is
+engine_impl0_scalar_engine0_sext14_fill: process (engine_impl0_scalar_engine0_dx_s) is
 begin
     if bool(engine_impl0_scalar_engine0_dx_s((32 - 1))) then
-        engine_impl0_scalar_engine0_sext2_sgn <= to_unsigned(1, 1);
+        engine_impl0_scalar_engine0_sext14_sgn <= to_unsigned(1, 1);
     else
-        engine_impl0_scalar_engine0_sext2_sgn <= to_unsigned(0, 1);
+        engine_impl0_scalar_engine0_sext14_sgn <= to_unsigned(0, 1);
     end if;
-end process engine_impl0_scalar_engine0_sext2_fill;
+end process engine_impl0_scalar_engine0_sext14_fill;
 
 
-engine_impl0_scalar_engine0_dx_e <= signed(unsigned'(engine_impl0_scalar_engine0_sext2_sgn & unsigned(engine_impl0_scalar_engine0_dx_s)));
+engine_impl0_scalar_engine0_dx_e <= signed(unsigned'(engine_impl0_scalar_engine0_sext14_sgn & unsigned(engine_impl0_scalar_engine0_dx_s)));
 
 engine_impl0_scalar_engine0_s4: process (clk) is
 begin
@@ -24451,88 +24967,175 @@ begin
     end if;
 end process engine_impl0_multiply_subtract0_top0_0_inreg;
 
-engine_impl0_multiply_subtract0_top0_0_kreg: process (clk) is
-begin
-    if rising_edge(clk) then
-        if (rst = '1') then
-            engine_impl0_multiply_subtract0_top0_0_kr <= to_signed(0, 32);
-        else
-            if (bool(engine_impl0_multiply_subtract0_top0_0_en) and bool(engine_impl0_multiply_subtract0_top0_0_fire)) then
-                engine_impl0_multiply_subtract0_top0_0_kr <= signed(engine_impl0_multiply_subtract0_s_axis_s_tdata);
-            end if;
-        end if;
-    end if;
-end process engine_impl0_multiply_subtract0_top0_0_kreg;
+
+engine_impl0_multiply_subtract0_top0_0_kload <= stdl(bool(engine_impl0_multiply_subtract0_top0_0_en) and bool(engine_impl0_multiply_subtract0_top0_0_fire));
 
 engine_impl0_multiply_subtract0_top0_0_delay_flags7_sh: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr <= to_unsigned(0, 6);
+            engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr <= to_unsigned(0, 9);
         else
             if bool(engine_impl0_multiply_subtract0_top0_0_en) then
-                engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr <= unsigned'(engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr((3 * (2 - 1))-1 downto 0) & engine_impl0_multiply_subtract0_top0_0_v0);
+                engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr <= unsigned'(engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr((3 * (3 - 1))-1 downto 0) & engine_impl0_multiply_subtract0_top0_0_v0);
             end if;
         end if;
     end if;
 end process engine_impl0_multiply_subtract0_top0_0_delay_flags7_sh;
 
 
-engine_impl0_multiply_subtract0_top0_0_vout <= engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr((3 * 2)-1 downto (3 * (2 - 1)));
+engine_impl0_multiply_subtract0_top0_0_vout <= engine_impl0_multiply_subtract0_top0_0_delay_flags7_sr((3 * 3)-1 downto (3 * (3 - 1)));
 
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x <= signed(engine_impl0_multiply_subtract0_top0_0_ar(32-1 downto 0));
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_v <= signed(engine_impl0_multiply_subtract0_top0_0_br(32-1 downto 0));
-
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c <= (resize(engine_impl0_multiply_subtract0_top0_0_kr, 33) * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_v);
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_s1: process (clk) is
+engine_impl0_multiply_subtract0_top0_0_factor_reg0_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1 <= to_signed(0, 32);
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= to_signed(0, 65);
+            engine_impl0_multiply_subtract0_top0_0_factor_reg0_kz <= '1';
+            engine_impl0_multiply_subtract0_top0_0_factor_reg0_k <= to_unsigned(0, 32);
         else
-            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
-                if (engine_impl0_multiply_subtract0_top0_0_kr = 0) then
-                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= to_signed(0, 65);
-                else
-                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c;
-                end if;
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x;
+            if bool(engine_impl0_multiply_subtract0_top0_0_kload) then
+                engine_impl0_multiply_subtract0_top0_0_factor_reg0_k <= engine_impl0_multiply_subtract0_s_axis_s_tdata;
+                engine_impl0_multiply_subtract0_top0_0_factor_reg0_kz <= stdl(engine_impl0_multiply_subtract0_s_axis_s_tdata = 0);
             end if;
         end if;
     end if;
-end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_s1;
+end process engine_impl0_multiply_subtract0_top0_0_factor_reg0_st;
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_t <= shift_right(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1, 16);
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1((16 - 1))));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x <= signed(engine_impl0_multiply_subtract0_top0_0_ar(32-1 downto 0));
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_t + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_rb);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ac <= engine_impl0_multiply_subtract0_top0_0_factor_reg0_k;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bc <= engine_impl0_multiply_subtract0_top0_0_br(32-1 downto 0);
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hi <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r(65-1 downto (32 - 1)));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_alu <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ac(16-1 downto 0);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_blu <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bc(16-1 downto 0);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_al <= signed(unsigned'('0' & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ac(16-1 downto 0)));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bl <= signed(unsigned'('0' & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bc(16-1 downto 0)));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ah <= signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ac(32-1 downto 16));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bh <= signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bc(32-1 downto 16));
 
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hin <= (not engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hi);
-
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_nsign <= stdl((not bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r((65 - 1)))));
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_clamp: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hin) is
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_st1: process (clk) is
 begin
-    if ((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hi = 0) or (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_hin = 0)) then
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv <= signed(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r(32-1 downto 0)));
-    else
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_r((65 - 1)) & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl <= to_signed(0, 33);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hh <= to_signed(0, 32);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ll <= to_unsigned(0, 32);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh <= to_signed(0, 33);
+        else
+            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
+                if bool(engine_impl0_multiply_subtract0_top0_0_factor_reg0_kz) then
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ll <= to_unsigned(0, 32);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh <= to_signed(0, 33);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl <= to_signed(0, 33);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hh <= to_signed(0, 32);
+                else
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ll <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_alu * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_blu);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_al * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bh);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bl);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_round_sat7_sat16_clamp;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_st1;
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext15_fill: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh) is
+begin
+    if bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh((33 - 1))) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext15_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext15_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext15_fill;
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_d <= (resize(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1, 33) - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lhe <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext15_sgn & unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lh)));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext16_fill: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl) is
+begin
+    if bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl((33 - 1))) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext16_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext16_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext16_fill;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hle <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext16_sgn & unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hl)));
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_lhe + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hle);
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_outer <= signed(unsigned'(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_hh) & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_ll));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_sh <= signed(unsigned'(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid) & to_unsigned(32768, 16)));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext17_fill: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_sh) is
+begin
+    if bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_sh((50 - 1))) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext17_sgn <= to_unsigned(16383, 14);
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext17_sgn <= to_unsigned(0, 14);
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext17_fill;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_e <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_sext17_sgn & unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_sh)));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p2 <= to_signed(0, 64);
+        else
+            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p2 <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_outer + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_mid_e);
+            end if;
+        end if;
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_split_mul_reg4_st2;
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x2 <= to_signed(0, 32);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1 <= to_signed(0, 32);
+        else
+            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x2 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1;
+            end if;
+        end if;
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_xdl;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q <= shift_right(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p2, 16);
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hi <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q(64-1 downto (32 - 1)));
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hin <= (not engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hi);
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_nsign <= stdl((not bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q((64 - 1)))));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_clamp: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hin) is
+begin
+    if ((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hi = 0) or (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_hin = 0)) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv <= signed(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q(32-1 downto 0)));
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_q((64 - 1)) & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_fill));
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat16_clamp;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_d <= (resize(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x2, 33) - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_kv);
 
 
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_hi <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_d(33-1 downto (32 - 1)));
@@ -24552,7 +25155,7 @@ begin
     end if;
 end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_sat17_clamp;
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_s2: process (clk) is
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -24563,64 +25166,161 @@ begin
             end if;
         end if;
     end if;
-end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_s2;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_s3;
 
 
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_y <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_yr);
 
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x <= signed(engine_impl0_multiply_subtract0_top0_0_ar(64-1 downto 32));
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_v <= signed(engine_impl0_multiply_subtract0_top0_0_br(64-1 downto 32));
-
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c <= (resize(engine_impl0_multiply_subtract0_top0_0_kr, 33) * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_v);
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_s1: process (clk) is
+engine_impl0_multiply_subtract0_top0_0_factor_reg1_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1 <= to_signed(0, 32);
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= to_signed(0, 65);
+            engine_impl0_multiply_subtract0_top0_0_factor_reg1_kz <= '1';
+            engine_impl0_multiply_subtract0_top0_0_factor_reg1_k <= to_unsigned(0, 32);
         else
-            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
-                if (engine_impl0_multiply_subtract0_top0_0_kr = 0) then
-                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= to_signed(0, 65);
-                else
-                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c;
-                end if;
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x;
+            if bool(engine_impl0_multiply_subtract0_top0_0_kload) then
+                engine_impl0_multiply_subtract0_top0_0_factor_reg1_k <= engine_impl0_multiply_subtract0_s_axis_s_tdata;
+                engine_impl0_multiply_subtract0_top0_0_factor_reg1_kz <= stdl(engine_impl0_multiply_subtract0_s_axis_s_tdata = 0);
             end if;
         end if;
     end if;
-end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_s1;
+end process engine_impl0_multiply_subtract0_top0_0_factor_reg1_st;
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_t <= shift_right(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1, 16);
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1((16 - 1))));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x <= signed(engine_impl0_multiply_subtract0_top0_0_ar(64-1 downto 32));
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_t + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_rb);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ac <= engine_impl0_multiply_subtract0_top0_0_factor_reg1_k;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bc <= engine_impl0_multiply_subtract0_top0_0_br(64-1 downto 32);
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hi <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r(65-1 downto (32 - 1)));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_alu <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ac(16-1 downto 0);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_blu <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bc(16-1 downto 0);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_al <= signed(unsigned'('0' & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ac(16-1 downto 0)));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bl <= signed(unsigned'('0' & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bc(16-1 downto 0)));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ah <= signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ac(32-1 downto 16));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bh <= signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bc(32-1 downto 16));
 
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hin <= (not engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hi);
-
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_nsign <= stdl((not bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r((65 - 1)))));
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_clamp: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hin) is
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_st1: process (clk) is
 begin
-    if ((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hi = 0) or (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_hin = 0)) then
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv <= signed(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r(32-1 downto 0)));
-    else
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_r((65 - 1)) & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl <= to_signed(0, 33);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hh <= to_signed(0, 32);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ll <= to_unsigned(0, 32);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh <= to_signed(0, 33);
+        else
+            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
+                if bool(engine_impl0_multiply_subtract0_top0_0_factor_reg1_kz) then
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ll <= to_unsigned(0, 32);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh <= to_signed(0, 33);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl <= to_signed(0, 33);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hh <= to_signed(0, 32);
+                else
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ll <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_alu * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_blu);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_al * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bh);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bl);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_round_sat8_sat18_clamp;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_st1;
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext18_fill: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh) is
+begin
+    if bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh((33 - 1))) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext18_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext18_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext18_fill;
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_d <= (resize(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1, 33) - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lhe <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext18_sgn & unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lh)));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext19_fill: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl) is
+begin
+    if bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl((33 - 1))) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext19_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext19_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext19_fill;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hle <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext19_sgn & unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hl)));
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_lhe + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hle);
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_outer <= signed(unsigned'(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_hh) & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_ll));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_sh <= signed(unsigned'(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid) & to_unsigned(32768, 16)));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext20_fill: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_sh) is
+begin
+    if bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_sh((50 - 1))) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext20_sgn <= to_unsigned(16383, 14);
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext20_sgn <= to_unsigned(0, 14);
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext20_fill;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_e <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_sext20_sgn & unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_sh)));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p2 <= to_signed(0, 64);
+        else
+            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p2 <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_outer + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_mid_e);
+            end if;
+        end if;
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_split_mul_reg5_st2;
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x2 <= to_signed(0, 32);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1 <= to_signed(0, 32);
+        else
+            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x2 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1;
+            end if;
+        end if;
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_xdl;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q <= shift_right(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p2, 16);
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hi <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q(64-1 downto (32 - 1)));
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hin <= (not engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hi);
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_nsign <= stdl((not bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q((64 - 1)))));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_clamp: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hin) is
+begin
+    if ((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hi = 0) or (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_hin = 0)) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv <= signed(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q(32-1 downto 0)));
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_q((64 - 1)) & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_fill));
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat18_clamp;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_d <= (resize(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x2, 33) - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_kv);
 
 
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_hi <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_d(33-1 downto (32 - 1)));
@@ -24640,7 +25340,7 @@ begin
     end if;
 end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_sat19_clamp;
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_s2: process (clk) is
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -24651,64 +25351,161 @@ begin
             end if;
         end if;
     end if;
-end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_s2;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_s3;
 
 
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_y <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_yr);
 
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x <= signed(engine_impl0_multiply_subtract0_top0_0_ar(96-1 downto 64));
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_v <= signed(engine_impl0_multiply_subtract0_top0_0_br(96-1 downto 64));
-
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c <= (resize(engine_impl0_multiply_subtract0_top0_0_kr, 33) * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_v);
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_s1: process (clk) is
+engine_impl0_multiply_subtract0_top0_0_factor_reg2_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1 <= to_signed(0, 32);
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= to_signed(0, 65);
+            engine_impl0_multiply_subtract0_top0_0_factor_reg2_kz <= '1';
+            engine_impl0_multiply_subtract0_top0_0_factor_reg2_k <= to_unsigned(0, 32);
         else
-            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
-                if (engine_impl0_multiply_subtract0_top0_0_kr = 0) then
-                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= to_signed(0, 65);
-                else
-                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c;
-                end if;
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x;
+            if bool(engine_impl0_multiply_subtract0_top0_0_kload) then
+                engine_impl0_multiply_subtract0_top0_0_factor_reg2_k <= engine_impl0_multiply_subtract0_s_axis_s_tdata;
+                engine_impl0_multiply_subtract0_top0_0_factor_reg2_kz <= stdl(engine_impl0_multiply_subtract0_s_axis_s_tdata = 0);
             end if;
         end if;
     end if;
-end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_s1;
+end process engine_impl0_multiply_subtract0_top0_0_factor_reg2_st;
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_t <= shift_right(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1, 16);
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1((16 - 1))));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x <= signed(engine_impl0_multiply_subtract0_top0_0_ar(96-1 downto 64));
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_t + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_rb);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ac <= engine_impl0_multiply_subtract0_top0_0_factor_reg2_k;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bc <= engine_impl0_multiply_subtract0_top0_0_br(96-1 downto 64);
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hi <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r(65-1 downto (32 - 1)));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_alu <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ac(16-1 downto 0);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_blu <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bc(16-1 downto 0);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_al <= signed(unsigned'('0' & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ac(16-1 downto 0)));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bl <= signed(unsigned'('0' & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bc(16-1 downto 0)));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ah <= signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ac(32-1 downto 16));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bh <= signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bc(32-1 downto 16));
 
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hin <= (not engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hi);
-
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_nsign <= stdl((not bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r((65 - 1)))));
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_clamp: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hin) is
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_st1: process (clk) is
 begin
-    if ((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hi = 0) or (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_hin = 0)) then
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv <= signed(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r(32-1 downto 0)));
-    else
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_r((65 - 1)) & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl <= to_signed(0, 33);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hh <= to_signed(0, 32);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ll <= to_unsigned(0, 32);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh <= to_signed(0, 33);
+        else
+            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
+                if bool(engine_impl0_multiply_subtract0_top0_0_factor_reg2_kz) then
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ll <= to_unsigned(0, 32);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh <= to_signed(0, 33);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl <= to_signed(0, 33);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hh <= to_signed(0, 32);
+                else
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ll <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_alu * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_blu);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_al * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bh);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bl);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_round_sat9_sat20_clamp;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_st1;
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext21_fill: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh) is
+begin
+    if bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh((33 - 1))) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext21_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext21_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext21_fill;
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_d <= (resize(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1, 33) - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lhe <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext21_sgn & unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lh)));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext22_fill: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl) is
+begin
+    if bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl((33 - 1))) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext22_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext22_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext22_fill;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hle <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext22_sgn & unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hl)));
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_lhe + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hle);
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_outer <= signed(unsigned'(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_hh) & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_ll));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_sh <= signed(unsigned'(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid) & to_unsigned(32768, 16)));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext23_fill: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_sh) is
+begin
+    if bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_sh((50 - 1))) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext23_sgn <= to_unsigned(16383, 14);
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext23_sgn <= to_unsigned(0, 14);
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext23_fill;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_e <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_sext23_sgn & unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_sh)));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p2 <= to_signed(0, 64);
+        else
+            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p2 <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_outer + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_mid_e);
+            end if;
+        end if;
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_split_mul_reg6_st2;
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x2 <= to_signed(0, 32);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1 <= to_signed(0, 32);
+        else
+            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x2 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1;
+            end if;
+        end if;
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_xdl;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q <= shift_right(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p2, 16);
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hi <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q(64-1 downto (32 - 1)));
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hin <= (not engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hi);
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_nsign <= stdl((not bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q((64 - 1)))));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_clamp: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hin) is
+begin
+    if ((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hi = 0) or (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_hin = 0)) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv <= signed(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q(32-1 downto 0)));
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_q((64 - 1)) & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_fill));
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat20_clamp;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_d <= (resize(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x2, 33) - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_kv);
 
 
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_hi <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_d(33-1 downto (32 - 1)));
@@ -24728,7 +25525,7 @@ begin
     end if;
 end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_sat21_clamp;
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_s2: process (clk) is
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -24739,64 +25536,161 @@ begin
             end if;
         end if;
     end if;
-end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_s2;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_s3;
 
 
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_y <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_yr);
 
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x <= signed(engine_impl0_multiply_subtract0_top0_0_ar(128-1 downto 96));
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_v <= signed(engine_impl0_multiply_subtract0_top0_0_br(128-1 downto 96));
-
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c <= (resize(engine_impl0_multiply_subtract0_top0_0_kr, 33) * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_v);
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_s1: process (clk) is
+engine_impl0_multiply_subtract0_top0_0_factor_reg3_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1 <= to_signed(0, 32);
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= to_signed(0, 65);
+            engine_impl0_multiply_subtract0_top0_0_factor_reg3_kz <= '1';
+            engine_impl0_multiply_subtract0_top0_0_factor_reg3_k <= to_unsigned(0, 32);
         else
-            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
-                if (engine_impl0_multiply_subtract0_top0_0_kr = 0) then
-                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= to_signed(0, 65);
-                else
-                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c;
-                end if;
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x;
+            if bool(engine_impl0_multiply_subtract0_top0_0_kload) then
+                engine_impl0_multiply_subtract0_top0_0_factor_reg3_k <= engine_impl0_multiply_subtract0_s_axis_s_tdata;
+                engine_impl0_multiply_subtract0_top0_0_factor_reg3_kz <= stdl(engine_impl0_multiply_subtract0_s_axis_s_tdata = 0);
             end if;
         end if;
     end if;
-end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_s1;
+end process engine_impl0_multiply_subtract0_top0_0_factor_reg3_st;
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_t <= shift_right(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1, 16);
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1((16 - 1))));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x <= signed(engine_impl0_multiply_subtract0_top0_0_ar(128-1 downto 96));
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_t + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_rb);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ac <= engine_impl0_multiply_subtract0_top0_0_factor_reg3_k;
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bc <= engine_impl0_multiply_subtract0_top0_0_br(128-1 downto 96);
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hi <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r(65-1 downto (32 - 1)));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_alu <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ac(16-1 downto 0);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_blu <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bc(16-1 downto 0);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_al <= signed(unsigned'('0' & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ac(16-1 downto 0)));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bl <= signed(unsigned'('0' & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bc(16-1 downto 0)));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ah <= signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ac(32-1 downto 16));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bh <= signed(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bc(32-1 downto 16));
 
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hin <= (not engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hi);
-
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_nsign <= stdl((not bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r((65 - 1)))));
-
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_clamp: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hin) is
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_st1: process (clk) is
 begin
-    if ((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hi = 0) or (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_hin = 0)) then
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv <= signed(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r(32-1 downto 0)));
-    else
-        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_r((65 - 1)) & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl <= to_signed(0, 33);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hh <= to_signed(0, 32);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ll <= to_unsigned(0, 32);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh <= to_signed(0, 33);
+        else
+            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
+                if bool(engine_impl0_multiply_subtract0_top0_0_factor_reg3_kz) then
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ll <= to_unsigned(0, 32);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh <= to_signed(0, 33);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl <= to_signed(0, 33);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hh <= to_signed(0, 32);
+                else
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ll <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_alu * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_blu);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_al * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bh);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bl);
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hh <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ah * engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_round_sat10_sat22_clamp;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_st1;
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext24_fill: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh) is
+begin
+    if bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh((33 - 1))) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext24_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext24_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext24_fill;
 
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_d <= (resize(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1, 33) - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv);
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lhe <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext24_sgn & unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lh)));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext25_fill: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl) is
+begin
+    if bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl((33 - 1))) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext25_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext25_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext25_fill;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hle <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext25_sgn & unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hl)));
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_lhe + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hle);
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_outer <= signed(unsigned'(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_hh) & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_ll));
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_sh <= signed(unsigned'(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid) & to_unsigned(32768, 16)));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext26_fill: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_sh) is
+begin
+    if bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_sh((50 - 1))) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext26_sgn <= to_unsigned(16383, 14);
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext26_sgn <= to_unsigned(0, 14);
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext26_fill;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_e <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_sext26_sgn & unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_sh)));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p2 <= to_signed(0, 64);
+        else
+            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p2 <= (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_outer + engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_mid_e);
+            end if;
+        end if;
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_split_mul_reg7_st2;
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x2 <= to_signed(0, 32);
+            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1 <= to_signed(0, 32);
+        else
+            if bool(engine_impl0_multiply_subtract0_top0_0_en) then
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x;
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x2 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1;
+            end if;
+        end if;
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_xdl;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q <= shift_right(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p2, 16);
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hi <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q(64-1 downto (32 - 1)));
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hin <= (not engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hi);
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_nsign <= stdl((not bool(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q((64 - 1)))));
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_clamp: process (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hi, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q, engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hin) is
+begin
+    if ((engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hi = 0) or (engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_hin = 0)) then
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv <= signed(unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q(32-1 downto 0)));
+    else
+        engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv <= signed(unsigned'(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_q((64 - 1)) & engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_fill));
+    end if;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat22_clamp;
+
+
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_d <= (resize(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x2, 33) - engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_kv);
 
 
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_hi <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_d(33-1 downto (32 - 1)));
@@ -24816,7 +25710,7 @@ begin
     end if;
 end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_clamp;
 
-engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_s2: process (clk) is
+engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -24827,7 +25721,7 @@ begin
             end if;
         end if;
     end if;
-end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_s2;
+end process engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_s3;
 
 
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_y <= unsigned(engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_yr);
@@ -25354,88 +26248,175 @@ begin
     end if;
 end process engine_impl0_l2reg0_top0_0_1_inreg;
 
-engine_impl0_l2reg0_top0_0_1_kreg: process (clk) is
-begin
-    if rising_edge(clk) then
-        if (rst = '1') then
-            engine_impl0_l2reg0_top0_0_1_kr <= to_signed(0, 32);
-        else
-            if (bool(engine_impl0_copy_sig344_y) and (not bool(engine_impl0_l2reg0_busy))) then
-                engine_impl0_l2reg0_top0_0_1_kr <= signed(engine_impl0_fit12_dst);
-            end if;
-        end if;
-    end if;
-end process engine_impl0_l2reg0_top0_0_1_kreg;
+
+engine_impl0_l2reg0_top0_0_1_kload <= stdl(bool(engine_impl0_copy_sig344_y) and (not bool(engine_impl0_l2reg0_busy)));
 
 engine_impl0_l2reg0_top0_0_1_delay_flags8_sh: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_l2reg0_top0_0_1_delay_flags8_sr <= to_unsigned(0, 6);
+            engine_impl0_l2reg0_top0_0_1_delay_flags8_sr <= to_unsigned(0, 9);
         else
             if bool(engine_impl0_l2reg0_top0_0_1_en) then
-                engine_impl0_l2reg0_top0_0_1_delay_flags8_sr <= unsigned'(engine_impl0_l2reg0_top0_0_1_delay_flags8_sr((3 * (2 - 1))-1 downto 0) & engine_impl0_l2reg0_top0_0_1_v0);
+                engine_impl0_l2reg0_top0_0_1_delay_flags8_sr <= unsigned'(engine_impl0_l2reg0_top0_0_1_delay_flags8_sr((3 * (3 - 1))-1 downto 0) & engine_impl0_l2reg0_top0_0_1_v0);
             end if;
         end if;
     end if;
 end process engine_impl0_l2reg0_top0_0_1_delay_flags8_sh;
 
 
-engine_impl0_l2reg0_top0_0_1_vout <= engine_impl0_l2reg0_top0_0_1_delay_flags8_sr((3 * 2)-1 downto (3 * (2 - 1)));
+engine_impl0_l2reg0_top0_0_1_vout <= engine_impl0_l2reg0_top0_0_1_delay_flags8_sr((3 * 3)-1 downto (3 * (3 - 1)));
 
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x <= signed(engine_impl0_l2reg0_top0_0_1_ar(32-1 downto 0));
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_v <= signed(engine_impl0_l2reg0_top0_0_1_br(32-1 downto 0));
-
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c <= (resize(engine_impl0_l2reg0_top0_0_1_kr, 33) * engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_v);
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_s1: process (clk) is
+engine_impl0_l2reg0_top0_0_1_factor_reg4_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1 <= to_signed(0, 32);
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= to_signed(0, 65);
+            engine_impl0_l2reg0_top0_0_1_factor_reg4_kz <= '1';
+            engine_impl0_l2reg0_top0_0_1_factor_reg4_k <= to_unsigned(0, 32);
         else
-            if bool(engine_impl0_l2reg0_top0_0_1_en) then
-                if (engine_impl0_l2reg0_top0_0_1_kr = 0) then
-                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= to_signed(0, 65);
-                else
-                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c;
-                end if;
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x;
+            if bool(engine_impl0_l2reg0_top0_0_1_kload) then
+                engine_impl0_l2reg0_top0_0_1_factor_reg4_k <= engine_impl0_fit12_dst;
+                engine_impl0_l2reg0_top0_0_1_factor_reg4_kz <= stdl(engine_impl0_fit12_dst = 0);
             end if;
         end if;
     end if;
-end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_s1;
+end process engine_impl0_l2reg0_top0_0_1_factor_reg4_st;
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_t <= shift_right(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1, 16);
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1((16 - 1))));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x <= signed(engine_impl0_l2reg0_top0_0_1_ar(32-1 downto 0));
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_t + engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_rb);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ac <= engine_impl0_l2reg0_top0_0_1_factor_reg4_k;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bc <= engine_impl0_l2reg0_top0_0_1_br(32-1 downto 0);
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hi <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r(65-1 downto (32 - 1)));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_alu <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ac(16-1 downto 0);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_blu <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bc(16-1 downto 0);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_al <= signed(unsigned'('0' & engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ac(16-1 downto 0)));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bl <= signed(unsigned'('0' & engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bc(16-1 downto 0)));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ah <= signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ac(32-1 downto 16));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bh <= signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bc(32-1 downto 16));
 
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hin <= (not engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hi);
-
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_nsign <= stdl((not bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r((65 - 1)))));
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_clamp: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hin) is
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_st1: process (clk) is
 begin
-    if ((engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hi = 0) or (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_hin = 0)) then
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv <= signed(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r(32-1 downto 0)));
-    else
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_r((65 - 1)) & engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl <= to_signed(0, 33);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hh <= to_signed(0, 32);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ll <= to_unsigned(0, 32);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh <= to_signed(0, 33);
+        else
+            if bool(engine_impl0_l2reg0_top0_0_1_en) then
+                if bool(engine_impl0_l2reg0_top0_0_1_factor_reg4_kz) then
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ll <= to_unsigned(0, 32);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh <= to_signed(0, 33);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl <= to_signed(0, 33);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hh <= to_signed(0, 32);
+                else
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ll <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_alu * engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_blu);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_al * engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bh);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bl);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_round_sat11_sat24_clamp;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_st1;
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext27_fill: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh) is
+begin
+    if bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh((33 - 1))) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext27_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext27_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext27_fill;
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_d <= (resize(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1, 33) - engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lhe <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext27_sgn & unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lh)));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext28_fill: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl) is
+begin
+    if bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl((33 - 1))) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext28_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext28_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext28_fill;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hle <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext28_sgn & unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hl)));
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_lhe + engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hle);
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_outer <= signed(unsigned'(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_hh) & engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_ll));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_sh <= signed(unsigned'(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid) & to_unsigned(32768, 16)));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext29_fill: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_sh) is
+begin
+    if bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_sh((50 - 1))) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext29_sgn <= to_unsigned(16383, 14);
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext29_sgn <= to_unsigned(0, 14);
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext29_fill;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_e <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_sext29_sgn & unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_sh)));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p2 <= to_signed(0, 64);
+        else
+            if bool(engine_impl0_l2reg0_top0_0_1_en) then
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p2 <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_outer + engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_mid_e);
+            end if;
+        end if;
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_split_mul_reg8_st2;
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x2 <= to_signed(0, 32);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1 <= to_signed(0, 32);
+        else
+            if bool(engine_impl0_l2reg0_top0_0_1_en) then
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x2 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1;
+            end if;
+        end if;
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_xdl;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q <= shift_right(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p2, 16);
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hi <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q(64-1 downto (32 - 1)));
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hin <= (not engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hi);
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_nsign <= stdl((not bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q((64 - 1)))));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_clamp: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q, engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hin) is
+begin
+    if ((engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hi = 0) or (engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_hin = 0)) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv <= signed(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q(32-1 downto 0)));
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_q((64 - 1)) & engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_fill));
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat24_clamp;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_d <= (resize(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x2, 33) - engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_kv);
 
 
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_hi <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_d(33-1 downto (32 - 1)));
@@ -25455,7 +26436,7 @@ begin
     end if;
 end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_sat25_clamp;
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_s2: process (clk) is
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -25466,64 +26447,161 @@ begin
             end if;
         end if;
     end if;
-end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_s2;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_s3;
 
 
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_y <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_yr);
 
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x <= signed(engine_impl0_l2reg0_top0_0_1_ar(64-1 downto 32));
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_v <= signed(engine_impl0_l2reg0_top0_0_1_br(64-1 downto 32));
-
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c <= (resize(engine_impl0_l2reg0_top0_0_1_kr, 33) * engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_v);
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_s1: process (clk) is
+engine_impl0_l2reg0_top0_0_1_factor_reg5_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1 <= to_signed(0, 32);
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= to_signed(0, 65);
+            engine_impl0_l2reg0_top0_0_1_factor_reg5_kz <= '1';
+            engine_impl0_l2reg0_top0_0_1_factor_reg5_k <= to_unsigned(0, 32);
         else
-            if bool(engine_impl0_l2reg0_top0_0_1_en) then
-                if (engine_impl0_l2reg0_top0_0_1_kr = 0) then
-                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= to_signed(0, 65);
-                else
-                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c;
-                end if;
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x;
+            if bool(engine_impl0_l2reg0_top0_0_1_kload) then
+                engine_impl0_l2reg0_top0_0_1_factor_reg5_k <= engine_impl0_fit12_dst;
+                engine_impl0_l2reg0_top0_0_1_factor_reg5_kz <= stdl(engine_impl0_fit12_dst = 0);
             end if;
         end if;
     end if;
-end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_s1;
+end process engine_impl0_l2reg0_top0_0_1_factor_reg5_st;
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_t <= shift_right(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1, 16);
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1((16 - 1))));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x <= signed(engine_impl0_l2reg0_top0_0_1_ar(64-1 downto 32));
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_t + engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_rb);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ac <= engine_impl0_l2reg0_top0_0_1_factor_reg5_k;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bc <= engine_impl0_l2reg0_top0_0_1_br(64-1 downto 32);
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hi <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r(65-1 downto (32 - 1)));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_alu <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ac(16-1 downto 0);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_blu <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bc(16-1 downto 0);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_al <= signed(unsigned'('0' & engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ac(16-1 downto 0)));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bl <= signed(unsigned'('0' & engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bc(16-1 downto 0)));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ah <= signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ac(32-1 downto 16));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bh <= signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bc(32-1 downto 16));
 
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hin <= (not engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hi);
-
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_nsign <= stdl((not bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r((65 - 1)))));
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_clamp: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hin) is
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_st1: process (clk) is
 begin
-    if ((engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hi = 0) or (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_hin = 0)) then
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv <= signed(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r(32-1 downto 0)));
-    else
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_r((65 - 1)) & engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl <= to_signed(0, 33);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hh <= to_signed(0, 32);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ll <= to_unsigned(0, 32);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh <= to_signed(0, 33);
+        else
+            if bool(engine_impl0_l2reg0_top0_0_1_en) then
+                if bool(engine_impl0_l2reg0_top0_0_1_factor_reg5_kz) then
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ll <= to_unsigned(0, 32);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh <= to_signed(0, 33);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl <= to_signed(0, 33);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hh <= to_signed(0, 32);
+                else
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ll <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_alu * engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_blu);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_al * engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bh);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bl);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_round_sat12_sat26_clamp;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_st1;
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext30_fill: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh) is
+begin
+    if bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh((33 - 1))) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext30_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext30_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext30_fill;
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_d <= (resize(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1, 33) - engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lhe <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext30_sgn & unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lh)));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext31_fill: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl) is
+begin
+    if bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl((33 - 1))) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext31_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext31_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext31_fill;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hle <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext31_sgn & unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hl)));
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_lhe + engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hle);
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_outer <= signed(unsigned'(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_hh) & engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_ll));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_sh <= signed(unsigned'(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid) & to_unsigned(32768, 16)));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext32_fill: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_sh) is
+begin
+    if bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_sh((50 - 1))) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext32_sgn <= to_unsigned(16383, 14);
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext32_sgn <= to_unsigned(0, 14);
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext32_fill;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_e <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_sext32_sgn & unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_sh)));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p2 <= to_signed(0, 64);
+        else
+            if bool(engine_impl0_l2reg0_top0_0_1_en) then
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p2 <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_outer + engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_mid_e);
+            end if;
+        end if;
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_split_mul_reg9_st2;
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x2 <= to_signed(0, 32);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1 <= to_signed(0, 32);
+        else
+            if bool(engine_impl0_l2reg0_top0_0_1_en) then
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x2 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1;
+            end if;
+        end if;
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_xdl;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q <= shift_right(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p2, 16);
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hi <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q(64-1 downto (32 - 1)));
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hin <= (not engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hi);
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_nsign <= stdl((not bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q((64 - 1)))));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_clamp: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q, engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hin) is
+begin
+    if ((engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hi = 0) or (engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_hin = 0)) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv <= signed(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q(32-1 downto 0)));
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_q((64 - 1)) & engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_fill));
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat26_clamp;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_d <= (resize(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x2, 33) - engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_kv);
 
 
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_hi <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_d(33-1 downto (32 - 1)));
@@ -25543,7 +26621,7 @@ begin
     end if;
 end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_sat27_clamp;
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_s2: process (clk) is
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -25554,64 +26632,161 @@ begin
             end if;
         end if;
     end if;
-end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_s2;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_s3;
 
 
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_y <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_yr);
 
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x <= signed(engine_impl0_l2reg0_top0_0_1_ar(96-1 downto 64));
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_v <= signed(engine_impl0_l2reg0_top0_0_1_br(96-1 downto 64));
-
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c <= (resize(engine_impl0_l2reg0_top0_0_1_kr, 33) * engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_v);
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_s1: process (clk) is
+engine_impl0_l2reg0_top0_0_1_factor_reg6_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1 <= to_signed(0, 32);
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= to_signed(0, 65);
+            engine_impl0_l2reg0_top0_0_1_factor_reg6_kz <= '1';
+            engine_impl0_l2reg0_top0_0_1_factor_reg6_k <= to_unsigned(0, 32);
         else
-            if bool(engine_impl0_l2reg0_top0_0_1_en) then
-                if (engine_impl0_l2reg0_top0_0_1_kr = 0) then
-                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= to_signed(0, 65);
-                else
-                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c;
-                end if;
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x;
+            if bool(engine_impl0_l2reg0_top0_0_1_kload) then
+                engine_impl0_l2reg0_top0_0_1_factor_reg6_k <= engine_impl0_fit12_dst;
+                engine_impl0_l2reg0_top0_0_1_factor_reg6_kz <= stdl(engine_impl0_fit12_dst = 0);
             end if;
         end if;
     end if;
-end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_s1;
+end process engine_impl0_l2reg0_top0_0_1_factor_reg6_st;
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_t <= shift_right(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1, 16);
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1((16 - 1))));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x <= signed(engine_impl0_l2reg0_top0_0_1_ar(96-1 downto 64));
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_t + engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_rb);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ac <= engine_impl0_l2reg0_top0_0_1_factor_reg6_k;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bc <= engine_impl0_l2reg0_top0_0_1_br(96-1 downto 64);
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hi <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r(65-1 downto (32 - 1)));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_alu <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ac(16-1 downto 0);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_blu <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bc(16-1 downto 0);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_al <= signed(unsigned'('0' & engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ac(16-1 downto 0)));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bl <= signed(unsigned'('0' & engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bc(16-1 downto 0)));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ah <= signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ac(32-1 downto 16));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bh <= signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bc(32-1 downto 16));
 
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hin <= (not engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hi);
-
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_nsign <= stdl((not bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r((65 - 1)))));
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_clamp: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hin) is
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_st1: process (clk) is
 begin
-    if ((engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hi = 0) or (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_hin = 0)) then
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv <= signed(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r(32-1 downto 0)));
-    else
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_r((65 - 1)) & engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl <= to_signed(0, 33);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hh <= to_signed(0, 32);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ll <= to_unsigned(0, 32);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh <= to_signed(0, 33);
+        else
+            if bool(engine_impl0_l2reg0_top0_0_1_en) then
+                if bool(engine_impl0_l2reg0_top0_0_1_factor_reg6_kz) then
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ll <= to_unsigned(0, 32);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh <= to_signed(0, 33);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl <= to_signed(0, 33);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hh <= to_signed(0, 32);
+                else
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ll <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_alu * engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_blu);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_al * engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bh);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bl);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_round_sat13_sat28_clamp;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_st1;
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext33_fill: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh) is
+begin
+    if bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh((33 - 1))) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext33_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext33_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext33_fill;
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_d <= (resize(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1, 33) - engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lhe <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext33_sgn & unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lh)));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext34_fill: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl) is
+begin
+    if bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl((33 - 1))) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext34_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext34_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext34_fill;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hle <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext34_sgn & unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hl)));
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_lhe + engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hle);
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_outer <= signed(unsigned'(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_hh) & engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_ll));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_sh <= signed(unsigned'(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid) & to_unsigned(32768, 16)));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext35_fill: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_sh) is
+begin
+    if bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_sh((50 - 1))) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext35_sgn <= to_unsigned(16383, 14);
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext35_sgn <= to_unsigned(0, 14);
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext35_fill;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_e <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_sext35_sgn & unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_sh)));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p2 <= to_signed(0, 64);
+        else
+            if bool(engine_impl0_l2reg0_top0_0_1_en) then
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p2 <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_outer + engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_mid_e);
+            end if;
+        end if;
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_split_mul_reg10_st2;
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x2 <= to_signed(0, 32);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1 <= to_signed(0, 32);
+        else
+            if bool(engine_impl0_l2reg0_top0_0_1_en) then
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x2 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1;
+            end if;
+        end if;
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_xdl;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q <= shift_right(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p2, 16);
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hi <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q(64-1 downto (32 - 1)));
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hin <= (not engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hi);
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_nsign <= stdl((not bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q((64 - 1)))));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_clamp: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q, engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hin) is
+begin
+    if ((engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hi = 0) or (engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_hin = 0)) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv <= signed(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q(32-1 downto 0)));
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_q((64 - 1)) & engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_fill));
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat28_clamp;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_d <= (resize(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x2, 33) - engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_kv);
 
 
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_hi <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_d(33-1 downto (32 - 1)));
@@ -25631,7 +26806,7 @@ begin
     end if;
 end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_sat29_clamp;
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_s2: process (clk) is
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -25642,64 +26817,161 @@ begin
             end if;
         end if;
     end if;
-end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_s2;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_s3;
 
 
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_y <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_yr);
 
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x <= signed(engine_impl0_l2reg0_top0_0_1_ar(128-1 downto 96));
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_v <= signed(engine_impl0_l2reg0_top0_0_1_br(128-1 downto 96));
-
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c <= (resize(engine_impl0_l2reg0_top0_0_1_kr, 33) * engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_v);
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_s1: process (clk) is
+engine_impl0_l2reg0_top0_0_1_factor_reg7_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1 <= to_signed(0, 32);
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= to_signed(0, 65);
+            engine_impl0_l2reg0_top0_0_1_factor_reg7_kz <= '1';
+            engine_impl0_l2reg0_top0_0_1_factor_reg7_k <= to_unsigned(0, 32);
         else
-            if bool(engine_impl0_l2reg0_top0_0_1_en) then
-                if (engine_impl0_l2reg0_top0_0_1_kr = 0) then
-                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= to_signed(0, 65);
-                else
-                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c;
-                end if;
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x;
+            if bool(engine_impl0_l2reg0_top0_0_1_kload) then
+                engine_impl0_l2reg0_top0_0_1_factor_reg7_k <= engine_impl0_fit12_dst;
+                engine_impl0_l2reg0_top0_0_1_factor_reg7_kz <= stdl(engine_impl0_fit12_dst = 0);
             end if;
         end if;
     end if;
-end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_s1;
+end process engine_impl0_l2reg0_top0_0_1_factor_reg7_st;
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_t <= shift_right(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1, 16);
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1((16 - 1))));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x <= signed(engine_impl0_l2reg0_top0_0_1_ar(128-1 downto 96));
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_t + engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_rb);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ac <= engine_impl0_l2reg0_top0_0_1_factor_reg7_k;
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bc <= engine_impl0_l2reg0_top0_0_1_br(128-1 downto 96);
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hi <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r(65-1 downto (32 - 1)));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_alu <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ac(16-1 downto 0);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_blu <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bc(16-1 downto 0);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_al <= signed(unsigned'('0' & engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ac(16-1 downto 0)));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bl <= signed(unsigned'('0' & engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bc(16-1 downto 0)));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ah <= signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ac(32-1 downto 16));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bh <= signed(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bc(32-1 downto 16));
 
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hin <= (not engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hi);
-
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_nsign <= stdl((not bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r((65 - 1)))));
-
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_clamp: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hin) is
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_st1: process (clk) is
 begin
-    if ((engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hi = 0) or (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_hin = 0)) then
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv <= signed(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r(32-1 downto 0)));
-    else
-        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_r((65 - 1)) & engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl <= to_signed(0, 33);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hh <= to_signed(0, 32);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ll <= to_unsigned(0, 32);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh <= to_signed(0, 33);
+        else
+            if bool(engine_impl0_l2reg0_top0_0_1_en) then
+                if bool(engine_impl0_l2reg0_top0_0_1_factor_reg7_kz) then
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ll <= to_unsigned(0, 32);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh <= to_signed(0, 33);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl <= to_signed(0, 33);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hh <= to_signed(0, 32);
+                else
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ll <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_alu * engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_blu);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_al * engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bh);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bl);
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hh <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ah * engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_bh);
+                end if;
+            end if;
+        end if;
     end if;
-end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_round_sat14_sat30_clamp;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_st1;
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext36_fill: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh) is
+begin
+    if bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh((33 - 1))) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext36_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext36_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext36_fill;
 
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_d <= (resize(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1, 33) - engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv);
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lhe <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext36_sgn & unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lh)));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext37_fill: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl) is
+begin
+    if bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl((33 - 1))) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext37_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext37_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext37_fill;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hle <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext37_sgn & unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hl)));
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_lhe + engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hle);
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_outer <= signed(unsigned'(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_hh) & engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_ll));
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_sh <= signed(unsigned'(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid) & to_unsigned(32768, 16)));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext38_fill: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_sh) is
+begin
+    if bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_sh((50 - 1))) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext38_sgn <= to_unsigned(16383, 14);
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext38_sgn <= to_unsigned(0, 14);
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext38_fill;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_e <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_sext38_sgn & unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_sh)));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p2 <= to_signed(0, 64);
+        else
+            if bool(engine_impl0_l2reg0_top0_0_1_en) then
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p2 <= (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_outer + engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_mid_e);
+            end if;
+        end if;
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_split_mul_reg11_st2;
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_xdl: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x2 <= to_signed(0, 32);
+            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1 <= to_signed(0, 32);
+        else
+            if bool(engine_impl0_l2reg0_top0_0_1_en) then
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x;
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x2 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1;
+            end if;
+        end if;
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_xdl;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q <= shift_right(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p2, 16);
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hi <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q(64-1 downto (32 - 1)));
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hin <= (not engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hi);
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_nsign <= stdl((not bool(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q((64 - 1)))));
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_clamp: process (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hi, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q, engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hin) is
+begin
+    if ((engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hi = 0) or (engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_hin = 0)) then
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv <= signed(unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q(32-1 downto 0)));
+    else
+        engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv <= signed(unsigned'(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_q((64 - 1)) & engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_fill));
+    end if;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat30_clamp;
+
+
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_d <= (resize(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x2, 33) - engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_kv);
 
 
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_hi <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_d(33-1 downto (32 - 1)));
@@ -25719,7 +26991,7 @@ begin
     end if;
 end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_clamp;
 
-engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_s2: process (clk) is
+engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_s3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
@@ -25730,7 +27002,7 @@ begin
             end if;
         end if;
     end if;
-end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_s2;
+end process engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_s3;
 
 
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_y <= unsigned(engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_yr);
