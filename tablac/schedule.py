@@ -8,11 +8,13 @@ executing it):
 * same PE: a result written by slot ``k`` is read by slot ``k+1`` (``BYPASS=1``) or
   ``k+5`` (``BYPASS=0``, exposed pipeline); a ``mac`` chain issues one term per slot;
 * neighbour link (PE ``q`` -> ``q-1`` or ``q+1`` in the same row): ``left_out``/
-  ``right_out`` is valid in cycle ``k+5`` and sampled by the neighbour's slot ``s`` at the
-  end of cycle ``s+1``, so ``s >= k+4``; the register holds the value until the next
-  write to that port (one word per cycle each way);
+  ``right_out`` is valid in cycle ``k+5`` (``OUT_OFFSET``) and read straight off the port by
+  the neighbour's slot ``s`` in its execute cycle ``s+4`` (``IN_OFFSET``), so ``s >= k+1``
+  (``LAT_LINK``); the register holds the value until the next write to that port (one word
+  per cycle each way);
 * row bus: the PE with ``bus_out_valid`` in cycle ``k+5`` writes the row's bus register
-  (at most one writer per row per cycle), readable by the row's slots ``s >= k+5``;
+  (at most one writer per row per cycle), readable by the row's slots ``s >= k+2``
+  (``LAT_BUS``);
 * tree bus (CoSMIC 5.1) over the thread's rows, ``d = max(1, ceil(log2 rows))`` pipeline
   levels: a transaction in cycle ``c`` takes the bus writes of its source rows in cycle
   ``c``, combines them in the tree's nodes (each node applies the transaction's op --

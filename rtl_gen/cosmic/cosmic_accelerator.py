@@ -1791,9 +1791,10 @@ def datasheet(p):
                  "AXI4-Lite write), the memory latency and its delivery (one beat per cycle); "
                  "aggregation 3 cycles per aggregation-table entry after every round.  "
                  "Measured without memory stalls (bench, Verilator, 8-PE default, steady "
-                 "state): linear 27.0 cycles per sample per thread for S = 26 (1.038 S), "
-                 "logistic 28.0 / 27, svm 30.0 / 29, reco 51.0 / 50, backprop 4-3-1 59.0 / 58 "
-                 "(1.017 S)"),
+                 "state): linear 22 cycles per sample per thread for S = 21 (1.048 S), "
+                 "logistic 23 / 22, svm 22 / 21, reco 47 / 46, backprop 4-3-1 50 / 49 "
+                 "(1.020 S); with 4 threads sharing the unit (t4) a sample's delivery (16 beats, "
+                 "START, memory latency: 27 cycles) bounds linear and logistic"),
         throughput=(f"{G['T']} samples (one per thread) per S + 1 cycles while the unit "
                     "delivers a sample (its beats, one of "
                     f"{p['COLS']} words per cycle, plus its START and the memory latency) "
