@@ -17,8 +17,8 @@ executed instruction (``golden.pipearch_iss.RunResult.events``); each is charged
 
 Where each number comes from (``SOURCES``): ``k, c`` are the measured streamed-SGD cost
 per sample of ``pipearch_pu`` (README *Measured*, ``verif/bench_limits.py``: default
-0.975 D + 38.6, ``deep`` D + 37, ``lanes16`` 0.90 D + 42.8, a least-squares line over
-D >= 16 of the CYCLES register).  The other constants are least-squares fits
+0.986 D + 40.8, ``deep`` D + 39.9, ``lanes16`` 0.906 D + 45.0 since the issue-16 split of the
+lane products, a least-squares line over D >= 16 of the CYCLES register).  The other constants are least-squares fits
 (non-negative) to the CYCLES register of the RTL unit running a calibration set of
 SGD/SCD/LRMF jobs with suspensions (``verif/pipearch_rt`` ``calibrate``, data in
 ``pipearch_rt/calibration.json``, refit with ``python -m pipearch_rt.costs --fit``).
@@ -48,7 +48,7 @@ CALIBRATION = Path(__file__).with_name("calibration.json")
 OPS = tuple(sorted(I.SUB_OPS))
 
 #: streamed SGD per-sample cost measured on pipearch_pu (cycles = k*D + c), per config
-STREAM_SGD = {"default": (0.975, 38.6), "deep": (1.0, 37.0), "lanes16": (0.90, 42.8)}
+STREAM_SGD = {"default": (0.986, 40.8), "deep": (1.0, 39.9), "lanes16": (0.906, 45.0)}
 #: measured read rates (bytes/cycle) of pipearch_pu default (README bench table)
 RATE_SCD, RATE_LRMF = 1.29, 0.56
 
@@ -60,7 +60,7 @@ HOST_START = 34.0
 
 SOURCES = {
     "stream_k, stream_c": "README Measured / verif/bench_limits.py: pipearch_pu streamed SGD, "
-                          "cycles per sample = k*D + c (default 0.975, 38.6)",
+                          "cycles per sample = k*D + c (default 0.986, 40.8)",
     "fw_*, ctrl, lat, line, ctx_write": "NNLS fit to pipearch_pu CYCLES of the calibration runs "
                                         "(pipearch_rt/calibration.json)",
     "host_start": "RTL back end: mean START gap of the FCFS RTL workload (mixed_workloads)",
