@@ -270,6 +270,7 @@ def build(p):
         b_nx = sig_u(WD)
         nxt_slot = sig_u(SW)
         lst1_in = sig_u(WD)
+        scan_first = sig_b()             # scan_i == 1, registered
         av = sig_s(W)
         ai = sig_u(IDXW)
         bv = sig_s(W)
@@ -417,15 +418,16 @@ def build(p):
         @always_comb
         def scan_nx():
             b_nx.next = lst[nxt_slot]
-            # slot 1 as it is after this cycle's LIST write (the scan starts with it)
-            if lst_we and lst_wa == 1:
+            # slot 1 as it is after this cycle's LIST write if a scan starts now (the write
+            # then goes to the threshold's slot; no compare on this path)
+            if thr_s == 1:
                 lst1_in.next = s_axis_in_tdata
             else:
                 lst1_in.next = lst[1]
 
         @always_comb
         def scan_a():
-            if scan_i == 1:
+            if scan_first:
                 a_pk.next = lst[0]
                 a_s.next = 0
             else:
@@ -538,7 +540,7 @@ def build(p):
                         else:
                             state.next = S_SCAN
                             scan_i.next = 1
-                            b_q.next = lst1_in
+                            scan_first.next = True
                 elif op_r == OP_MINMAX:
                     if not have or nmin:
                         min_pk.next = s_axis_in_tdata
@@ -559,7 +561,12 @@ def build(p):
                     else:
                         state.next = S_IDLE
             # scanner
+            # the scanner's first slot, loaded in every cycle outside a scan (used only when
+            # this cycle's element starts one)
+            if state != S_SCAN:
+                b_q.next = lst1_in
             if state == S_SCAN:
+                scan_first.next = False
                 stalls.next = stalls + 1
                 w_pk.next = res_pk
                 w_s.next = res_s
