@@ -288,6 +288,7 @@ wire maple_smart_memory0_rmis;
 wire maple_smart_memory0_rmw_hold;
 reg [1:0] maple_smart_memory0_rp;
 reg maple_smart_memory0_rvalid_r;
+reg maple_smart_memory0_scan_first;
 reg [8:0] maple_smart_memory0_scan_i;
 wire [3:0] maple_smart_memory0_scan_slot;
 reg [47:0] maple_smart_memory0_sel_rd;
@@ -839,9 +840,9 @@ assign maple_smart_memory0_b_pk = maple_smart_memory0_b_q;
 assign maple_smart_memory0_nxt_slot = (maple_smart_memory0_scan_slot + 1);
 
 
-always @(maple_smart_memory0_nxt_slot, maple_smart_memory0_lst_wa, maple_smart_memory0_lst_we, maple_smart_memory0_lst[0], maple_smart_memory0_lst[1], maple_smart_memory0_lst[2], maple_smart_memory0_lst[3], maple_smart_memory0_lst[4], maple_smart_memory0_lst[5], maple_smart_memory0_lst[6], maple_smart_memory0_lst[7], maple_smart_memory0_lst[8], maple_smart_memory0_lst[9], maple_smart_memory0_lst[10], maple_smart_memory0_lst[11], maple_smart_memory0_lst[12], maple_smart_memory0_lst[13], maple_smart_memory0_lst[14], maple_smart_memory0_lst[15], sm_tdata) begin: maple_smart_memory0_scan_nx
+always @(maple_smart_memory0_nxt_slot, maple_smart_memory0_lst[0], maple_smart_memory0_lst[1], maple_smart_memory0_lst[2], maple_smart_memory0_lst[3], maple_smart_memory0_lst[4], maple_smart_memory0_lst[5], maple_smart_memory0_lst[6], maple_smart_memory0_lst[7], maple_smart_memory0_lst[8], maple_smart_memory0_lst[9], maple_smart_memory0_lst[10], maple_smart_memory0_lst[11], maple_smart_memory0_lst[12], maple_smart_memory0_lst[13], maple_smart_memory0_lst[14], maple_smart_memory0_lst[15], sm_tdata, maple_smart_memory0_thr_s) begin: maple_smart_memory0_scan_nx
     maple_smart_memory0_b_nx = maple_smart_memory0_lst[maple_smart_memory0_nxt_slot];
-    if ((maple_smart_memory0_lst_we && (maple_smart_memory0_lst_wa == 1))) begin
+    if ((maple_smart_memory0_thr_s == 1)) begin
         maple_smart_memory0_lst1_in = sm_tdata;
     end
     else begin
@@ -850,8 +851,8 @@ always @(maple_smart_memory0_nxt_slot, maple_smart_memory0_lst_wa, maple_smart_m
 end
 
 
-always @(maple_smart_memory0_scan_i, maple_smart_memory0_w_pk, maple_smart_memory0_lst[0], maple_smart_memory0_lst[1], maple_smart_memory0_lst[2], maple_smart_memory0_lst[3], maple_smart_memory0_lst[4], maple_smart_memory0_lst[5], maple_smart_memory0_lst[6], maple_smart_memory0_lst[7], maple_smart_memory0_lst[8], maple_smart_memory0_lst[9], maple_smart_memory0_lst[10], maple_smart_memory0_lst[11], maple_smart_memory0_lst[12], maple_smart_memory0_lst[13], maple_smart_memory0_lst[14], maple_smart_memory0_lst[15], maple_smart_memory0_w_s) begin: maple_smart_memory0_scan_a
-    if ((maple_smart_memory0_scan_i == 1)) begin
+always @(maple_smart_memory0_scan_first, maple_smart_memory0_lst[0], maple_smart_memory0_lst[1], maple_smart_memory0_lst[2], maple_smart_memory0_lst[3], maple_smart_memory0_lst[4], maple_smart_memory0_lst[5], maple_smart_memory0_lst[6], maple_smart_memory0_lst[7], maple_smart_memory0_lst[8], maple_smart_memory0_lst[9], maple_smart_memory0_lst[10], maple_smart_memory0_lst[11], maple_smart_memory0_lst[12], maple_smart_memory0_lst[13], maple_smart_memory0_lst[14], maple_smart_memory0_lst[15], maple_smart_memory0_w_pk, maple_smart_memory0_w_s) begin: maple_smart_memory0_scan_a
+    if (maple_smart_memory0_scan_first) begin
         maple_smart_memory0_a_pk = maple_smart_memory0_lst[0];
         maple_smart_memory0_a_s = 0;
     end
@@ -998,6 +999,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_ram_q <= 0;
         maple_smart_memory0_w_pk <= 0;
         maple_smart_memory0_max_pk <= 0;
+        maple_smart_memory0_scan_first <= 0;
         maple_smart_memory0_wp <= 0;
         maple_smart_memory0_dump_i <= 0;
         maple_smart_memory0_cmp_r <= 1;
@@ -1046,7 +1048,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         else begin
                             maple_smart_memory0_state <= 2;
                             maple_smart_memory0_scan_i <= 1;
-                            maple_smart_memory0_b_q <= maple_smart_memory0_lst1_in;
+                            maple_smart_memory0_scan_first <= 1'b1;
                         end
                     end
                 end
@@ -1081,7 +1083,11 @@ always @(posedge clk) begin: maple_smart_memory0_main
                 end
             end
         end
+        if ((maple_smart_memory0_state != 2)) begin
+            maple_smart_memory0_b_q <= maple_smart_memory0_lst1_in;
+        end
         if ((maple_smart_memory0_state == 2)) begin
+            maple_smart_memory0_scan_first <= 1'b0;
             maple_smart_memory0_stalls <= (maple_smart_memory0_stalls + 1);
             maple_smart_memory0_w_pk <= maple_smart_memory0_res_pk;
             maple_smart_memory0_w_s <= maple_smart_memory0_res_s;

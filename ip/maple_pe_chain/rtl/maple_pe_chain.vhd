@@ -285,6 +285,7 @@ signal maple_smart_memory0_rmis: std_logic;
 signal maple_smart_memory0_rmw_hold: std_logic;
 signal maple_smart_memory0_rp: unsigned(1 downto 0);
 signal maple_smart_memory0_rvalid_r: std_logic;
+signal maple_smart_memory0_scan_first: std_logic;
 signal maple_smart_memory0_scan_i: unsigned(8 downto 0);
 signal maple_smart_memory0_scan_slot: unsigned(3 downto 0);
 signal maple_smart_memory0_sel_rd: unsigned(47 downto 0);
@@ -821,19 +822,19 @@ maple_smart_memory0_dump_slot <= maple_smart_memory0_dump_i(4-1 downto 0);
 maple_smart_memory0_b_pk <= maple_smart_memory0_b_q;
 maple_smart_memory0_nxt_slot <= (maple_smart_memory0_scan_slot + 1);
 
-maple_smart_memory0_scan_nx: process (maple_smart_memory0_nxt_slot, maple_smart_memory0_lst_wa, maple_smart_memory0_lst_we, maple_smart_memory0_lst, sm_tdata) is
+maple_smart_memory0_scan_nx: process (maple_smart_memory0_nxt_slot, maple_smart_memory0_lst, sm_tdata, maple_smart_memory0_thr_s) is
 begin
     maple_smart_memory0_b_nx <= maple_smart_memory0_lst(to_integer(maple_smart_memory0_nxt_slot));
-    if (bool(maple_smart_memory0_lst_we) and (maple_smart_memory0_lst_wa = 1)) then
+    if (maple_smart_memory0_thr_s = 1) then
         maple_smart_memory0_lst1_in <= sm_tdata;
     else
         maple_smart_memory0_lst1_in <= maple_smart_memory0_lst(1);
     end if;
 end process maple_smart_memory0_scan_nx;
 
-maple_smart_memory0_scan_a: process (maple_smart_memory0_scan_i, maple_smart_memory0_w_pk, maple_smart_memory0_lst, maple_smart_memory0_w_s) is
+maple_smart_memory0_scan_a: process (maple_smart_memory0_scan_first, maple_smart_memory0_lst, maple_smart_memory0_w_pk, maple_smart_memory0_w_s) is
 begin
-    if (maple_smart_memory0_scan_i = 1) then
+    if bool(maple_smart_memory0_scan_first) then
         maple_smart_memory0_a_pk <= maple_smart_memory0_lst(0);
         maple_smart_memory0_a_s <= to_unsigned(0, 4);
     else
@@ -973,6 +974,7 @@ begin
             maple_smart_memory0_ram_q <= to_signed(0, 32);
             maple_smart_memory0_w_pk <= to_unsigned(0, 48);
             maple_smart_memory0_max_pk <= to_unsigned(0, 48);
+            maple_smart_memory0_scan_first <= '0';
             maple_smart_memory0_wp <= to_unsigned(0, 2);
             maple_smart_memory0_dump_i <= to_unsigned(0, 9);
             maple_smart_memory0_cmp_r <= '1';
@@ -1018,7 +1020,7 @@ begin
                             else
                                 maple_smart_memory0_state <= to_unsigned(2, 3);
                                 maple_smart_memory0_scan_i <= to_unsigned(1, 9);
-                                maple_smart_memory0_b_q <= maple_smart_memory0_lst1_in;
+                                maple_smart_memory0_scan_first <= '1';
                             end if;
                         end if;
                     when "01" =>
@@ -1048,7 +1050,11 @@ begin
                     end if;
                 end if;
             end if;
+            if (maple_smart_memory0_state /= 2) then
+                maple_smart_memory0_b_q <= maple_smart_memory0_lst1_in;
+            end if;
             if (maple_smart_memory0_state = 2) then
+                maple_smart_memory0_scan_first <= '0';
                 maple_smart_memory0_stalls <= (maple_smart_memory0_stalls + 1);
                 maple_smart_memory0_w_pk <= maple_smart_memory0_res_pk;
                 maple_smart_memory0_w_s <= maple_smart_memory0_res_s;

@@ -181,6 +181,7 @@ wire rmis;
 wire rmw_hold;
 reg [1:0] rp;
 reg rvalid_r;
+reg scan_first;
 reg [8:0] scan_i;
 wire [3:0] scan_slot;
 reg [47:0] sel_rd;
@@ -454,9 +455,9 @@ assign b_pk = b_q;
 assign nxt_slot = (scan_slot + 1);
 
 
-always @(nxt_slot, lst_wa, lst_we, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], s_axis_in_tdata) begin: scan_nx
+always @(nxt_slot, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], s_axis_in_tdata, thr_s) begin: scan_nx
     b_nx = lst[nxt_slot];
-    if ((lst_we && (lst_wa == 1))) begin
+    if ((thr_s == 1)) begin
         lst1_in = s_axis_in_tdata;
     end
     else begin
@@ -465,8 +466,8 @@ always @(nxt_slot, lst_wa, lst_we, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5
 end
 
 
-always @(scan_i, w_pk, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], w_s) begin: scan_a
-    if ((scan_i == 1)) begin
+always @(scan_first, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], w_pk, w_s) begin: scan_a
+    if (scan_first) begin
         a_pk = lst[0];
         a_s = 0;
     end
@@ -613,6 +614,7 @@ always @(posedge clk) begin: main
         ram_q <= 0;
         w_pk <= 0;
         max_pk <= 0;
+        scan_first <= 0;
         wp <= 0;
         dump_i <= 0;
         cmp_r <= 1;
@@ -661,7 +663,7 @@ always @(posedge clk) begin: main
                         else begin
                             state <= 2;
                             scan_i <= 1;
-                            b_q <= lst1_in;
+                            scan_first <= 1'b1;
                         end
                     end
                 end
@@ -696,7 +698,11 @@ always @(posedge clk) begin: main
                 end
             end
         end
+        if ((state != 2)) begin
+            b_q <= lst1_in;
+        end
         if ((state == 2)) begin
+            scan_first <= 1'b0;
             stalls <= (stalls + 1);
             w_pk <= res_pk;
             w_s <= res_s;

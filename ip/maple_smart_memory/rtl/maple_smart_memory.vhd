@@ -161,6 +161,7 @@ signal rmis: std_logic;
 signal rmw_hold: std_logic;
 signal rp: unsigned(1 downto 0);
 signal rvalid_r: std_logic;
+signal scan_first: std_logic;
 signal scan_i: unsigned(8 downto 0);
 signal scan_slot: unsigned(3 downto 0);
 signal sel_rd: unsigned(47 downto 0);
@@ -417,19 +418,19 @@ dump_slot <= dump_i(4-1 downto 0);
 b_pk <= b_q;
 nxt_slot <= (scan_slot + 1);
 
-scan_nx: process (nxt_slot, lst_wa, lst_we, lst, s_axis_in_tdata_num) is
+scan_nx: process (nxt_slot, lst, s_axis_in_tdata_num, thr_s) is
 begin
     b_nx <= lst(to_integer(nxt_slot));
-    if (bool(lst_we) and (lst_wa = 1)) then
+    if (thr_s = 1) then
         lst1_in <= s_axis_in_tdata_num;
     else
         lst1_in <= lst(1);
     end if;
 end process scan_nx;
 
-scan_a: process (scan_i, w_pk, lst, w_s) is
+scan_a: process (scan_first, lst, w_pk, w_s) is
 begin
-    if (scan_i = 1) then
+    if bool(scan_first) then
         a_pk <= lst(0);
         a_s <= to_unsigned(0, 4);
     else
@@ -569,6 +570,7 @@ begin
             ram_q <= to_signed(0, 32);
             w_pk <= to_unsigned(0, 48);
             max_pk <= to_unsigned(0, 48);
+            scan_first <= '0';
             wp <= to_unsigned(0, 2);
             dump_i <= to_unsigned(0, 9);
             cmp_r <= '1';
@@ -614,7 +616,7 @@ begin
                             else
                                 state <= to_unsigned(2, 3);
                                 scan_i <= to_unsigned(1, 9);
-                                b_q <= lst1_in;
+                                scan_first <= '1';
                             end if;
                         end if;
                     when "01" =>
@@ -644,7 +646,11 @@ begin
                     end if;
                 end if;
             end if;
+            if (state /= 2) then
+                b_q <= lst1_in;
+            end if;
             if (state = 2) then
+                scan_first <= '0';
                 stalls <= (stalls + 1);
                 w_pk <= res_pk;
                 w_s <= res_s;
