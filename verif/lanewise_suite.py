@@ -276,7 +276,8 @@ def make_tests(ad: Adapter) -> dict:
         """Directed rounding ties: every product the core rounds is exactly half an LSB
         from a word, both signs (multiplier knobs: the scalar or regularisation word
         +-odd*2**j against +-odd*2**(F-1-j) lanes for j = 0, F/2, F-1 and two random j;
-        sigmoid: inputs whose slope*offset is a tie, positive by construction).  At the
+        sigmoid: inputs whose slope*offset is a tie, positive by construction); then, for
+        the multiplier knobs, products one LSB either side of a tie in every lane.  At the
         production format Q(32,16) in the default config."""
         tb = make_tb(dut, src_p=0.8, sink_p=0.8)
         await tb.reset()
@@ -310,6 +311,25 @@ def make_tests(ad: Adapter) -> dict:
                     k += 1
                     await tb.wait_done(k)
             tb.dut._log.info("%d rounding ties", ties)
+            # one LSB of the product either side of a tie (fraction 2**(F-1) -+ 1): an odd
+            # knob is invertible mod 2**F, so every lane's word is picked to land there.
+            # Half-up adds exactly 2**(F-1): a rounding constant one too large carries on
+            # 2**(F-1) - 1 (the ties above catch one too small)
+            M = 1 << F
+            for sign in (1, -1):
+                kv = tie_scalar(tb.rng, fmt, 0, sign=sign)
+                inv = pow(kv % M, -1, M)
+                for frac in ((M >> 1) - 1, (M >> 1) + 1):
+                    r = frac * inv % M
+                    hi = tb.rng.integers(-3, 3, size=(n, L))
+                    b = (r + hi * M).astype(np.int64)
+                    P = [kv * int(v) for v in b.reshape(-1)]
+                    assert all(x % M == frac for x in P), "not one LSB from a tie"
+                    assert any(x > 0 for x in P) and any(x < 0 for x in P), "one sign only"
+                    a = rand_words(tb.rng, (n, L), fmt, 0.0, 2.0)
+                    await tb.initiate(**job(ad, tb, n, 1, k=kv, a=a, b=b))
+                    k += 1
+                    await tb.wait_done(k)
         await tb.finish()
 
     async def start_while_busy_ignored(dut):
