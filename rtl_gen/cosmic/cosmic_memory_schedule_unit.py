@@ -352,6 +352,7 @@ def build(p):
         # (a burst that is neither page-end nor MAXBURST long ends its transfer: sp_left
         # is then reloaded with the next one, its value after the burst does not matter)
         MAXB_L = min(MAXB, (1 << P4W) - 1)
+        P4K = 1 << P4W          # a Python constant: MyHDL writes '1 << P4W' as VHDL shift_left(1, n)
         sp_blen8 = sig_u(8)
         sp_blen_m1 = sig_u(8)
         pf_fits = sig_b()
@@ -517,10 +518,10 @@ def build(p):
             # sp_left after a burst of sp_blen beats that does not end the transfer: a
             # page-end burst leaves sp_ba page aligned, any other one was MAXBURST long
             if sp_sel_left or not left_gt_max:
-                sp_left_next.next = 1 << P4W
+                sp_left_next.next = P4K
             else:
                 sp_left_next.next = sp_left - MAXB_L
-            x_left.next = (1 << P4W) - x_lo
+            x_left.next = P4K - x_lo
 
         # ---------------- read transfer info FIFO ----------------
         @always_comb

@@ -5196,12 +5196,12 @@ always @(cosmic_memory_schedule_unit0_sp_sel_left, cosmic_memory_schedule_unit0_
     cosmic_memory_schedule_unit0_sp_blen_m1 = (cosmic_memory_schedule_unit0_sp_blen8 - 1);
     cosmic_memory_schedule_unit0_pf_fits = (cosmic_memory_schedule_unit0_blen_x <= cosmic_memory_schedule_unit0_pf_free);
     if ((cosmic_memory_schedule_unit0_sp_sel_left || (!cosmic_memory_schedule_unit0_left_gt_max))) begin
-        cosmic_memory_schedule_unit0_sp_left_next = (1 << 8);
+        cosmic_memory_schedule_unit0_sp_left_next = 256;
     end
     else begin
         cosmic_memory_schedule_unit0_sp_left_next = (cosmic_memory_schedule_unit0_sp_left - 16);
     end
-    cosmic_memory_schedule_unit0_x_left = ((1 << 8) - cosmic_memory_schedule_unit0_x_lo);
+    cosmic_memory_schedule_unit0_x_left = (256 - cosmic_memory_schedule_unit0_x_lo);
 end
 
 

@@ -5184,11 +5184,11 @@ begin
     cosmic_memory_schedule_unit0_sp_blen_m1 <= (cosmic_memory_schedule_unit0_sp_blen8 - 1);
     cosmic_memory_schedule_unit0_pf_fits <= stdl(cosmic_memory_schedule_unit0_blen_x <= cosmic_memory_schedule_unit0_pf_free);
     if (bool(cosmic_memory_schedule_unit0_sp_sel_left) or (not bool(cosmic_memory_schedule_unit0_left_gt_max))) then
-        cosmic_memory_schedule_unit0_sp_left_next <= to_unsigned(shift_left(1, 8), 9);
+        cosmic_memory_schedule_unit0_sp_left_next <= to_unsigned(256, 9);
     else
         cosmic_memory_schedule_unit0_sp_left_next <= (cosmic_memory_schedule_unit0_sp_left - 16);
     end if;
-    cosmic_memory_schedule_unit0_x_left <= (shift_left(1, 8) - cosmic_memory_schedule_unit0_x_lo);
+    cosmic_memory_schedule_unit0_x_left <= (256 - cosmic_memory_schedule_unit0_x_lo);
 end process cosmic_memory_schedule_unit0_blen_c;
 
 cosmic_memory_schedule_unit0_ri_c: process (cosmic_memory_schedule_unit0_ri_mem, cosmic_memory_schedule_unit0_ri_rp, cosmic_memory_schedule_unit0_x_s, cosmic_memory_schedule_unit0_ent_size, cosmic_memory_schedule_unit0_base_x, cosmic_memory_schedule_unit0_tgt, cosmic_memory_schedule_unit0_x_nb, cosmic_memory_schedule_unit0_ent_bc) is

@@ -782,12 +782,12 @@ always @(sp_sel_left, sp_blen8, sp_left, left_gt_max, x_lo, pf_free, blen_x, sp_
     sp_blen_m1 = (sp_blen8 - 1);
     pf_fits = (blen_x <= pf_free);
     if ((sp_sel_left || (!left_gt_max))) begin
-        sp_left_next = (1 << 8);
+        sp_left_next = 256;
     end
     else begin
         sp_left_next = (sp_left - 16);
     end
-    x_left = ((1 << 8) - x_lo);
+    x_left = (256 - x_lo);
 end
 
 

@@ -723,11 +723,11 @@ begin
     sp_blen_m1 <= (sp_blen8 - 1);
     pf_fits <= stdl(blen_x <= pf_free);
     if (bool(sp_sel_left) or (not bool(left_gt_max))) then
-        sp_left_next <= to_unsigned(shift_left(1, 8), 9);
+        sp_left_next <= to_unsigned(256, 9);
     else
         sp_left_next <= (sp_left - 16);
     end if;
-    x_left <= (shift_left(1, 8) - x_lo);
+    x_left <= (256 - x_lo);
 end process blen_c;
 
 ri_c: process (ri_mem, ri_rp, x_s, ent_size, base_x, tgt, x_nb, ent_bc) is
