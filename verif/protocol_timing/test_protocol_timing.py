@@ -387,13 +387,13 @@ def _pe_relations(trace, p):
                f"sampled while busy is low; busy is high from the start edge until done, which is high in "
                f"cycle cfg_len+5 = {L + 5} counting the cycle that edge begins as cycle 0 (datasheet)")
     for k, (_, port, fn) in enumerate(PE_PROG):
-        s1 = c0 + k + 1                       # stage 1 of instruction k
+        s1 = c0 + k + 4                       # execute cycle k+4 of instruction k (datasheet): link/bus inputs read
         vs = [c for c in range(n) if s[f"{port}_valid"][c] == 1]
         assert vs == [c0 + k + 5], f"{port}_valid high in cycles {vs}; datasheet: instruction {k}'s outputs in cycle {k + 5} ({c0 + k + 5})"
         want = fn({"left_in": s["left_in"][s1], "bus_in": s["bus_in"][s1]})
         assert s[port][vs[0]] == want, f"{port} {s[port][vs[0]]:#x}, expected {want:#x} from the inputs of cycle {s1}"
-    rel.append("instruction k is in stage 1 in cycle k+1 after the start edge, where its link/bus inputs are "
-               "sampled, and its outputs are valid in cycle k+5 for one cycle (datasheet): left_out (pass "
+    rel.append("instruction k is in stage 1 in cycle k+1 after the start edge, reads its link/bus inputs in "
+               "its execute cycle k+4, and its outputs are valid in cycle k+5 for one cycle (datasheet): left_out (pass "
                "left_in) in cycle 5, bus_out (left_in + 1.0) in cycle 6, right_out (pass bus_in) in cycle 7")
     assert all(s["err"][c] == 0 for c in range(n)), "err set"
     return rel
