@@ -215,11 +215,13 @@ async def reset_mid_stream(dut):
     await tb.finish()
 
 
-def dot_tie_lines(tb, dim, sign):
+def dot_tie_lines(tb, dim, sign, parity=None):
     """``dim`` lines whose exact dot product is a rounding tie (half an LSB from a word) of
     the given sign: random lines (+-0.5), then lane 0 of the last line (1 LSB times the
     residue) fixes the product sum to 2**(F-1) modulo 2**F and lane 1 (1.0 times a word)
-    sets the result to +-(m + 1/2) LSB with |m| < 2.0 in real units.  Returns (a, b, sum)."""
+    sets the result to +-(m + 1/2) LSB with |m| < 2.0 in real units; ``parity`` fixes m's
+    lowest bit (ties to even and half up agree on one parity, so a test needs both).
+    Returns (a, b, sum)."""
     L, fmt, F = tb.lanes(), tb.fmt, tb.fmt.F
     a = rand_words(tb.rng, (dim, L), fmt, 0.0, 0.5)
     b = rand_words(tb.rng, (dim, L), fmt, 0.0, 0.5)
@@ -229,6 +231,8 @@ def dot_tie_lines(tb, dim, sign):
     half = 1 << (F - 1)
     r0 = (half - s) % (1 << F)
     m = int(tb.rng.integers(0, 2 * fmt.one))
+    if parity is not None:
+        m = (m & ~1) | parity
     target = sign * ((m << F) + half)
     b1 = (target - s - r0) >> F
     assert (target - s - r0) % (1 << F) == 0 and fmt.min_int <= b1 <= fmt.max_int
@@ -254,7 +258,7 @@ async def rounding_ties(dut):
         for dim in sorted({1, min(3, tb.p["MAX_DIM"])}):
             lines_a, lines_b, sums = [], [], []
             for i in range(iters):
-                a, b, t = dot_tie_lines(tb, dim, 1 if i % 2 == 0 else -1)
+                a, b, t = dot_tie_lines(tb, dim, 1 if i % 2 == 0 else -1, parity=(i // 2) % 2)
                 lines_a.append(a)
                 lines_b.append(b)
                 sums.append(t)
