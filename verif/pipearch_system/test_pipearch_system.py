@@ -130,6 +130,30 @@ class SysTB:
                 gt = Gate(self.seed * 41 + i, q, max_run=6)
                 ch.set_pause_generator(iter(lambda gt=gt: not gt.next(), None))
 
+    def hold_aw_for_contention(self, p, hold=200, until=4):
+        """Memory AW acceptance that makes AW contention happen: while exactly one unit
+        requests an AW (``dbg_aw_req``) the memory withholds AWREADY for up to ``hold``
+        cycles, so a second unit reaching its write burst meanwhile competes for the grant;
+        otherwise (and after ``until`` releases with several units requesting) a random
+        gate of acceptance ``p``.  Bounded: never more than ``hold`` cycles per request."""
+        gt = Gate(self.seed * 41 + 2, p, max_run=6)
+        d = self.dut
+
+        def gen():
+            waited, episodes, prev = 0, 0, 0
+            while True:
+                n = bin(int(d.dbg_aw_req.value)).count("1")
+                episodes += n > 1 and prev <= 1     # several units now wait at AW
+                prev = n
+                if n == 1 and waited < hold and episodes < until:
+                    waited += 1
+                    yield True                    # pause: AWREADY low
+                    continue
+                if n != 1:
+                    waited = 0
+                yield not gt.next()
+        self.ram.write_if.aw_channel.set_pause_generator(gen())
+
     def unit_of_id(self, v):
         return int(v) >> self.idw
 
@@ -310,6 +334,9 @@ async def fairness_saturated(dut):
     # the address channels are the bottleneck (the memory takes an AR/AW in about one
     # cycle of six), so the units queue their bursts and compete for every grant
     tb.set_mem_pause(0.75, {"ar": 0.15, "aw": 0.15})
+    # write bursts are few (the model at the end of each epoch): AWREADY is withheld while a
+    # single unit requests, so the units' write bursts also meet at the AW grant
+    tb.hold_aw_for_contention(0.15)
     d = min(tb.cfg.max_dim, 16, (tb.cfg.depth // 3) - 1)
     cases = []
     for u in range(tb.U):
@@ -328,8 +355,12 @@ async def fairness_saturated(dut):
     counts = [contended.count(u) for u in range(tb.U)]
     dut._log.info("AR grants with every unit requesting: %s (of %d AR grants)", counts,
                   len(tb.ar_chk.grants) - g0)
+    aw_contended = [j for _, j, req in tb.aw_chk.grants[w0:] if req - {j}]
+    dut._log.info("AW grants with another unit requesting: %d (of %d AW grants)", len(aw_contended),
+                  len(tb.aw_chk.grants) - w0)
     if tb.U > 1:
         assert len(contended) >= 4 * tb.U, f"too few contended AR grants to judge fairness: {counts}"
+        assert aw_contended, "no AW grant with another unit requesting: AW round-robin not judged"
     beats = [un.r_beats - b for un, b in zip(tb.units, r0)]
     assert len(set(beats)) == 1, f"identical jobs read different beat counts {beats}"
     await tb.check_beat_registers()
