@@ -225,5 +225,38 @@ def every_register(cfg: PUConfig, rng) -> tuple[Job, Memory]:
     return _job(cfg, p, al, "every_register", {})
 
 
+AXI_ERROR_CASES = ("load", "store", "load_nb", "store_nb")
+
+
+def axi_error(cfg: PUConfig, rng, mem_bytes: int, case: str) -> tuple[Job, Memory]:
+    """A LOAD whose 4 lines run across the end of a main memory of ``mem_bytes`` (its last
+    line inside, the rest past the end: an AXI error response on those beats), or a STORE
+    of 4 lines wholly past the end (one crossing the end would write its lines inside the
+    memory, which the ISS, checking the range first, does not), after a LOAD/STORE pair
+    that works.  ``*_nb``: the failing transfer is non-blocking,
+    followed by NOPs and a BLOCK on it.  The ISS (memory of ``mem_bytes``) stops with
+    ``E_AXI`` at the failing instruction's PC."""
+    assert case in AXI_ERROR_CASES, case
+    L, n = cfg.lanes, 4
+    last = mem_bytes // cfg.line_bytes - 1          # the last line of the memory
+    al = _Alloc(cfg, 0)
+    src, dst = al.area("src", n), al.area("dst", n)
+    p = Program(cfg, f"axi_error_{case}")
+    p.load(ch(0, n), src)
+    p.store(ch(0, n), dst)
+    nb = case.endswith("_nb")
+    if case.startswith("load"):
+        p.load(ch(1, n), last, nb=nb)
+    else:
+        p.store(ch(0, n), last + 1, nb=nb)
+    if nb:
+        p.nop()
+        p.nop()
+        p.block(I.LOAD if case.startswith("load") else I.STORE)
+    p.store(ch(0, n), dst)                          # not reached
+    p.end()
+    return _job(cfg, p, al, f"axi_error_{case}", {src: _words(rng, (n, L))})
+
+
 BUILDERS = {"sigmoid_sweep": sigmoid_sweep, "amem_sweep": amem_sweep, "fifo_sweep": fifo_sweep,
             "stall_sweep": stall_sweep, "every_register": every_register}

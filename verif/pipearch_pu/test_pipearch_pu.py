@@ -814,6 +814,71 @@ async def every_opcode_and_register(dut):
     await run_directed(tb, "every_register")
 
 
+def memory_ends_at(pu, limit):
+    """The AxiRam answers SLVERR (cocotbext-axi: the access raised) on every read or write
+    beat at a byte address >= ``limit``: a main memory of ``limit`` bytes, as the ISS's
+    ``Memory(limit)`` (its range error is ``E_AXI``).  Without this the RAM wraps addresses."""
+    rd, wr = pu.ram.read_if._read, pu.ram.write_if._write
+
+    async def _read(addr, n):
+        if addr + n > limit:
+            raise ValueError(f"read at {addr:#x} past the memory end {limit:#x}")
+        return await rd(addr, n)
+
+    async def _write(addr, data):
+        if addr + len(data) > limit:
+            raise ValueError(f"write at {addr:#x} past the memory end {limit:#x}")
+        return await wr(addr, data)
+    pu.ram.read_if._read, pu.ram.write_if._write = _read, _write
+
+
+@sim_test(timeout_us={"default": 100, "*": 1600})
+async def axi_error_responses(dut):
+    """SLVERR on the AXI port: a LOAD or STORE (blocking, and non-blocking then BLOCK) whose
+    lines run past the memory end, a program image and a context past the end; each run
+    ends in Error with E_AXI at the ISS's PC (the failing instruction, 0 for the program or
+    context read), the same PC trace and memory (the first STORE done, nothing after the
+    error written); then a good job runs to the end on the same PU."""
+    import dataclasses
+
+    from verif.pipearch_pu.cov_programs import AXI_ERROR_CASES, axi_error
+    tb = TB(dut)
+    await tb.reset()
+    pu = tb.pu
+    limit = 1 << 16
+    memory_ends_at(pu, limit)
+    runs = []
+    for case in AXI_ERROR_CASES:
+        runs.append((case, *axi_error(tb.cfg, tb.rng, limit, case)))
+    job, mem = axi_error(tb.cfg, tb.rng, limit, "load")
+    runs.append(("program past the end", dataclasses.replace(job, prog_addr=limit), mem))
+    runs.append(("context past the end", dataclasses.replace(job, ctx_addr=limit), mem))
+    for tag, job, mem in runs:
+        full = Memory(limit, tb.L)
+        full.data[:job.end] = mem.data[:job.end]
+        pu.ram.write(0, bytes(full.data))
+        st, err, trace, _ = await pu.run(job)
+        r = job.start(iss_for(tb, full))
+        assert r.error and r.err_code == I.E_AXI, f"{tag}: ISS ended {r.status} {r.err_code}"
+        assert st & I.ST_ERROR and not st & I.ST_BUSY, f"{tag}: STATUS {st:#x}, ISS E_AXI at PC {r.err_pc}"
+        assert (err & 0xFF, err >> 8 & 0xFF) == (r.err_pc, I.E_AXI), \
+            f"{tag}: ERROR {I.ERROR_NAMES.get(err >> 8 & 0xFF)} at PC {err & 0xFF}, ISS E_AXI at PC {r.err_pc}"
+        want = list(r.pc_trace)
+        if tag.endswith("_nb"):
+            # the ISS runs a subroutine at issue; the PU fetches on after a non-blocking one
+            # (two NOPs, then the BLOCK that waits for it) until its error arrives
+            k = len(want)
+            assert trace[:k] == want and trace[k:] == list(range(r.err_pc + 1, r.err_pc + 1 + len(trace) - k)) \
+                and len(trace) - k <= 3, f"{tag}: PC trace {trace}, ISS {want} (+ at most the NOPs and BLOCK)"
+        else:
+            assert trace == want, f"{tag}: PC trace {trace} != ISS {want}"
+        compare_mem(tag, pu.get(limit), full, 0, limit)
+        dut._log.info("%s: E_AXI at PC %d as the ISS", tag, r.err_pc)
+    job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", partition=8)
+    assert job.end <= limit
+    await run_and_compare(tb, job, mem, gold, "sgd after the AXI errors")
+
+
 @sim_test(timeout_us={"default": 400, "*": 6400})
 async def producers_stall_on_full_fifo(dut):
     """Every compute subroutine pushes its results into a full FIFO while a non-blocking
