@@ -143,15 +143,17 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
     # writes it while the row still streams in, no idle poll): default 5.234, K-means 2.141,
     # top-k 8.359; then the timing registers (scanner slot prefetch, registered head of the
     # result queue: +1 cycle per array): default 5.244, 2.156, 8.367, 5.172; small 2.609,
-    # 1.859, 3.75, 2.789.
-    "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 5.244),
+    # 1.859, 3.75, 2.789.  Then the smart memory's stall-free top-k insertion (sorted shadow
+    # list, no k-1 scanner stall per replacement): default whole 3.322, top-k 3.562; small
+    # 2.603, 3.719.
+    "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 3.322),
                                    _lo("cycles_per_mac_step_kmeans", 2.156),
-                                   _lo("cycles_per_mac_step_topk", 8.367),
+                                   _lo("cycles_per_mac_step_topk", 3.562),
                                    _lo("cycles_per_mac_step_aggregation", 5.172),
                                    _hi("steady_mac_steps_per_cycle", 0.976)],
-                       "small": [_lo("cycles_per_mac_step", 2.609),
+                       "small": [_lo("cycles_per_mac_step", 2.603),
                                  _lo("cycles_per_mac_step_kmeans", 1.859),
-                                 _lo("cycles_per_mac_step_topk", 3.75),
+                                 _lo("cycles_per_mac_step_topk", 3.719),
                                  _lo("cycles_per_mac_step_aggregation", 2.789),
                                  _hi("steady_mac_steps_per_cycle", 0.753)]},
     # README bench table: a map row of Wo windows takes Wo + max(0, K-1-2P) cycles

@@ -5,10 +5,13 @@ Three operations on one input stream ``s_axis_in`` (tdata = {index, value}):
 
 * selection store (OP=0): a filter (CMP, threshold entry and its slot) in front of a
   LIST of up to K entries.  While the LIST fills, every element is written (one per
-  cycle) and the threshold kept incrementally.  Once full, an element that is not
-  strictly better than the threshold is discarded in one cycle; a better one overwrites
-  the threshold slot and the scanner walks slots 0..K-1 (K-1 cycles, ``tready`` low)
-  to find the new threshold -- the stall the paper describes.
+  cycle).  Once full, an element that is not strictly better than the threshold is
+  discarded in one cycle; a better one overwrites the threshold slot.  The paper's list
+  scanner (k-1 stall cycles per replacement to find the new threshold) is replaced by a
+  sorted shadow list: KMAX registers holding {slot, index, value} ordered worst first,
+  one compare per position per cycle against the incoming element, updated by a one-cycle
+  shift (fill: insert; replacement: drop the worst, insert) -- position 0 is always the
+  threshold, so every element, replacements included, takes one cycle (no stall).
 * min/max with index (OP=1): both extremes, one element per cycle.
 * read-modify-write store (OP=2): ``mem[index] = sat(mem[index] + value)``, one element
   per cycle through a synchronous-read RAM whose read data is registered before the
@@ -119,6 +122,92 @@ def better(av, ai, bv, bi, largest, out):
 
 
 @block
+def sl_cmp(x_pk, x_s, e, p, count, largest, out, W):
+    """``out`` = sorted-list position ``p`` holds an entry (``p < count``) that the incoming
+    element ``x_pk`` (of slot ``x_s``) is strictly better than; an exact value+index tie is
+    broken by the slot (the higher slot is the better: the scanner kept the lower slot as
+    the threshold).  ``e`` = {slot, index, value}."""
+    WD = len(x_pk)
+    SW = len(x_s)
+    xv = sig_s(W)
+    xi = sig_u(WD - W)
+    ev = sig_s(W)
+    ei = sig_u(WD - W)
+    es = sig_u(SW)
+
+    @always_comb
+    def u():
+        xv.next = x_pk[W:].signed()
+        xi.next = x_pk[WD:W]
+        ev.next = e[W:].signed()
+        ei.next = e[WD:W]
+        es.next = e[WD + SW:WD]
+
+    @always_comb
+    def c():
+        if count <= p:
+            out.next = False
+        elif xv == ev:
+            if xi == ei:
+                out.next = x_s > es
+            else:
+                out.next = xi < ei
+        elif largest:
+            out.next = xv > ev
+        else:
+            out.next = xv < ev
+
+    return u, c
+
+
+@block
+def sl_pos(clk, we, fill, x_e, c_lo, c_p, c_hi, s_lo, s_p, s_hi, first, last):
+    """Sorted-list position p (worst first): ``c_*`` = x better than the entry at p-1, p,
+    p+1; fill inserts x at the first position it does not beat (entries above move up),
+    a replacement drops position 0 and inserts x (the entries x beats move down)."""
+    if first:
+        @always(clk.posedge)
+        def r():
+            if we:
+                if fill:
+                    if not c_p:
+                        s_p.next = x_e
+                elif c_p:
+                    if c_hi:
+                        s_p.next = s_hi
+                    else:
+                        s_p.next = x_e
+    elif last:
+        @always(clk.posedge)
+        def r():
+            if we:
+                if fill:
+                    if not c_p:
+                        if c_lo:
+                            s_p.next = x_e
+                        else:
+                            s_p.next = s_lo
+                elif c_p:
+                    s_p.next = x_e
+    else:
+        @always(clk.posedge)
+        def r():
+            if we:
+                if fill:
+                    if not c_p:
+                        if c_lo:
+                            s_p.next = x_e
+                        else:
+                            s_p.next = s_lo
+                elif c_p:
+                    if c_hi:
+                        s_p.next = s_hi
+                    else:
+                        s_p.next = x_e
+    return r
+
+
+@block
 def zext(x, y):
     """Zero-extend ``x`` into the wider ``y``."""
     k = len(y) - len(x)
@@ -161,7 +250,7 @@ def ports_of(p: dict) -> list[Port]:
         Port("s_axil_rready", "in", 1, ""),
         Port("s_axis_in_tdata", "in", WD, pk + " (RMW: index is the RAM address)"),
         Port("s_axis_in_tvalid", "in", 1, ""),
-        Port("s_axis_in_tready", "out", 1, "high while armed and not scanning (registered), except that "
+        Port("s_axis_in_tready", "out", 1, "high while armed (registered), except that "
                                            "an RMW element waits while its address is at or above "
                                            "the background clear's pointer"),
         Port("s_axis_in_tlast", "in", 1, "last element of the array: disarms the input"),
@@ -202,12 +291,6 @@ def build(p):
         rvalid_r = sig_b()
         rdata_r = sig_u(32)
         count = sig_u(DW)
-        thr_pk = sig_u(WD)
-        thr_s = sig_u(SW)
-        w_pk = sig_u(WD)
-        w_s = sig_u(SW)
-        scan_i = sig_u(DW)
-        last_pend = sig_b()
         have = sig_b()
         min_pk = sig_u(WD)
         max_pk = sig_u(WD)
@@ -216,7 +299,6 @@ def build(p):
         bg = sig_b()                     # min/max dump of smin/smax while re-armed (DUMP + START)
         rearm = sig_b()                  # this dump ends armed (DUMP + START, selection / RMW)
         pend = sig_b()                   # a DUMP + START waiting for the store to be idle
-        stalls = sig_u(32)
         ins = sig_u(32)
         clr_i = sig_u(AW)
         dump_i = sig_u(DW)
@@ -256,28 +338,13 @@ def build(p):
         thr_v = sig_s(W)
         thr_i = sig_u(IDXW)
         nb = sig_b()      # new element strictly better than the threshold
-        nw = sig_b()      # new element strictly worse than the threshold
         not_full = sig_b()
-        to_scan = sig_b()
         cnt_slot = sig_u(SW)
         lst_we = sig_b()
         lst_wa = sig_u(SW)
-        scan_slot = sig_u(SW)
-        a_pk = sig_u(WD)
-        a_s = sig_u(SW)
-        b_pk = sig_u(WD)
-        b_q = sig_u(WD)                  # the scanner's next slot, read a cycle ahead (registered)
-        b_nx = sig_u(WD)
-        nxt_slot = sig_u(SW)
-        lst1_in = sig_u(WD)
-        scan_first = sig_b()             # scan_i == 1, registered
-        av = sig_s(W)
-        ai = sig_u(IDXW)
-        bv = sig_s(W)
-        bi = sig_u(IDXW)
-        b_worse = sig_b()
-        res_pk = sig_u(WD)
-        res_s = sig_u(SW)
+        thr_pk = sig_u(WD)               # the threshold: sorted-list position 0
+        thr_s = sig_u(SW)
+        x_e = sig_u(WD + SW)             # the incoming element with the slot it would take
         mn_v = sig_s(W)
         mn_i = sig_u(IDXW)
         mx_v = sig_s(W)
@@ -323,9 +390,6 @@ def build(p):
 
         insts = [unpack(s_axis_in_tdata, in_v, in_i), unpack(thr_pk, thr_v, thr_i),
                  better(in_v, in_i, thr_v, thr_i, cmp_r, nb),
-                 better(thr_v, thr_i, in_v, in_i, cmp_r, nw),
-                 unpack(a_pk, av, ai), unpack(b_pk, bv, bi),
-                 better(av, ai, bv, bi, cmp_r, b_worse),
                  unpack(min_pk, mn_v, mn_i), unpack(max_pk, mx_v, mx_i),
                  better(in_v, in_i, mn_v, mn_i, False, nmin),
                  better(in_v, in_i, mx_v, mx_i, True, nmax),
@@ -390,9 +454,25 @@ def build(p):
         def hold_c():
             rmw_hold.next = clearing and op_r == OP_RMW and s_axis_in_tdata[W + AW:W] >= clr_i
 
+        # ---- sorted shadow list (worst first): the threshold without a scan ----------
+        sl = {q: sig_u(WD + SW) for q in range(KMAX)}   # dicts, not lists: no HDL arrays
+        slc = {q: sig_b() for q in range(KMAX)}
+        for q in range(KMAX):
+            insts.append(sl_cmp(s_axis_in_tdata, lst_wa, sl[q], q, count, cmp_r, slc[q], W))
+        for q in range(KMAX):
+            insts.append(sl_pos(clk, lst_we, not_full, x_e, slc[q - 1] if q else None, slc[q],
+                                slc[q + 1] if q < KMAX - 1 else None, sl[q - 1] if q else None, sl[q],
+                                sl[q + 1] if q < KMAX - 1 else None, q == 0, q == KMAX - 1))
+        sl0 = sl[0]
+
+        @always_comb
+        def thr_c():
+            thr_pk.next = sl0[WD:]
+            thr_s.next = sl0[WD + SW:WD]
+            x_e.next = concat(lst_wa, s_axis_in_tdata)
+
         @always_comb
         def sel_c():
-            to_scan.next = op_r == OP_SEL and not not_full and nb and k_r != 1
             lst_we.next = fire and op_r == OP_SEL and (not_full or nb)
             if not_full:
                 lst_wa.next = cnt_slot
@@ -404,44 +484,9 @@ def build(p):
             if lst_we:
                 lst[lst_wa].next = s_axis_in_tdata
 
-        # ---- scanner: one slot per cycle, slots 1..k-1 against the running worst ------
         @always_comb
         def scan_idx():
-            scan_slot.next = scan_i[SW:]
             dump_slot.next = dump_i[SW:]
-
-        @always_comb
-        def scan_rd():
-            b_pk.next = b_q
-            nxt_slot.next = scan_slot + 1
-
-        @always_comb
-        def scan_nx():
-            b_nx.next = lst[nxt_slot]
-            # slot 1 as it is after this cycle's LIST write if a scan starts now (the write
-            # then goes to the threshold's slot; no compare on this path)
-            if thr_s == 1:
-                lst1_in.next = s_axis_in_tdata
-            else:
-                lst1_in.next = lst[1]
-
-        @always_comb
-        def scan_a():
-            if scan_first:
-                a_pk.next = lst[0]
-                a_s.next = 0
-            else:
-                a_pk.next = w_pk
-                a_s.next = w_s
-
-        @always_comb
-        def scan_res():
-            if b_worse:
-                res_pk.next = b_pk
-                res_s.next = scan_slot
-            else:
-                res_pk.next = a_pk
-                res_s.next = a_s
 
         # ---- read-modify-write RAM (synchronous read) and its adder --------------------
         @always_comb
@@ -530,17 +575,8 @@ def build(p):
                     if not_full:
                         count.next = count + 1
                         ins.next = ins + 1
-                        if count == 0 or nw:
-                            thr_pk.next = s_axis_in_tdata
-                            thr_s.next = cnt_slot
                     elif nb:
                         ins.next = ins + 1
-                        if k_r == 1:
-                            thr_pk.next = s_axis_in_tdata
-                        else:
-                            state.next = S_SCAN
-                            scan_i.next = 1
-                            scan_first.next = True
                 elif op_r == OP_MINMAX:
                     if not have or nmin:
                         min_pk.next = s_axis_in_tdata
@@ -556,31 +592,7 @@ def build(p):
                     else:
                         ins.next = ins + 1
                 if s_axis_in_tlast:
-                    if to_scan:
-                        last_pend.next = True
-                    else:
-                        state.next = S_IDLE
-            # scanner
-            # the scanner's first slot, loaded in every cycle outside a scan (used only when
-            # this cycle's element starts one)
-            if state != S_SCAN:
-                b_q.next = lst1_in
-            if state == S_SCAN:
-                scan_first.next = False
-                stalls.next = stalls + 1
-                w_pk.next = res_pk
-                w_s.next = res_s
-                if scan_i == k_r - 1:
-                    thr_pk.next = res_pk
-                    thr_s.next = res_s
-                    last_pend.next = False
-                    if last_pend:
-                        state.next = S_IDLE
-                    else:
-                        state.next = S_RUN
-                else:
-                    scan_i.next = scan_i + 1
-                    b_q.next = b_nx
+                    state.next = S_IDLE
             # RAM clear, in the background: one word per cycle the RMW write leaves free
             if clr_go:
                 if clr_i == DEPTH - 1:
@@ -611,8 +623,6 @@ def build(p):
                         state.next = S_RUN
                         count.next = 0
                         have.next = False
-                        last_pend.next = False
-                        stalls.next = 0
                         ins.next = 0
                     else:
                         state.next = S_IDLE
@@ -648,7 +658,7 @@ def build(p):
                 elif raddr == R_STATUS:
                     rdata_r.next = status32
                 elif raddr == R_STALLS:
-                    rdata_r.next = stalls
+                    rdata_r.next = 0        # no scanner stalls (sorted insertion)
                 elif raddr == R_INS:
                     rdata_r.next = ins
                 elif raddr == R_COUNT:
@@ -670,8 +680,6 @@ def build(p):
                     state.next = S_RUN
                     count.next = 0
                     have.next = False
-                    last_pend.next = False
-                    stalls.next = 0
                     ins.next = 0
                 else:
                     state.next = S_DUMP
@@ -703,8 +711,6 @@ def build(p):
                             clr_i.next = 0
                             count.next = 0
                             have.next = False
-                            last_pend.next = False
-                            stalls.next = 0
                             ins.next = 0
                         else:
                             err.next = True
@@ -714,8 +720,6 @@ def build(p):
                             state.next = S_RUN
                             count.next = 0
                             have.next = False
-                            last_pend.next = False
-                            stalls.next = 0
                             ins.next = 0
                         else:
                             err.next = True
@@ -789,8 +793,8 @@ def build(p):
             elif bvalid_r and s_axil_bready:
                 bvalid_r.next = False
 
-        return (insts, axil_c, axil_o, status_c, status_w, in_c, bad_c, hold_c, sel_c, lst_ram, scan_idx,
-                scan_rd, scan_nx, scan_a, scan_res, ram_c, rmw_ram, rmw_c, rmw_add, dump_c, push_c,
+        return (insts, axil_c, axil_o, status_c, status_w, in_c, bad_c, hold_c, thr_c, sel_c, lst_ram, scan_idx,
+                ram_c, rmw_ram, rmw_c, rmw_add, dump_c, push_c,
                 fifo_ram, fifo_rd, out_c, main)
 
     ports = ports_of(p)
@@ -801,8 +805,8 @@ def datasheet(p):
     W, IDXW, KMAX, DEPTH = p["W"], p["IDXW"], p["KMAX"], p["DEPTH"]
     return Datasheet(
         summary="The smart memory block of a MAPLE processing chain (MAPLE section 4.1, Fig. 4(B)): "
-                "a variable-latency selection store (filter with CMP, threshold value and slot; a "
-                "LIST of k entries; a list scanner), min/max with index, and a saturating "
+                "a selection store (filter with CMP, threshold value and slot; a LIST of k "
+                "entries; a sorted shadow list in place of the paper's list scanner), min/max with index, and a saturating "
                 "read-modify-write store, programmed over AXI4-Lite and fed by one AXI4-Stream. "
                 "Bit-exact with `golden.maple` (`topk`/`selection_trace`, `min_max_with_index`, "
                 "`rmw_accumulate`).",
@@ -810,9 +814,10 @@ def datasheet(p):
                 "entry is written 3 cycles after the element is accepted (forwarded, so the next "
                 "element may hit the same address); DUMP: first beat 3 cycles after the AXI4-Lite "
                 "write response of the DUMP command is issued",
-        throughput=f"one element per cycle for fills, discards, min/max and RMW; a replacement into "
-                   f"a full LIST costs 1 + (k-1) cycles (the scanner holds `s_axis_in_tready` low "
-                   f"for k-1 cycles, counted in STALLS; none for k=1); DUMP one beat per cycle",
+        throughput=f"one element per cycle for fills, discards, replacements, min/max and RMW "
+                   f"(the paper's list scanner stalled k-1 cycles per replacement; the sorted "
+                   f"shadow list finds the next threshold in the same cycle, STALLS reads 0); "
+                   f"DUMP one beat per cycle",
         notes=[
             f"Stream packing: `tdata = {{index, value}}`, value (signed, {W} bits) in the low bits, "
             f"index (unsigned, {IDXW} bits) above it; the same on `m_axis_out`.",
@@ -822,9 +827,14 @@ def datasheet(p):
             "threshold, so with indices in arrival order the earlier of two equal elements wins "
             "and a later equal element is discarded.",
             "Selection: fill writes slots 0,1,...; the threshold is the worst entry (the lowest "
-            "slot on an exact value+index tie); a replacement overwrites the threshold's slot, "
-            "then the scanner reads slots 1..k-1 one per cycle against the running worst. "
-            "DUMP emits the LIST in slot order (COUNT = min(k, elements) beats); an empty LIST "
+            "slot on an exact value+index tie); a replacement overwrites the threshold's slot. "
+            f"The threshold is position 0 of a sorted shadow list of KMAX={KMAX} registers "
+            "{slot, index, value}, worst first (exact value+index ties: the lower slot first): "
+            "every position compares itself with the incoming element in the same cycle (KMAX "
+            "comparators) and the list shifts by one (fill: x inserted at the first position it "
+            "does not beat; replacement: position 0 dropped, x inserted), so the new threshold "
+            "is ready for the next element -- the same slot the paper's scanner (slots 0..k-1, "
+            "k-1 stall cycles) would find, without its stall. DUMP emits the LIST in slot order (COUNT = min(k, elements) beats); an empty LIST "
             "dumps nothing.",
             "Min/max: the smaller index wins a tie for both extremes; DUMP emits "
             "{min index, min} then {max index, max} (tlast); nothing if no element arrived.",
@@ -848,7 +858,8 @@ def datasheet(p):
             "after the write when it already is); a second one while one is queued is refused "
             "(code 4), CLEAR drops it.  `maple_pe_chain` writes it for the next row / column "
             "while the current array still streams in, so the store re-arms at its tlast.",
-            "Memories: the LIST is KMAX registers (read by the scanner through a mux), the RMW "
+            "Memories: the LIST is KMAX registers (read by the dump through a mux) plus the "
+            "KMAX-entry sorted shadow list, the RMW "
             f"store a {DEPTH}x{W} RAM with synchronous read (block RAM), neither reset.",
             "AXI4-Lite: AW and W are taken together (awready = wready = awvalid & wvalid & no "
             "pending response); one read in flight; responses are always OKAY.",
@@ -858,7 +869,7 @@ def datasheet(p):
 
 CORE = CoreDef(
     name=KIND, family="maple",
-    description="MAPLE smart memory: top-k selection store with list scanner, min/max with index, "
+    description="MAPLE smart memory: top-k selection store (stall-free sorted insertion), min/max with index, "
                 "saturating read-modify-write, AXI4-Lite programmed",
     params=PARAMS,
     build=build, datasheet=datasheet,

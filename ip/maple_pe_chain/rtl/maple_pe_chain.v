@@ -187,23 +187,13 @@ reg [31:0] cq;
 wire [15:0] maple_smart_memory0_in_i;
 wire signed [31:0] maple_smart_memory0_thr_v;
 wire [15:0] maple_smart_memory0_thr_i;
-wire signed [31:0] maple_smart_memory0_av;
-wire [15:0] maple_smart_memory0_ai;
-wire signed [31:0] maple_smart_memory0_bv;
-wire [15:0] maple_smart_memory0_bi;
 wire signed [31:0] maple_smart_memory0_mn_v;
 wire [15:0] maple_smart_memory0_mn_i;
 wire signed [31:0] maple_smart_memory0_mx_v;
 wire [15:0] maple_smart_memory0_mx_i;
-reg [47:0] maple_smart_memory0_a_pk;
-reg [3:0] maple_smart_memory0_a_s;
 wire maple_smart_memory0_ar_go;
 wire maple_smart_memory0_armed_s;
 wire maple_smart_memory0_aw_go;
-reg [47:0] maple_smart_memory0_b_nx;
-wire [47:0] maple_smart_memory0_b_pk;
-reg [47:0] maple_smart_memory0_b_q;
-reg maple_smart_memory0_b_worse;
 wire [31:0] maple_smart_memory0_base32;
 reg [8:0] maple_smart_memory0_base_r;
 reg maple_smart_memory0_bg;
@@ -243,10 +233,8 @@ reg [31:0] maple_smart_memory0_ins;
 reg maple_smart_memory0_issue;
 wire [31:0] maple_smart_memory0_k32;
 reg [8:0] maple_smart_memory0_k_r;
-reg maple_smart_memory0_last_pend;
 wire [31:0] maple_smart_memory0_len32;
 reg [8:0] maple_smart_memory0_len_r;
-reg [47:0] maple_smart_memory0_lst1_in;
 reg [3:0] maple_smart_memory0_lst_wa;
 reg maple_smart_memory0_lst_we;
 reg [47:0] maple_smart_memory0_max_pk;
@@ -255,8 +243,6 @@ reg maple_smart_memory0_nb;
 reg maple_smart_memory0_nmax;
 reg maple_smart_memory0_nmin;
 wire maple_smart_memory0_not_full;
-reg maple_smart_memory0_nw;
-wire [3:0] maple_smart_memory0_nxt_slot;
 reg signed [31:0] maple_smart_memory0_old;
 wire [31:0] maple_smart_memory0_op32;
 reg [1:0] maple_smart_memory0_op_r;
@@ -282,36 +268,140 @@ reg maple_smart_memory0_ram_we;
 reg signed [31:0] maple_smart_memory0_rd_s;
 reg [31:0] maple_smart_memory0_rdata_r;
 reg maple_smart_memory0_rearm;
-reg [47:0] maple_smart_memory0_res_pk;
-reg [3:0] maple_smart_memory0_res_s;
 wire maple_smart_memory0_rmis;
 wire maple_smart_memory0_rmw_hold;
 reg [1:0] maple_smart_memory0_rp;
 reg maple_smart_memory0_rvalid_r;
-reg maple_smart_memory0_scan_first;
-reg [8:0] maple_smart_memory0_scan_i;
-wire [3:0] maple_smart_memory0_scan_slot;
 reg [47:0] maple_smart_memory0_sel_rd;
 reg [47:0] maple_smart_memory0_sel_src;
 reg [47:0] maple_smart_memory0_smax;
 reg [47:0] maple_smart_memory0_smin;
-reg [31:0] maple_smart_memory0_stalls;
 reg [2:0] maple_smart_memory0_state;
 wire [31:0] maple_smart_memory0_status32;
 reg signed [31:0] maple_smart_memory0_sum_sat;
 wire signed [32:0] maple_smart_memory0_sum_w;
-reg [47:0] maple_smart_memory0_thr_pk;
-reg [3:0] maple_smart_memory0_thr_s;
-reg maple_smart_memory0_to_scan;
-reg [47:0] maple_smart_memory0_w_pk;
-reg [3:0] maple_smart_memory0_w_s;
+wire [47:0] maple_smart_memory0_thr_pk;
+wire [3:0] maple_smart_memory0_thr_s;
 wire [5:0] maple_smart_memory0_waddr;
 wire maple_smart_memory0_wmis;
 reg [1:0] maple_smart_memory0_wp;
+wire [51:0] maple_smart_memory0_x_e;
+reg [51:0] maple_smart_memory0_sl0;
 wire [30:0] maple_smart_memory0_sat0_fill;
 wire [1:0] maple_smart_memory0_sat0_hi;
 wire [1:0] maple_smart_memory0_sat0_hin;
 wire maple_smart_memory0_sat0_nsign;
+reg maple_smart_memory0_sl_cmp0_out;
+wire [15:0] maple_smart_memory0_sl_cmp0_ei;
+wire [3:0] maple_smart_memory0_sl_cmp0_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp0_ev;
+wire [15:0] maple_smart_memory0_sl_cmp0_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp0_xv;
+reg [51:0] maple_smart_memory0_sl_cmp1_e;
+reg maple_smart_memory0_sl_cmp1_out;
+wire [15:0] maple_smart_memory0_sl_cmp1_ei;
+wire [3:0] maple_smart_memory0_sl_cmp1_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp1_ev;
+wire [15:0] maple_smart_memory0_sl_cmp1_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp1_xv;
+reg [51:0] maple_smart_memory0_sl_cmp2_e;
+reg maple_smart_memory0_sl_cmp2_out;
+wire [15:0] maple_smart_memory0_sl_cmp2_ei;
+wire [3:0] maple_smart_memory0_sl_cmp2_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp2_ev;
+wire [15:0] maple_smart_memory0_sl_cmp2_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp2_xv;
+reg [51:0] maple_smart_memory0_sl_cmp3_e;
+reg maple_smart_memory0_sl_cmp3_out;
+wire [15:0] maple_smart_memory0_sl_cmp3_ei;
+wire [3:0] maple_smart_memory0_sl_cmp3_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp3_ev;
+wire [15:0] maple_smart_memory0_sl_cmp3_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp3_xv;
+reg [51:0] maple_smart_memory0_sl_cmp4_e;
+reg maple_smart_memory0_sl_cmp4_out;
+wire [15:0] maple_smart_memory0_sl_cmp4_ei;
+wire [3:0] maple_smart_memory0_sl_cmp4_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp4_ev;
+wire [15:0] maple_smart_memory0_sl_cmp4_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp4_xv;
+reg [51:0] maple_smart_memory0_sl_cmp5_e;
+reg maple_smart_memory0_sl_cmp5_out;
+wire [15:0] maple_smart_memory0_sl_cmp5_ei;
+wire [3:0] maple_smart_memory0_sl_cmp5_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp5_ev;
+wire [15:0] maple_smart_memory0_sl_cmp5_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp5_xv;
+reg [51:0] maple_smart_memory0_sl_cmp6_e;
+reg maple_smart_memory0_sl_cmp6_out;
+wire [15:0] maple_smart_memory0_sl_cmp6_ei;
+wire [3:0] maple_smart_memory0_sl_cmp6_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp6_ev;
+wire [15:0] maple_smart_memory0_sl_cmp6_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp6_xv;
+reg [51:0] maple_smart_memory0_sl_cmp7_e;
+reg maple_smart_memory0_sl_cmp7_out;
+wire [15:0] maple_smart_memory0_sl_cmp7_ei;
+wire [3:0] maple_smart_memory0_sl_cmp7_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp7_ev;
+wire [15:0] maple_smart_memory0_sl_cmp7_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp7_xv;
+reg [51:0] maple_smart_memory0_sl_cmp8_e;
+reg maple_smart_memory0_sl_cmp8_out;
+wire [15:0] maple_smart_memory0_sl_cmp8_ei;
+wire [3:0] maple_smart_memory0_sl_cmp8_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp8_ev;
+wire [15:0] maple_smart_memory0_sl_cmp8_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp8_xv;
+reg [51:0] maple_smart_memory0_sl_cmp9_e;
+reg maple_smart_memory0_sl_cmp9_out;
+wire [15:0] maple_smart_memory0_sl_cmp9_ei;
+wire [3:0] maple_smart_memory0_sl_cmp9_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp9_ev;
+wire [15:0] maple_smart_memory0_sl_cmp9_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp9_xv;
+reg [51:0] maple_smart_memory0_sl_cmp10_e;
+reg maple_smart_memory0_sl_cmp10_out;
+wire [15:0] maple_smart_memory0_sl_cmp10_ei;
+wire [3:0] maple_smart_memory0_sl_cmp10_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp10_ev;
+wire [15:0] maple_smart_memory0_sl_cmp10_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp10_xv;
+reg [51:0] maple_smart_memory0_sl_cmp11_e;
+reg maple_smart_memory0_sl_cmp11_out;
+wire [15:0] maple_smart_memory0_sl_cmp11_ei;
+wire [3:0] maple_smart_memory0_sl_cmp11_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp11_ev;
+wire [15:0] maple_smart_memory0_sl_cmp11_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp11_xv;
+reg [51:0] maple_smart_memory0_sl_cmp12_e;
+reg maple_smart_memory0_sl_cmp12_out;
+wire [15:0] maple_smart_memory0_sl_cmp12_ei;
+wire [3:0] maple_smart_memory0_sl_cmp12_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp12_ev;
+wire [15:0] maple_smart_memory0_sl_cmp12_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp12_xv;
+reg [51:0] maple_smart_memory0_sl_cmp13_e;
+reg maple_smart_memory0_sl_cmp13_out;
+wire [15:0] maple_smart_memory0_sl_cmp13_ei;
+wire [3:0] maple_smart_memory0_sl_cmp13_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp13_ev;
+wire [15:0] maple_smart_memory0_sl_cmp13_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp13_xv;
+reg [51:0] maple_smart_memory0_sl_cmp14_e;
+reg maple_smart_memory0_sl_cmp14_out;
+wire [15:0] maple_smart_memory0_sl_cmp14_ei;
+wire [3:0] maple_smart_memory0_sl_cmp14_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp14_ev;
+wire [15:0] maple_smart_memory0_sl_cmp14_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp14_xv;
+reg [51:0] maple_smart_memory0_sl_cmp15_e;
+reg maple_smart_memory0_sl_cmp15_out;
+wire [15:0] maple_smart_memory0_sl_cmp15_ei;
+wire [3:0] maple_smart_memory0_sl_cmp15_es;
+wire signed [31:0] maple_smart_memory0_sl_cmp15_ev;
+wire [15:0] maple_smart_memory0_sl_cmp15_xi;
+wire signed [31:0] maple_smart_memory0_sl_cmp15_xv;
 reg dstage0_vo;
 reg [15:0] dstage0_so;
 reg [6:0] dstage0_no;
@@ -650,42 +740,6 @@ always @(maple_smart_memory0_thr_i, maple_smart_memory0_cmp_r, maple_smart_memor
 end
 
 
-always @(maple_smart_memory0_in_i, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_i, maple_smart_memory0_in_v, maple_smart_memory0_thr_v) begin: maple_smart_memory0_better1_c
-    if ((maple_smart_memory0_thr_v == maple_smart_memory0_in_v)) begin
-        maple_smart_memory0_nw = (maple_smart_memory0_thr_i < maple_smart_memory0_in_i);
-    end
-    else if (maple_smart_memory0_cmp_r) begin
-        maple_smart_memory0_nw = (maple_smart_memory0_thr_v > maple_smart_memory0_in_v);
-    end
-    else begin
-        maple_smart_memory0_nw = (maple_smart_memory0_thr_v < maple_smart_memory0_in_v);
-    end
-end
-
-
-
-assign maple_smart_memory0_av = $signed(maple_smart_memory0_a_pk[32-1:0]);
-assign maple_smart_memory0_ai = maple_smart_memory0_a_pk[48-1:32];
-
-
-
-assign maple_smart_memory0_bv = $signed(maple_smart_memory0_b_pk[32-1:0]);
-assign maple_smart_memory0_bi = maple_smart_memory0_b_pk[48-1:32];
-
-
-always @(maple_smart_memory0_bi, maple_smart_memory0_cmp_r, maple_smart_memory0_ai, maple_smart_memory0_bv, maple_smart_memory0_av) begin: maple_smart_memory0_better2_c
-    if ((maple_smart_memory0_av == maple_smart_memory0_bv)) begin
-        maple_smart_memory0_b_worse = (maple_smart_memory0_ai < maple_smart_memory0_bi);
-    end
-    else if (maple_smart_memory0_cmp_r) begin
-        maple_smart_memory0_b_worse = (maple_smart_memory0_av > maple_smart_memory0_bv);
-    end
-    else begin
-        maple_smart_memory0_b_worse = (maple_smart_memory0_av < maple_smart_memory0_bv);
-    end
-end
-
-
 
 assign maple_smart_memory0_mn_v = $signed(maple_smart_memory0_min_pk[32-1:0]);
 assign maple_smart_memory0_mn_i = maple_smart_memory0_min_pk[48-1:32];
@@ -696,7 +750,7 @@ assign maple_smart_memory0_mx_v = $signed(maple_smart_memory0_max_pk[32-1:0]);
 assign maple_smart_memory0_mx_i = maple_smart_memory0_max_pk[48-1:32];
 
 
-always @(maple_smart_memory0_mn_v, maple_smart_memory0_in_i, maple_smart_memory0_in_v, maple_smart_memory0_mn_i) begin: maple_smart_memory0_better3_c
+always @(maple_smart_memory0_mn_v, maple_smart_memory0_in_i, maple_smart_memory0_in_v, maple_smart_memory0_mn_i) begin: maple_smart_memory0_better1_c
     if ((maple_smart_memory0_in_v == maple_smart_memory0_mn_v)) begin
         maple_smart_memory0_nmin = (maple_smart_memory0_in_i < maple_smart_memory0_mn_i);
     end
@@ -706,7 +760,7 @@ always @(maple_smart_memory0_mn_v, maple_smart_memory0_in_i, maple_smart_memory0
 end
 
 
-always @(maple_smart_memory0_mx_v, maple_smart_memory0_in_i, maple_smart_memory0_in_v, maple_smart_memory0_mx_i) begin: maple_smart_memory0_better4_c
+always @(maple_smart_memory0_mx_v, maple_smart_memory0_in_i, maple_smart_memory0_in_v, maple_smart_memory0_mx_i) begin: maple_smart_memory0_better2_c
     if ((maple_smart_memory0_in_v == maple_smart_memory0_mx_v)) begin
         maple_smart_memory0_nmax = (maple_smart_memory0_in_i < maple_smart_memory0_mx_i);
     end
@@ -763,6 +817,844 @@ assign maple_smart_memory0_dump_addr_x = {8'h0, maple_smart_memory0_dump_addr};
 
 
 
+assign maple_smart_memory0_sl_cmp0_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp0_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp0_ev = $signed(maple_smart_memory0_sl0[32-1:0]);
+assign maple_smart_memory0_sl_cmp0_ei = maple_smart_memory0_sl0[48-1:32];
+assign maple_smart_memory0_sl_cmp0_es = maple_smart_memory0_sl0[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp0_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp0_ei, maple_smart_memory0_sl_cmp0_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp0_xi, maple_smart_memory0_sl_cmp0_xv) begin: maple_smart_memory0_sl_cmp0_c
+    if ((maple_smart_memory0_count <= 0)) begin
+        maple_smart_memory0_sl_cmp0_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp0_xv == maple_smart_memory0_sl_cmp0_ev)) begin
+        if ((maple_smart_memory0_sl_cmp0_xi == maple_smart_memory0_sl_cmp0_ei)) begin
+            maple_smart_memory0_sl_cmp0_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp0_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp0_out = (maple_smart_memory0_sl_cmp0_xi < maple_smart_memory0_sl_cmp0_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp0_out = (maple_smart_memory0_sl_cmp0_xv > maple_smart_memory0_sl_cmp0_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp0_out = (maple_smart_memory0_sl_cmp0_xv < maple_smart_memory0_sl_cmp0_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp1_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp1_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp1_ev = $signed(maple_smart_memory0_sl_cmp1_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp1_ei = maple_smart_memory0_sl_cmp1_e[48-1:32];
+assign maple_smart_memory0_sl_cmp1_es = maple_smart_memory0_sl_cmp1_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp1_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp1_ei, maple_smart_memory0_sl_cmp1_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp1_xi, maple_smart_memory0_sl_cmp1_xv) begin: maple_smart_memory0_sl_cmp1_c
+    if ((maple_smart_memory0_count <= 1)) begin
+        maple_smart_memory0_sl_cmp1_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp1_xv == maple_smart_memory0_sl_cmp1_ev)) begin
+        if ((maple_smart_memory0_sl_cmp1_xi == maple_smart_memory0_sl_cmp1_ei)) begin
+            maple_smart_memory0_sl_cmp1_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp1_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp1_out = (maple_smart_memory0_sl_cmp1_xi < maple_smart_memory0_sl_cmp1_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp1_out = (maple_smart_memory0_sl_cmp1_xv > maple_smart_memory0_sl_cmp1_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp1_out = (maple_smart_memory0_sl_cmp1_xv < maple_smart_memory0_sl_cmp1_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp2_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp2_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp2_ev = $signed(maple_smart_memory0_sl_cmp2_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp2_ei = maple_smart_memory0_sl_cmp2_e[48-1:32];
+assign maple_smart_memory0_sl_cmp2_es = maple_smart_memory0_sl_cmp2_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp2_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp2_ei, maple_smart_memory0_sl_cmp2_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp2_xi, maple_smart_memory0_sl_cmp2_xv) begin: maple_smart_memory0_sl_cmp2_c
+    if ((maple_smart_memory0_count <= 2)) begin
+        maple_smart_memory0_sl_cmp2_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp2_xv == maple_smart_memory0_sl_cmp2_ev)) begin
+        if ((maple_smart_memory0_sl_cmp2_xi == maple_smart_memory0_sl_cmp2_ei)) begin
+            maple_smart_memory0_sl_cmp2_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp2_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp2_out = (maple_smart_memory0_sl_cmp2_xi < maple_smart_memory0_sl_cmp2_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp2_out = (maple_smart_memory0_sl_cmp2_xv > maple_smart_memory0_sl_cmp2_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp2_out = (maple_smart_memory0_sl_cmp2_xv < maple_smart_memory0_sl_cmp2_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp3_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp3_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp3_ev = $signed(maple_smart_memory0_sl_cmp3_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp3_ei = maple_smart_memory0_sl_cmp3_e[48-1:32];
+assign maple_smart_memory0_sl_cmp3_es = maple_smart_memory0_sl_cmp3_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp3_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp3_ei, maple_smart_memory0_sl_cmp3_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp3_xi, maple_smart_memory0_sl_cmp3_xv) begin: maple_smart_memory0_sl_cmp3_c
+    if ((maple_smart_memory0_count <= 3)) begin
+        maple_smart_memory0_sl_cmp3_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp3_xv == maple_smart_memory0_sl_cmp3_ev)) begin
+        if ((maple_smart_memory0_sl_cmp3_xi == maple_smart_memory0_sl_cmp3_ei)) begin
+            maple_smart_memory0_sl_cmp3_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp3_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp3_out = (maple_smart_memory0_sl_cmp3_xi < maple_smart_memory0_sl_cmp3_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp3_out = (maple_smart_memory0_sl_cmp3_xv > maple_smart_memory0_sl_cmp3_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp3_out = (maple_smart_memory0_sl_cmp3_xv < maple_smart_memory0_sl_cmp3_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp4_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp4_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp4_ev = $signed(maple_smart_memory0_sl_cmp4_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp4_ei = maple_smart_memory0_sl_cmp4_e[48-1:32];
+assign maple_smart_memory0_sl_cmp4_es = maple_smart_memory0_sl_cmp4_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp4_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp4_ei, maple_smart_memory0_sl_cmp4_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp4_xi, maple_smart_memory0_sl_cmp4_xv) begin: maple_smart_memory0_sl_cmp4_c
+    if ((maple_smart_memory0_count <= 4)) begin
+        maple_smart_memory0_sl_cmp4_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp4_xv == maple_smart_memory0_sl_cmp4_ev)) begin
+        if ((maple_smart_memory0_sl_cmp4_xi == maple_smart_memory0_sl_cmp4_ei)) begin
+            maple_smart_memory0_sl_cmp4_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp4_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp4_out = (maple_smart_memory0_sl_cmp4_xi < maple_smart_memory0_sl_cmp4_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp4_out = (maple_smart_memory0_sl_cmp4_xv > maple_smart_memory0_sl_cmp4_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp4_out = (maple_smart_memory0_sl_cmp4_xv < maple_smart_memory0_sl_cmp4_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp5_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp5_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp5_ev = $signed(maple_smart_memory0_sl_cmp5_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp5_ei = maple_smart_memory0_sl_cmp5_e[48-1:32];
+assign maple_smart_memory0_sl_cmp5_es = maple_smart_memory0_sl_cmp5_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp5_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp5_ei, maple_smart_memory0_sl_cmp5_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp5_xi, maple_smart_memory0_sl_cmp5_xv) begin: maple_smart_memory0_sl_cmp5_c
+    if ((maple_smart_memory0_count <= 5)) begin
+        maple_smart_memory0_sl_cmp5_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp5_xv == maple_smart_memory0_sl_cmp5_ev)) begin
+        if ((maple_smart_memory0_sl_cmp5_xi == maple_smart_memory0_sl_cmp5_ei)) begin
+            maple_smart_memory0_sl_cmp5_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp5_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp5_out = (maple_smart_memory0_sl_cmp5_xi < maple_smart_memory0_sl_cmp5_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp5_out = (maple_smart_memory0_sl_cmp5_xv > maple_smart_memory0_sl_cmp5_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp5_out = (maple_smart_memory0_sl_cmp5_xv < maple_smart_memory0_sl_cmp5_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp6_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp6_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp6_ev = $signed(maple_smart_memory0_sl_cmp6_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp6_ei = maple_smart_memory0_sl_cmp6_e[48-1:32];
+assign maple_smart_memory0_sl_cmp6_es = maple_smart_memory0_sl_cmp6_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp6_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp6_ei, maple_smart_memory0_sl_cmp6_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp6_xi, maple_smart_memory0_sl_cmp6_xv) begin: maple_smart_memory0_sl_cmp6_c
+    if ((maple_smart_memory0_count <= 6)) begin
+        maple_smart_memory0_sl_cmp6_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp6_xv == maple_smart_memory0_sl_cmp6_ev)) begin
+        if ((maple_smart_memory0_sl_cmp6_xi == maple_smart_memory0_sl_cmp6_ei)) begin
+            maple_smart_memory0_sl_cmp6_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp6_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp6_out = (maple_smart_memory0_sl_cmp6_xi < maple_smart_memory0_sl_cmp6_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp6_out = (maple_smart_memory0_sl_cmp6_xv > maple_smart_memory0_sl_cmp6_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp6_out = (maple_smart_memory0_sl_cmp6_xv < maple_smart_memory0_sl_cmp6_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp7_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp7_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp7_ev = $signed(maple_smart_memory0_sl_cmp7_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp7_ei = maple_smart_memory0_sl_cmp7_e[48-1:32];
+assign maple_smart_memory0_sl_cmp7_es = maple_smart_memory0_sl_cmp7_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp7_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp7_ei, maple_smart_memory0_sl_cmp7_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp7_xi, maple_smart_memory0_sl_cmp7_xv) begin: maple_smart_memory0_sl_cmp7_c
+    if ((maple_smart_memory0_count <= 7)) begin
+        maple_smart_memory0_sl_cmp7_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp7_xv == maple_smart_memory0_sl_cmp7_ev)) begin
+        if ((maple_smart_memory0_sl_cmp7_xi == maple_smart_memory0_sl_cmp7_ei)) begin
+            maple_smart_memory0_sl_cmp7_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp7_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp7_out = (maple_smart_memory0_sl_cmp7_xi < maple_smart_memory0_sl_cmp7_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp7_out = (maple_smart_memory0_sl_cmp7_xv > maple_smart_memory0_sl_cmp7_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp7_out = (maple_smart_memory0_sl_cmp7_xv < maple_smart_memory0_sl_cmp7_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp8_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp8_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp8_ev = $signed(maple_smart_memory0_sl_cmp8_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp8_ei = maple_smart_memory0_sl_cmp8_e[48-1:32];
+assign maple_smart_memory0_sl_cmp8_es = maple_smart_memory0_sl_cmp8_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp8_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp8_ei, maple_smart_memory0_sl_cmp8_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp8_xi, maple_smart_memory0_sl_cmp8_xv) begin: maple_smart_memory0_sl_cmp8_c
+    if ((maple_smart_memory0_count <= 8)) begin
+        maple_smart_memory0_sl_cmp8_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp8_xv == maple_smart_memory0_sl_cmp8_ev)) begin
+        if ((maple_smart_memory0_sl_cmp8_xi == maple_smart_memory0_sl_cmp8_ei)) begin
+            maple_smart_memory0_sl_cmp8_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp8_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp8_out = (maple_smart_memory0_sl_cmp8_xi < maple_smart_memory0_sl_cmp8_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp8_out = (maple_smart_memory0_sl_cmp8_xv > maple_smart_memory0_sl_cmp8_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp8_out = (maple_smart_memory0_sl_cmp8_xv < maple_smart_memory0_sl_cmp8_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp9_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp9_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp9_ev = $signed(maple_smart_memory0_sl_cmp9_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp9_ei = maple_smart_memory0_sl_cmp9_e[48-1:32];
+assign maple_smart_memory0_sl_cmp9_es = maple_smart_memory0_sl_cmp9_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp9_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp9_ei, maple_smart_memory0_sl_cmp9_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp9_xi, maple_smart_memory0_sl_cmp9_xv) begin: maple_smart_memory0_sl_cmp9_c
+    if ((maple_smart_memory0_count <= 9)) begin
+        maple_smart_memory0_sl_cmp9_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp9_xv == maple_smart_memory0_sl_cmp9_ev)) begin
+        if ((maple_smart_memory0_sl_cmp9_xi == maple_smart_memory0_sl_cmp9_ei)) begin
+            maple_smart_memory0_sl_cmp9_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp9_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp9_out = (maple_smart_memory0_sl_cmp9_xi < maple_smart_memory0_sl_cmp9_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp9_out = (maple_smart_memory0_sl_cmp9_xv > maple_smart_memory0_sl_cmp9_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp9_out = (maple_smart_memory0_sl_cmp9_xv < maple_smart_memory0_sl_cmp9_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp10_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp10_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp10_ev = $signed(maple_smart_memory0_sl_cmp10_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp10_ei = maple_smart_memory0_sl_cmp10_e[48-1:32];
+assign maple_smart_memory0_sl_cmp10_es = maple_smart_memory0_sl_cmp10_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp10_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp10_ei, maple_smart_memory0_sl_cmp10_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp10_xi, maple_smart_memory0_sl_cmp10_xv) begin: maple_smart_memory0_sl_cmp10_c
+    if ((maple_smart_memory0_count <= 10)) begin
+        maple_smart_memory0_sl_cmp10_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp10_xv == maple_smart_memory0_sl_cmp10_ev)) begin
+        if ((maple_smart_memory0_sl_cmp10_xi == maple_smart_memory0_sl_cmp10_ei)) begin
+            maple_smart_memory0_sl_cmp10_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp10_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp10_out = (maple_smart_memory0_sl_cmp10_xi < maple_smart_memory0_sl_cmp10_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp10_out = (maple_smart_memory0_sl_cmp10_xv > maple_smart_memory0_sl_cmp10_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp10_out = (maple_smart_memory0_sl_cmp10_xv < maple_smart_memory0_sl_cmp10_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp11_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp11_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp11_ev = $signed(maple_smart_memory0_sl_cmp11_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp11_ei = maple_smart_memory0_sl_cmp11_e[48-1:32];
+assign maple_smart_memory0_sl_cmp11_es = maple_smart_memory0_sl_cmp11_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp11_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp11_ei, maple_smart_memory0_sl_cmp11_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp11_xi, maple_smart_memory0_sl_cmp11_xv) begin: maple_smart_memory0_sl_cmp11_c
+    if ((maple_smart_memory0_count <= 11)) begin
+        maple_smart_memory0_sl_cmp11_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp11_xv == maple_smart_memory0_sl_cmp11_ev)) begin
+        if ((maple_smart_memory0_sl_cmp11_xi == maple_smart_memory0_sl_cmp11_ei)) begin
+            maple_smart_memory0_sl_cmp11_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp11_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp11_out = (maple_smart_memory0_sl_cmp11_xi < maple_smart_memory0_sl_cmp11_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp11_out = (maple_smart_memory0_sl_cmp11_xv > maple_smart_memory0_sl_cmp11_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp11_out = (maple_smart_memory0_sl_cmp11_xv < maple_smart_memory0_sl_cmp11_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp12_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp12_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp12_ev = $signed(maple_smart_memory0_sl_cmp12_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp12_ei = maple_smart_memory0_sl_cmp12_e[48-1:32];
+assign maple_smart_memory0_sl_cmp12_es = maple_smart_memory0_sl_cmp12_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp12_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp12_ei, maple_smart_memory0_sl_cmp12_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp12_xi, maple_smart_memory0_sl_cmp12_xv) begin: maple_smart_memory0_sl_cmp12_c
+    if ((maple_smart_memory0_count <= 12)) begin
+        maple_smart_memory0_sl_cmp12_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp12_xv == maple_smart_memory0_sl_cmp12_ev)) begin
+        if ((maple_smart_memory0_sl_cmp12_xi == maple_smart_memory0_sl_cmp12_ei)) begin
+            maple_smart_memory0_sl_cmp12_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp12_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp12_out = (maple_smart_memory0_sl_cmp12_xi < maple_smart_memory0_sl_cmp12_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp12_out = (maple_smart_memory0_sl_cmp12_xv > maple_smart_memory0_sl_cmp12_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp12_out = (maple_smart_memory0_sl_cmp12_xv < maple_smart_memory0_sl_cmp12_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp13_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp13_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp13_ev = $signed(maple_smart_memory0_sl_cmp13_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp13_ei = maple_smart_memory0_sl_cmp13_e[48-1:32];
+assign maple_smart_memory0_sl_cmp13_es = maple_smart_memory0_sl_cmp13_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp13_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp13_ei, maple_smart_memory0_sl_cmp13_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp13_xi, maple_smart_memory0_sl_cmp13_xv) begin: maple_smart_memory0_sl_cmp13_c
+    if ((maple_smart_memory0_count <= 13)) begin
+        maple_smart_memory0_sl_cmp13_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp13_xv == maple_smart_memory0_sl_cmp13_ev)) begin
+        if ((maple_smart_memory0_sl_cmp13_xi == maple_smart_memory0_sl_cmp13_ei)) begin
+            maple_smart_memory0_sl_cmp13_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp13_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp13_out = (maple_smart_memory0_sl_cmp13_xi < maple_smart_memory0_sl_cmp13_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp13_out = (maple_smart_memory0_sl_cmp13_xv > maple_smart_memory0_sl_cmp13_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp13_out = (maple_smart_memory0_sl_cmp13_xv < maple_smart_memory0_sl_cmp13_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp14_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp14_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp14_ev = $signed(maple_smart_memory0_sl_cmp14_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp14_ei = maple_smart_memory0_sl_cmp14_e[48-1:32];
+assign maple_smart_memory0_sl_cmp14_es = maple_smart_memory0_sl_cmp14_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp14_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp14_ei, maple_smart_memory0_sl_cmp14_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp14_xi, maple_smart_memory0_sl_cmp14_xv) begin: maple_smart_memory0_sl_cmp14_c
+    if ((maple_smart_memory0_count <= 14)) begin
+        maple_smart_memory0_sl_cmp14_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp14_xv == maple_smart_memory0_sl_cmp14_ev)) begin
+        if ((maple_smart_memory0_sl_cmp14_xi == maple_smart_memory0_sl_cmp14_ei)) begin
+            maple_smart_memory0_sl_cmp14_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp14_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp14_out = (maple_smart_memory0_sl_cmp14_xi < maple_smart_memory0_sl_cmp14_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp14_out = (maple_smart_memory0_sl_cmp14_xv > maple_smart_memory0_sl_cmp14_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp14_out = (maple_smart_memory0_sl_cmp14_xv < maple_smart_memory0_sl_cmp14_ev);
+    end
+end
+
+
+
+assign maple_smart_memory0_sl_cmp15_xv = $signed(sm_tdata[32-1:0]);
+assign maple_smart_memory0_sl_cmp15_xi = sm_tdata[48-1:32];
+assign maple_smart_memory0_sl_cmp15_ev = $signed(maple_smart_memory0_sl_cmp15_e[32-1:0]);
+assign maple_smart_memory0_sl_cmp15_ei = maple_smart_memory0_sl_cmp15_e[48-1:32];
+assign maple_smart_memory0_sl_cmp15_es = maple_smart_memory0_sl_cmp15_e[48+:4];
+
+
+always @(maple_smart_memory0_sl_cmp15_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp15_ei, maple_smart_memory0_sl_cmp15_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp15_xi, maple_smart_memory0_sl_cmp15_xv) begin: maple_smart_memory0_sl_cmp15_c
+    if ((maple_smart_memory0_count <= 15)) begin
+        maple_smart_memory0_sl_cmp15_out = 1'b0;
+    end
+    else if ((maple_smart_memory0_sl_cmp15_xv == maple_smart_memory0_sl_cmp15_ev)) begin
+        if ((maple_smart_memory0_sl_cmp15_xi == maple_smart_memory0_sl_cmp15_ei)) begin
+            maple_smart_memory0_sl_cmp15_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp15_es);
+        end
+        else begin
+            maple_smart_memory0_sl_cmp15_out = (maple_smart_memory0_sl_cmp15_xi < maple_smart_memory0_sl_cmp15_ei);
+        end
+    end
+    else if (maple_smart_memory0_cmp_r) begin
+        maple_smart_memory0_sl_cmp15_out = (maple_smart_memory0_sl_cmp15_xv > maple_smart_memory0_sl_cmp15_ev);
+    end
+    else begin
+        maple_smart_memory0_sl_cmp15_out = (maple_smart_memory0_sl_cmp15_xv < maple_smart_memory0_sl_cmp15_ev);
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos0_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp0_out)) begin
+                maple_smart_memory0_sl0 <= maple_smart_memory0_x_e;
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp0_out) begin
+            if (maple_smart_memory0_sl_cmp1_out) begin
+                maple_smart_memory0_sl0 <= maple_smart_memory0_sl_cmp1_e;
+            end
+            else begin
+                maple_smart_memory0_sl0 <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos1_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp1_out)) begin
+                if (maple_smart_memory0_sl_cmp0_out) begin
+                    maple_smart_memory0_sl_cmp1_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp1_e <= maple_smart_memory0_sl0;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp1_out) begin
+            if (maple_smart_memory0_sl_cmp2_out) begin
+                maple_smart_memory0_sl_cmp1_e <= maple_smart_memory0_sl_cmp2_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp1_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos2_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp2_out)) begin
+                if (maple_smart_memory0_sl_cmp1_out) begin
+                    maple_smart_memory0_sl_cmp2_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp2_e <= maple_smart_memory0_sl_cmp1_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp2_out) begin
+            if (maple_smart_memory0_sl_cmp3_out) begin
+                maple_smart_memory0_sl_cmp2_e <= maple_smart_memory0_sl_cmp3_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp2_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos3_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp3_out)) begin
+                if (maple_smart_memory0_sl_cmp2_out) begin
+                    maple_smart_memory0_sl_cmp3_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp3_e <= maple_smart_memory0_sl_cmp2_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp3_out) begin
+            if (maple_smart_memory0_sl_cmp4_out) begin
+                maple_smart_memory0_sl_cmp3_e <= maple_smart_memory0_sl_cmp4_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp3_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos4_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp4_out)) begin
+                if (maple_smart_memory0_sl_cmp3_out) begin
+                    maple_smart_memory0_sl_cmp4_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp4_e <= maple_smart_memory0_sl_cmp3_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp4_out) begin
+            if (maple_smart_memory0_sl_cmp5_out) begin
+                maple_smart_memory0_sl_cmp4_e <= maple_smart_memory0_sl_cmp5_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp4_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos5_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp5_out)) begin
+                if (maple_smart_memory0_sl_cmp4_out) begin
+                    maple_smart_memory0_sl_cmp5_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp5_e <= maple_smart_memory0_sl_cmp4_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp5_out) begin
+            if (maple_smart_memory0_sl_cmp6_out) begin
+                maple_smart_memory0_sl_cmp5_e <= maple_smart_memory0_sl_cmp6_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp5_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos6_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp6_out)) begin
+                if (maple_smart_memory0_sl_cmp5_out) begin
+                    maple_smart_memory0_sl_cmp6_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp6_e <= maple_smart_memory0_sl_cmp5_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp6_out) begin
+            if (maple_smart_memory0_sl_cmp7_out) begin
+                maple_smart_memory0_sl_cmp6_e <= maple_smart_memory0_sl_cmp7_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp6_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos7_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp7_out)) begin
+                if (maple_smart_memory0_sl_cmp6_out) begin
+                    maple_smart_memory0_sl_cmp7_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp7_e <= maple_smart_memory0_sl_cmp6_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp7_out) begin
+            if (maple_smart_memory0_sl_cmp8_out) begin
+                maple_smart_memory0_sl_cmp7_e <= maple_smart_memory0_sl_cmp8_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp7_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos8_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp8_out)) begin
+                if (maple_smart_memory0_sl_cmp7_out) begin
+                    maple_smart_memory0_sl_cmp8_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp8_e <= maple_smart_memory0_sl_cmp7_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp8_out) begin
+            if (maple_smart_memory0_sl_cmp9_out) begin
+                maple_smart_memory0_sl_cmp8_e <= maple_smart_memory0_sl_cmp9_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp8_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos9_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp9_out)) begin
+                if (maple_smart_memory0_sl_cmp8_out) begin
+                    maple_smart_memory0_sl_cmp9_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp9_e <= maple_smart_memory0_sl_cmp8_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp9_out) begin
+            if (maple_smart_memory0_sl_cmp10_out) begin
+                maple_smart_memory0_sl_cmp9_e <= maple_smart_memory0_sl_cmp10_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp9_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos10_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp10_out)) begin
+                if (maple_smart_memory0_sl_cmp9_out) begin
+                    maple_smart_memory0_sl_cmp10_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp10_e <= maple_smart_memory0_sl_cmp9_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp10_out) begin
+            if (maple_smart_memory0_sl_cmp11_out) begin
+                maple_smart_memory0_sl_cmp10_e <= maple_smart_memory0_sl_cmp11_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp10_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos11_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp11_out)) begin
+                if (maple_smart_memory0_sl_cmp10_out) begin
+                    maple_smart_memory0_sl_cmp11_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp11_e <= maple_smart_memory0_sl_cmp10_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp11_out) begin
+            if (maple_smart_memory0_sl_cmp12_out) begin
+                maple_smart_memory0_sl_cmp11_e <= maple_smart_memory0_sl_cmp12_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp11_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos12_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp12_out)) begin
+                if (maple_smart_memory0_sl_cmp11_out) begin
+                    maple_smart_memory0_sl_cmp12_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp12_e <= maple_smart_memory0_sl_cmp11_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp12_out) begin
+            if (maple_smart_memory0_sl_cmp13_out) begin
+                maple_smart_memory0_sl_cmp12_e <= maple_smart_memory0_sl_cmp13_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp12_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos13_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp13_out)) begin
+                if (maple_smart_memory0_sl_cmp12_out) begin
+                    maple_smart_memory0_sl_cmp13_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp13_e <= maple_smart_memory0_sl_cmp12_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp13_out) begin
+            if (maple_smart_memory0_sl_cmp14_out) begin
+                maple_smart_memory0_sl_cmp13_e <= maple_smart_memory0_sl_cmp14_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp13_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos14_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp14_out)) begin
+                if (maple_smart_memory0_sl_cmp13_out) begin
+                    maple_smart_memory0_sl_cmp14_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp14_e <= maple_smart_memory0_sl_cmp13_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp14_out) begin
+            if (maple_smart_memory0_sl_cmp15_out) begin
+                maple_smart_memory0_sl_cmp14_e <= maple_smart_memory0_sl_cmp15_e;
+            end
+            else begin
+                maple_smart_memory0_sl_cmp14_e <= maple_smart_memory0_x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: maple_smart_memory0_sl_pos15_r
+    if (maple_smart_memory0_lst_we) begin
+        if (maple_smart_memory0_not_full) begin
+            if ((!maple_smart_memory0_sl_cmp15_out)) begin
+                if (maple_smart_memory0_sl_cmp14_out) begin
+                    maple_smart_memory0_sl_cmp15_e <= maple_smart_memory0_x_e;
+                end
+                else begin
+                    maple_smart_memory0_sl_cmp15_e <= maple_smart_memory0_sl_cmp14_e;
+                end
+            end
+        end
+        else if (maple_smart_memory0_sl_cmp15_out) begin
+            maple_smart_memory0_sl_cmp15_e <= maple_smart_memory0_x_e;
+        end
+    end
+end
+
+
+
 assign maple_smart_memory0_aw_go = (awvalid && awvalid && (!maple_smart_memory0_bvalid_r));
 assign maple_smart_memory0_ar_go = (arvalid && (!maple_smart_memory0_rvalid_r));
 assign maple_smart_memory0_waddr = awaddr[8-1:2];
@@ -811,8 +1703,13 @@ assign maple_smart_memory0_in_bad = (sm_tdata[48-1:(32 + 8)] != 0);
 assign maple_smart_memory0_rmw_hold = (maple_smart_memory0_clearing && (maple_smart_memory0_op_r == 2) && (sm_tdata[32+:8] >= maple_smart_memory0_clr_i));
 
 
-always @(maple_smart_memory0_not_full, maple_smart_memory0_fire, maple_smart_memory0_cnt_slot, maple_smart_memory0_op_r, maple_smart_memory0_thr_s, maple_smart_memory0_k_r, maple_smart_memory0_nb) begin: maple_smart_memory0_sel_c
-    maple_smart_memory0_to_scan = ((maple_smart_memory0_op_r == 0) && (!maple_smart_memory0_not_full) && maple_smart_memory0_nb && (maple_smart_memory0_k_r != 1));
+
+assign maple_smart_memory0_thr_pk = maple_smart_memory0_sl0[48-1:0];
+assign maple_smart_memory0_thr_s = maple_smart_memory0_sl0[48+:4];
+assign maple_smart_memory0_x_e = {maple_smart_memory0_lst_wa, sm_tdata};
+
+
+always @(maple_smart_memory0_not_full, maple_smart_memory0_fire, maple_smart_memory0_cnt_slot, maple_smart_memory0_thr_s, maple_smart_memory0_op_r, maple_smart_memory0_nb) begin: maple_smart_memory0_sel_c
     maple_smart_memory0_lst_we = (maple_smart_memory0_fire && (maple_smart_memory0_op_r == 0) && (maple_smart_memory0_not_full || maple_smart_memory0_nb));
     if (maple_smart_memory0_not_full) begin
         maple_smart_memory0_lst_wa = maple_smart_memory0_cnt_slot;
@@ -831,48 +1728,7 @@ end
 
 
 
-assign maple_smart_memory0_scan_slot = maple_smart_memory0_scan_i[4-1:0];
 assign maple_smart_memory0_dump_slot = maple_smart_memory0_dump_i[4-1:0];
-
-
-
-assign maple_smart_memory0_b_pk = maple_smart_memory0_b_q;
-assign maple_smart_memory0_nxt_slot = (maple_smart_memory0_scan_slot + 1);
-
-
-always @(maple_smart_memory0_nxt_slot, maple_smart_memory0_lst[0], maple_smart_memory0_lst[1], maple_smart_memory0_lst[2], maple_smart_memory0_lst[3], maple_smart_memory0_lst[4], maple_smart_memory0_lst[5], maple_smart_memory0_lst[6], maple_smart_memory0_lst[7], maple_smart_memory0_lst[8], maple_smart_memory0_lst[9], maple_smart_memory0_lst[10], maple_smart_memory0_lst[11], maple_smart_memory0_lst[12], maple_smart_memory0_lst[13], maple_smart_memory0_lst[14], maple_smart_memory0_lst[15], sm_tdata, maple_smart_memory0_thr_s) begin: maple_smart_memory0_scan_nx
-    maple_smart_memory0_b_nx = maple_smart_memory0_lst[maple_smart_memory0_nxt_slot];
-    if ((maple_smart_memory0_thr_s == 1)) begin
-        maple_smart_memory0_lst1_in = sm_tdata;
-    end
-    else begin
-        maple_smart_memory0_lst1_in = maple_smart_memory0_lst[1];
-    end
-end
-
-
-always @(maple_smart_memory0_scan_first, maple_smart_memory0_lst[0], maple_smart_memory0_lst[1], maple_smart_memory0_lst[2], maple_smart_memory0_lst[3], maple_smart_memory0_lst[4], maple_smart_memory0_lst[5], maple_smart_memory0_lst[6], maple_smart_memory0_lst[7], maple_smart_memory0_lst[8], maple_smart_memory0_lst[9], maple_smart_memory0_lst[10], maple_smart_memory0_lst[11], maple_smart_memory0_lst[12], maple_smart_memory0_lst[13], maple_smart_memory0_lst[14], maple_smart_memory0_lst[15], maple_smart_memory0_w_pk, maple_smart_memory0_w_s) begin: maple_smart_memory0_scan_a
-    if (maple_smart_memory0_scan_first) begin
-        maple_smart_memory0_a_pk = maple_smart_memory0_lst[0];
-        maple_smart_memory0_a_s = 0;
-    end
-    else begin
-        maple_smart_memory0_a_pk = maple_smart_memory0_w_pk;
-        maple_smart_memory0_a_s = maple_smart_memory0_w_s;
-    end
-end
-
-
-always @(maple_smart_memory0_scan_slot, maple_smart_memory0_b_worse, maple_smart_memory0_a_pk, maple_smart_memory0_b_pk, maple_smart_memory0_a_s) begin: maple_smart_memory0_scan_res
-    if (maple_smart_memory0_b_worse) begin
-        maple_smart_memory0_res_pk = maple_smart_memory0_b_pk;
-        maple_smart_memory0_res_s = maple_smart_memory0_scan_slot;
-    end
-    else begin
-        maple_smart_memory0_res_pk = maple_smart_memory0_a_pk;
-        maple_smart_memory0_res_s = maple_smart_memory0_a_s;
-    end
-end
 
 
 always @(maple_smart_memory0_r2_valid, maple_smart_memory0_r2_addr, maple_smart_memory0_clr_go, maple_smart_memory0_dump_addr, maple_smart_memory0_clr_i, maple_smart_memory0_sum_sat, maple_smart_memory0_in_addr, maple_smart_memory0_state) begin: maple_smart_memory0_ram_c
@@ -972,8 +1828,6 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_dump_addr <= 0;
         maple_smart_memory0_ins <= 0;
         maple_smart_memory0_r2_val <= 0;
-        maple_smart_memory0_scan_i <= 0;
-        maple_smart_memory0_w_s <= 0;
         maple_smart_memory0_rp <= 0;
         maple_smart_memory0_err <= 0;
         maple_smart_memory0_clr_i <= 0;
@@ -991,15 +1845,12 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_fw2_addr <= 0;
         maple_smart_memory0_fw_data <= 0;
         maple_smart_memory0_min_pk <= 0;
-        maple_smart_memory0_state <= 0;
         maple_smart_memory0_fw_valid <= 0;
+        maple_smart_memory0_state <= 0;
         maple_smart_memory0_bg <= 0;
         maple_smart_memory0_fw2_data <= 0;
-        maple_smart_memory0_last_pend <= 0;
         maple_smart_memory0_ram_q <= 0;
-        maple_smart_memory0_w_pk <= 0;
         maple_smart_memory0_max_pk <= 0;
-        maple_smart_memory0_scan_first <= 0;
         maple_smart_memory0_wp <= 0;
         maple_smart_memory0_dump_i <= 0;
         maple_smart_memory0_cmp_r <= 1;
@@ -1007,17 +1858,13 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_k_r <= 16;
         maple_smart_memory0_pend <= 0;
         maple_smart_memory0_rdata_r <= 0;
-        maple_smart_memory0_b_q <= 0;
         maple_smart_memory0_fcnt <= 0;
-        maple_smart_memory0_thr_pk <= 0;
         maple_smart_memory0_bvalid_r <= 0;
         maple_smart_memory0_fw2_valid <= 0;
         maple_smart_memory0_r1_valid <= 0;
         maple_smart_memory0_sel_rd <= 0;
         maple_smart_memory0_r1_addr <= 0;
-        maple_smart_memory0_thr_s <= 0;
         maple_smart_memory0_rvalid_r <= 0;
-        maple_smart_memory0_stalls <= 0;
         maple_smart_memory0_clearing <= 1;
         maple_smart_memory0_p_last <= 0;
     end
@@ -1035,21 +1882,9 @@ always @(posedge clk) begin: maple_smart_memory0_main
                     if (maple_smart_memory0_not_full) begin
                         maple_smart_memory0_count <= (maple_smart_memory0_count + 1);
                         maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
-                        if (((maple_smart_memory0_count == 0) || maple_smart_memory0_nw)) begin
-                            maple_smart_memory0_thr_pk <= sm_tdata;
-                            maple_smart_memory0_thr_s <= maple_smart_memory0_cnt_slot;
-                        end
                     end
                     else if (maple_smart_memory0_nb) begin
                         maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
-                        if ((maple_smart_memory0_k_r == 1)) begin
-                            maple_smart_memory0_thr_pk <= sm_tdata;
-                        end
-                        else begin
-                            maple_smart_memory0_state <= 2;
-                            maple_smart_memory0_scan_i <= 1;
-                            maple_smart_memory0_scan_first <= 1'b1;
-                        end
                     end
                 end
                 'h1: begin
@@ -1075,36 +1910,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                 end
             endcase
             if (sm_tlast) begin
-                if (maple_smart_memory0_to_scan) begin
-                    maple_smart_memory0_last_pend <= 1'b1;
-                end
-                else begin
-                    maple_smart_memory0_state <= 0;
-                end
-            end
-        end
-        if ((maple_smart_memory0_state != 2)) begin
-            maple_smart_memory0_b_q <= maple_smart_memory0_lst1_in;
-        end
-        if ((maple_smart_memory0_state == 2)) begin
-            maple_smart_memory0_scan_first <= 1'b0;
-            maple_smart_memory0_stalls <= (maple_smart_memory0_stalls + 1);
-            maple_smart_memory0_w_pk <= maple_smart_memory0_res_pk;
-            maple_smart_memory0_w_s <= maple_smart_memory0_res_s;
-            if (($signed({1'b0, maple_smart_memory0_scan_i}) == ($signed({1'b0, maple_smart_memory0_k_r}) - 1))) begin
-                maple_smart_memory0_thr_pk <= maple_smart_memory0_res_pk;
-                maple_smart_memory0_thr_s <= maple_smart_memory0_res_s;
-                maple_smart_memory0_last_pend <= 1'b0;
-                if (maple_smart_memory0_last_pend) begin
-                    maple_smart_memory0_state <= 0;
-                end
-                else begin
-                    maple_smart_memory0_state <= 1;
-                end
-            end
-            else begin
-                maple_smart_memory0_scan_i <= (maple_smart_memory0_scan_i + 1);
-                maple_smart_memory0_b_q <= maple_smart_memory0_b_nx;
+                maple_smart_memory0_state <= 0;
             end
         end
         if (maple_smart_memory0_clr_go) begin
@@ -1139,8 +1945,6 @@ always @(posedge clk) begin: maple_smart_memory0_main
                     maple_smart_memory0_state <= 1;
                     maple_smart_memory0_count <= 0;
                     maple_smart_memory0_have <= 1'b0;
-                    maple_smart_memory0_last_pend <= 1'b0;
-                    maple_smart_memory0_stalls <= 0;
                     maple_smart_memory0_ins <= 0;
                 end
                 else begin
@@ -1194,7 +1998,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                 maple_smart_memory0_rdata_r <= maple_smart_memory0_status32;
             end
             else if ((maple_smart_memory0_raddr == 7)) begin
-                maple_smart_memory0_rdata_r <= maple_smart_memory0_stalls;
+                maple_smart_memory0_rdata_r <= 0;
             end
             else if ((maple_smart_memory0_raddr == 8)) begin
                 maple_smart_memory0_rdata_r <= maple_smart_memory0_ins;
@@ -1220,8 +2024,6 @@ always @(posedge clk) begin: maple_smart_memory0_main
                 maple_smart_memory0_state <= 1;
                 maple_smart_memory0_count <= 0;
                 maple_smart_memory0_have <= 1'b0;
-                maple_smart_memory0_last_pend <= 1'b0;
-                maple_smart_memory0_stalls <= 0;
                 maple_smart_memory0_ins <= 0;
             end
             else begin
@@ -1264,8 +2066,6 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         maple_smart_memory0_clr_i <= 0;
                         maple_smart_memory0_count <= 0;
                         maple_smart_memory0_have <= 1'b0;
-                        maple_smart_memory0_last_pend <= 1'b0;
-                        maple_smart_memory0_stalls <= 0;
                         maple_smart_memory0_ins <= 0;
                     end
                     else begin
@@ -1278,8 +2078,6 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         maple_smart_memory0_state <= 1;
                         maple_smart_memory0_count <= 0;
                         maple_smart_memory0_have <= 1'b0;
-                        maple_smart_memory0_last_pend <= 1'b0;
-                        maple_smart_memory0_stalls <= 0;
                         maple_smart_memory0_ins <= 0;
                     end
                     else begin

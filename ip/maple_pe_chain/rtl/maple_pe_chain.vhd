@@ -184,23 +184,13 @@ signal cq: unsigned(31 downto 0);
 signal maple_smart_memory0_in_i: unsigned(15 downto 0);
 signal maple_smart_memory0_thr_v: signed (31 downto 0);
 signal maple_smart_memory0_thr_i: unsigned(15 downto 0);
-signal maple_smart_memory0_av: signed (31 downto 0);
-signal maple_smart_memory0_ai: unsigned(15 downto 0);
-signal maple_smart_memory0_bv: signed (31 downto 0);
-signal maple_smart_memory0_bi: unsigned(15 downto 0);
 signal maple_smart_memory0_mn_v: signed (31 downto 0);
 signal maple_smart_memory0_mn_i: unsigned(15 downto 0);
 signal maple_smart_memory0_mx_v: signed (31 downto 0);
 signal maple_smart_memory0_mx_i: unsigned(15 downto 0);
-signal maple_smart_memory0_a_pk: unsigned(47 downto 0);
-signal maple_smart_memory0_a_s: unsigned(3 downto 0);
 signal maple_smart_memory0_ar_go: std_logic;
 signal maple_smart_memory0_armed_s: std_logic;
 signal maple_smart_memory0_aw_go: std_logic;
-signal maple_smart_memory0_b_nx: unsigned(47 downto 0);
-signal maple_smart_memory0_b_pk: unsigned(47 downto 0);
-signal maple_smart_memory0_b_q: unsigned(47 downto 0);
-signal maple_smart_memory0_b_worse: std_logic;
 signal maple_smart_memory0_base32: unsigned(31 downto 0);
 signal maple_smart_memory0_base_r: unsigned(8 downto 0);
 signal maple_smart_memory0_bg: std_logic;
@@ -240,10 +230,8 @@ signal maple_smart_memory0_ins: unsigned(31 downto 0);
 signal maple_smart_memory0_issue: std_logic;
 signal maple_smart_memory0_k32: unsigned(31 downto 0);
 signal maple_smart_memory0_k_r: unsigned(8 downto 0);
-signal maple_smart_memory0_last_pend: std_logic;
 signal maple_smart_memory0_len32: unsigned(31 downto 0);
 signal maple_smart_memory0_len_r: unsigned(8 downto 0);
-signal maple_smart_memory0_lst1_in: unsigned(47 downto 0);
 signal maple_smart_memory0_lst_wa: unsigned(3 downto 0);
 signal maple_smart_memory0_lst_we: std_logic;
 signal maple_smart_memory0_max_pk: unsigned(47 downto 0);
@@ -252,8 +240,6 @@ signal maple_smart_memory0_nb: std_logic;
 signal maple_smart_memory0_nmax: std_logic;
 signal maple_smart_memory0_nmin: std_logic;
 signal maple_smart_memory0_not_full: std_logic;
-signal maple_smart_memory0_nw: std_logic;
-signal maple_smart_memory0_nxt_slot: unsigned(3 downto 0);
 signal maple_smart_memory0_old: signed (31 downto 0);
 signal maple_smart_memory0_op32: unsigned(31 downto 0);
 signal maple_smart_memory0_op_r: unsigned(1 downto 0);
@@ -279,36 +265,140 @@ signal maple_smart_memory0_ram_we: std_logic;
 signal maple_smart_memory0_rd_s: signed (31 downto 0);
 signal maple_smart_memory0_rdata_r: unsigned(31 downto 0);
 signal maple_smart_memory0_rearm: std_logic;
-signal maple_smart_memory0_res_pk: unsigned(47 downto 0);
-signal maple_smart_memory0_res_s: unsigned(3 downto 0);
 signal maple_smart_memory0_rmis: std_logic;
 signal maple_smart_memory0_rmw_hold: std_logic;
 signal maple_smart_memory0_rp: unsigned(1 downto 0);
 signal maple_smart_memory0_rvalid_r: std_logic;
-signal maple_smart_memory0_scan_first: std_logic;
-signal maple_smart_memory0_scan_i: unsigned(8 downto 0);
-signal maple_smart_memory0_scan_slot: unsigned(3 downto 0);
 signal maple_smart_memory0_sel_rd: unsigned(47 downto 0);
 signal maple_smart_memory0_sel_src: unsigned(47 downto 0);
 signal maple_smart_memory0_smax: unsigned(47 downto 0);
 signal maple_smart_memory0_smin: unsigned(47 downto 0);
-signal maple_smart_memory0_stalls: unsigned(31 downto 0);
 signal maple_smart_memory0_state: unsigned(2 downto 0);
 signal maple_smart_memory0_status32: unsigned(31 downto 0);
 signal maple_smart_memory0_sum_sat: signed (31 downto 0);
 signal maple_smart_memory0_sum_w: signed (32 downto 0);
 signal maple_smart_memory0_thr_pk: unsigned(47 downto 0);
 signal maple_smart_memory0_thr_s: unsigned(3 downto 0);
-signal maple_smart_memory0_to_scan: std_logic;
-signal maple_smart_memory0_w_pk: unsigned(47 downto 0);
-signal maple_smart_memory0_w_s: unsigned(3 downto 0);
 signal maple_smart_memory0_waddr: unsigned(5 downto 0);
 signal maple_smart_memory0_wmis: std_logic;
 signal maple_smart_memory0_wp: unsigned(1 downto 0);
+signal maple_smart_memory0_x_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl0: unsigned(51 downto 0);
 signal maple_smart_memory0_sat0_fill: unsigned(30 downto 0);
 signal maple_smart_memory0_sat0_hi: unsigned(1 downto 0);
 signal maple_smart_memory0_sat0_hin: unsigned(1 downto 0);
 signal maple_smart_memory0_sat0_nsign: std_logic;
+signal maple_smart_memory0_sl_cmp0_out: std_logic;
+signal maple_smart_memory0_sl_cmp0_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp0_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp0_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp0_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp0_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp1_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp1_out: std_logic;
+signal maple_smart_memory0_sl_cmp1_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp1_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp1_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp1_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp1_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp2_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp2_out: std_logic;
+signal maple_smart_memory0_sl_cmp2_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp2_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp2_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp2_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp2_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp3_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp3_out: std_logic;
+signal maple_smart_memory0_sl_cmp3_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp3_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp3_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp3_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp3_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp4_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp4_out: std_logic;
+signal maple_smart_memory0_sl_cmp4_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp4_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp4_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp4_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp4_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp5_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp5_out: std_logic;
+signal maple_smart_memory0_sl_cmp5_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp5_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp5_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp5_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp5_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp6_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp6_out: std_logic;
+signal maple_smart_memory0_sl_cmp6_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp6_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp6_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp6_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp6_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp7_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp7_out: std_logic;
+signal maple_smart_memory0_sl_cmp7_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp7_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp7_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp7_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp7_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp8_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp8_out: std_logic;
+signal maple_smart_memory0_sl_cmp8_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp8_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp8_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp8_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp8_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp9_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp9_out: std_logic;
+signal maple_smart_memory0_sl_cmp9_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp9_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp9_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp9_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp9_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp10_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp10_out: std_logic;
+signal maple_smart_memory0_sl_cmp10_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp10_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp10_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp10_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp10_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp11_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp11_out: std_logic;
+signal maple_smart_memory0_sl_cmp11_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp11_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp11_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp11_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp11_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp12_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp12_out: std_logic;
+signal maple_smart_memory0_sl_cmp12_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp12_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp12_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp12_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp12_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp13_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp13_out: std_logic;
+signal maple_smart_memory0_sl_cmp13_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp13_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp13_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp13_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp13_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp14_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp14_out: std_logic;
+signal maple_smart_memory0_sl_cmp14_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp14_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp14_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp14_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp14_xv: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp15_e: unsigned(51 downto 0);
+signal maple_smart_memory0_sl_cmp15_out: std_logic;
+signal maple_smart_memory0_sl_cmp15_ei: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp15_es: unsigned(3 downto 0);
+signal maple_smart_memory0_sl_cmp15_ev: signed (31 downto 0);
+signal maple_smart_memory0_sl_cmp15_xi: unsigned(15 downto 0);
+signal maple_smart_memory0_sl_cmp15_xv: signed (31 downto 0);
 signal dstage0_vo: std_logic;
 signal dstage0_so: unsigned(15 downto 0);
 signal dstage0_no: unsigned(6 downto 0);
@@ -660,36 +750,6 @@ begin
     end if;
 end process maple_smart_memory0_better0_c;
 
-maple_smart_memory0_better1_c: process (maple_smart_memory0_in_i, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_i, maple_smart_memory0_in_v, maple_smart_memory0_thr_v) is
-begin
-    if (maple_smart_memory0_thr_v = maple_smart_memory0_in_v) then
-        maple_smart_memory0_nw <= stdl(maple_smart_memory0_thr_i < maple_smart_memory0_in_i);
-    elsif bool(maple_smart_memory0_cmp_r) then
-        maple_smart_memory0_nw <= stdl(maple_smart_memory0_thr_v > maple_smart_memory0_in_v);
-    else
-        maple_smart_memory0_nw <= stdl(maple_smart_memory0_thr_v < maple_smart_memory0_in_v);
-    end if;
-end process maple_smart_memory0_better1_c;
-
-
-maple_smart_memory0_av <= signed(maple_smart_memory0_a_pk(32-1 downto 0));
-maple_smart_memory0_ai <= maple_smart_memory0_a_pk(48-1 downto 32);
-
-
-maple_smart_memory0_bv <= signed(maple_smart_memory0_b_pk(32-1 downto 0));
-maple_smart_memory0_bi <= maple_smart_memory0_b_pk(48-1 downto 32);
-
-maple_smart_memory0_better2_c: process (maple_smart_memory0_bi, maple_smart_memory0_cmp_r, maple_smart_memory0_ai, maple_smart_memory0_bv, maple_smart_memory0_av) is
-begin
-    if (maple_smart_memory0_av = maple_smart_memory0_bv) then
-        maple_smart_memory0_b_worse <= stdl(maple_smart_memory0_ai < maple_smart_memory0_bi);
-    elsif bool(maple_smart_memory0_cmp_r) then
-        maple_smart_memory0_b_worse <= stdl(maple_smart_memory0_av > maple_smart_memory0_bv);
-    else
-        maple_smart_memory0_b_worse <= stdl(maple_smart_memory0_av < maple_smart_memory0_bv);
-    end if;
-end process maple_smart_memory0_better2_c;
-
 
 maple_smart_memory0_mn_v <= signed(maple_smart_memory0_min_pk(32-1 downto 0));
 maple_smart_memory0_mn_i <= maple_smart_memory0_min_pk(48-1 downto 32);
@@ -698,23 +758,23 @@ maple_smart_memory0_mn_i <= maple_smart_memory0_min_pk(48-1 downto 32);
 maple_smart_memory0_mx_v <= signed(maple_smart_memory0_max_pk(32-1 downto 0));
 maple_smart_memory0_mx_i <= maple_smart_memory0_max_pk(48-1 downto 32);
 
-maple_smart_memory0_better3_c: process (maple_smart_memory0_mn_v, maple_smart_memory0_in_i, maple_smart_memory0_in_v, maple_smart_memory0_mn_i) is
+maple_smart_memory0_better1_c: process (maple_smart_memory0_mn_v, maple_smart_memory0_in_i, maple_smart_memory0_in_v, maple_smart_memory0_mn_i) is
 begin
     if (maple_smart_memory0_in_v = maple_smart_memory0_mn_v) then
         maple_smart_memory0_nmin <= stdl(maple_smart_memory0_in_i < maple_smart_memory0_mn_i);
     else
         maple_smart_memory0_nmin <= stdl(maple_smart_memory0_in_v < maple_smart_memory0_mn_v);
     end if;
-end process maple_smart_memory0_better3_c;
+end process maple_smart_memory0_better1_c;
 
-maple_smart_memory0_better4_c: process (maple_smart_memory0_mx_v, maple_smart_memory0_in_i, maple_smart_memory0_in_v, maple_smart_memory0_mx_i) is
+maple_smart_memory0_better2_c: process (maple_smart_memory0_mx_v, maple_smart_memory0_in_i, maple_smart_memory0_in_v, maple_smart_memory0_mx_i) is
 begin
     if (maple_smart_memory0_in_v = maple_smart_memory0_mx_v) then
         maple_smart_memory0_nmax <= stdl(maple_smart_memory0_in_i < maple_smart_memory0_mx_i);
     else
         maple_smart_memory0_nmax <= stdl(maple_smart_memory0_in_v > maple_smart_memory0_mx_v);
     end if;
-end process maple_smart_memory0_better4_c;
+end process maple_smart_memory0_better2_c;
 
 
 maple_smart_memory0_sat0_hi <= unsigned(maple_smart_memory0_sum_w(33-1 downto (32 - 1)));
@@ -751,6 +811,750 @@ maple_smart_memory0_count32 <= unsigned'(to_unsigned(0, 23) & maple_smart_memory
 
 
 maple_smart_memory0_dump_addr_x <= unsigned'(to_unsigned(0, 8) & maple_smart_memory0_dump_addr);
+
+
+maple_smart_memory0_sl_cmp0_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp0_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp0_ev <= signed(maple_smart_memory0_sl0(32-1 downto 0));
+maple_smart_memory0_sl_cmp0_ei <= maple_smart_memory0_sl0(48-1 downto 32);
+maple_smart_memory0_sl_cmp0_es <= maple_smart_memory0_sl0((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp0_c: process (maple_smart_memory0_sl_cmp0_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp0_ei, maple_smart_memory0_sl_cmp0_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp0_xi, maple_smart_memory0_sl_cmp0_xv) is
+begin
+    if (maple_smart_memory0_count <= 0) then
+        maple_smart_memory0_sl_cmp0_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp0_xv = maple_smart_memory0_sl_cmp0_ev) then
+        if (maple_smart_memory0_sl_cmp0_xi = maple_smart_memory0_sl_cmp0_ei) then
+            maple_smart_memory0_sl_cmp0_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp0_es);
+        else
+            maple_smart_memory0_sl_cmp0_out <= stdl(maple_smart_memory0_sl_cmp0_xi < maple_smart_memory0_sl_cmp0_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp0_out <= stdl(maple_smart_memory0_sl_cmp0_xv > maple_smart_memory0_sl_cmp0_ev);
+    else
+        maple_smart_memory0_sl_cmp0_out <= stdl(maple_smart_memory0_sl_cmp0_xv < maple_smart_memory0_sl_cmp0_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp0_c;
+
+
+maple_smart_memory0_sl_cmp1_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp1_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp1_ev <= signed(maple_smart_memory0_sl_cmp1_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp1_ei <= maple_smart_memory0_sl_cmp1_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp1_es <= maple_smart_memory0_sl_cmp1_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp1_c: process (maple_smart_memory0_sl_cmp1_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp1_ei, maple_smart_memory0_sl_cmp1_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp1_xi, maple_smart_memory0_sl_cmp1_xv) is
+begin
+    if (maple_smart_memory0_count <= 1) then
+        maple_smart_memory0_sl_cmp1_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp1_xv = maple_smart_memory0_sl_cmp1_ev) then
+        if (maple_smart_memory0_sl_cmp1_xi = maple_smart_memory0_sl_cmp1_ei) then
+            maple_smart_memory0_sl_cmp1_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp1_es);
+        else
+            maple_smart_memory0_sl_cmp1_out <= stdl(maple_smart_memory0_sl_cmp1_xi < maple_smart_memory0_sl_cmp1_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp1_out <= stdl(maple_smart_memory0_sl_cmp1_xv > maple_smart_memory0_sl_cmp1_ev);
+    else
+        maple_smart_memory0_sl_cmp1_out <= stdl(maple_smart_memory0_sl_cmp1_xv < maple_smart_memory0_sl_cmp1_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp1_c;
+
+
+maple_smart_memory0_sl_cmp2_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp2_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp2_ev <= signed(maple_smart_memory0_sl_cmp2_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp2_ei <= maple_smart_memory0_sl_cmp2_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp2_es <= maple_smart_memory0_sl_cmp2_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp2_c: process (maple_smart_memory0_sl_cmp2_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp2_ei, maple_smart_memory0_sl_cmp2_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp2_xi, maple_smart_memory0_sl_cmp2_xv) is
+begin
+    if (maple_smart_memory0_count <= 2) then
+        maple_smart_memory0_sl_cmp2_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp2_xv = maple_smart_memory0_sl_cmp2_ev) then
+        if (maple_smart_memory0_sl_cmp2_xi = maple_smart_memory0_sl_cmp2_ei) then
+            maple_smart_memory0_sl_cmp2_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp2_es);
+        else
+            maple_smart_memory0_sl_cmp2_out <= stdl(maple_smart_memory0_sl_cmp2_xi < maple_smart_memory0_sl_cmp2_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp2_out <= stdl(maple_smart_memory0_sl_cmp2_xv > maple_smart_memory0_sl_cmp2_ev);
+    else
+        maple_smart_memory0_sl_cmp2_out <= stdl(maple_smart_memory0_sl_cmp2_xv < maple_smart_memory0_sl_cmp2_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp2_c;
+
+
+maple_smart_memory0_sl_cmp3_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp3_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp3_ev <= signed(maple_smart_memory0_sl_cmp3_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp3_ei <= maple_smart_memory0_sl_cmp3_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp3_es <= maple_smart_memory0_sl_cmp3_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp3_c: process (maple_smart_memory0_sl_cmp3_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp3_ei, maple_smart_memory0_sl_cmp3_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp3_xi, maple_smart_memory0_sl_cmp3_xv) is
+begin
+    if (maple_smart_memory0_count <= 3) then
+        maple_smart_memory0_sl_cmp3_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp3_xv = maple_smart_memory0_sl_cmp3_ev) then
+        if (maple_smart_memory0_sl_cmp3_xi = maple_smart_memory0_sl_cmp3_ei) then
+            maple_smart_memory0_sl_cmp3_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp3_es);
+        else
+            maple_smart_memory0_sl_cmp3_out <= stdl(maple_smart_memory0_sl_cmp3_xi < maple_smart_memory0_sl_cmp3_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp3_out <= stdl(maple_smart_memory0_sl_cmp3_xv > maple_smart_memory0_sl_cmp3_ev);
+    else
+        maple_smart_memory0_sl_cmp3_out <= stdl(maple_smart_memory0_sl_cmp3_xv < maple_smart_memory0_sl_cmp3_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp3_c;
+
+
+maple_smart_memory0_sl_cmp4_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp4_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp4_ev <= signed(maple_smart_memory0_sl_cmp4_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp4_ei <= maple_smart_memory0_sl_cmp4_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp4_es <= maple_smart_memory0_sl_cmp4_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp4_c: process (maple_smart_memory0_sl_cmp4_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp4_ei, maple_smart_memory0_sl_cmp4_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp4_xi, maple_smart_memory0_sl_cmp4_xv) is
+begin
+    if (maple_smart_memory0_count <= 4) then
+        maple_smart_memory0_sl_cmp4_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp4_xv = maple_smart_memory0_sl_cmp4_ev) then
+        if (maple_smart_memory0_sl_cmp4_xi = maple_smart_memory0_sl_cmp4_ei) then
+            maple_smart_memory0_sl_cmp4_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp4_es);
+        else
+            maple_smart_memory0_sl_cmp4_out <= stdl(maple_smart_memory0_sl_cmp4_xi < maple_smart_memory0_sl_cmp4_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp4_out <= stdl(maple_smart_memory0_sl_cmp4_xv > maple_smart_memory0_sl_cmp4_ev);
+    else
+        maple_smart_memory0_sl_cmp4_out <= stdl(maple_smart_memory0_sl_cmp4_xv < maple_smart_memory0_sl_cmp4_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp4_c;
+
+
+maple_smart_memory0_sl_cmp5_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp5_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp5_ev <= signed(maple_smart_memory0_sl_cmp5_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp5_ei <= maple_smart_memory0_sl_cmp5_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp5_es <= maple_smart_memory0_sl_cmp5_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp5_c: process (maple_smart_memory0_sl_cmp5_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp5_ei, maple_smart_memory0_sl_cmp5_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp5_xi, maple_smart_memory0_sl_cmp5_xv) is
+begin
+    if (maple_smart_memory0_count <= 5) then
+        maple_smart_memory0_sl_cmp5_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp5_xv = maple_smart_memory0_sl_cmp5_ev) then
+        if (maple_smart_memory0_sl_cmp5_xi = maple_smart_memory0_sl_cmp5_ei) then
+            maple_smart_memory0_sl_cmp5_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp5_es);
+        else
+            maple_smart_memory0_sl_cmp5_out <= stdl(maple_smart_memory0_sl_cmp5_xi < maple_smart_memory0_sl_cmp5_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp5_out <= stdl(maple_smart_memory0_sl_cmp5_xv > maple_smart_memory0_sl_cmp5_ev);
+    else
+        maple_smart_memory0_sl_cmp5_out <= stdl(maple_smart_memory0_sl_cmp5_xv < maple_smart_memory0_sl_cmp5_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp5_c;
+
+
+maple_smart_memory0_sl_cmp6_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp6_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp6_ev <= signed(maple_smart_memory0_sl_cmp6_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp6_ei <= maple_smart_memory0_sl_cmp6_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp6_es <= maple_smart_memory0_sl_cmp6_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp6_c: process (maple_smart_memory0_sl_cmp6_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp6_ei, maple_smart_memory0_sl_cmp6_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp6_xi, maple_smart_memory0_sl_cmp6_xv) is
+begin
+    if (maple_smart_memory0_count <= 6) then
+        maple_smart_memory0_sl_cmp6_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp6_xv = maple_smart_memory0_sl_cmp6_ev) then
+        if (maple_smart_memory0_sl_cmp6_xi = maple_smart_memory0_sl_cmp6_ei) then
+            maple_smart_memory0_sl_cmp6_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp6_es);
+        else
+            maple_smart_memory0_sl_cmp6_out <= stdl(maple_smart_memory0_sl_cmp6_xi < maple_smart_memory0_sl_cmp6_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp6_out <= stdl(maple_smart_memory0_sl_cmp6_xv > maple_smart_memory0_sl_cmp6_ev);
+    else
+        maple_smart_memory0_sl_cmp6_out <= stdl(maple_smart_memory0_sl_cmp6_xv < maple_smart_memory0_sl_cmp6_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp6_c;
+
+
+maple_smart_memory0_sl_cmp7_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp7_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp7_ev <= signed(maple_smart_memory0_sl_cmp7_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp7_ei <= maple_smart_memory0_sl_cmp7_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp7_es <= maple_smart_memory0_sl_cmp7_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp7_c: process (maple_smart_memory0_sl_cmp7_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp7_ei, maple_smart_memory0_sl_cmp7_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp7_xi, maple_smart_memory0_sl_cmp7_xv) is
+begin
+    if (maple_smart_memory0_count <= 7) then
+        maple_smart_memory0_sl_cmp7_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp7_xv = maple_smart_memory0_sl_cmp7_ev) then
+        if (maple_smart_memory0_sl_cmp7_xi = maple_smart_memory0_sl_cmp7_ei) then
+            maple_smart_memory0_sl_cmp7_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp7_es);
+        else
+            maple_smart_memory0_sl_cmp7_out <= stdl(maple_smart_memory0_sl_cmp7_xi < maple_smart_memory0_sl_cmp7_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp7_out <= stdl(maple_smart_memory0_sl_cmp7_xv > maple_smart_memory0_sl_cmp7_ev);
+    else
+        maple_smart_memory0_sl_cmp7_out <= stdl(maple_smart_memory0_sl_cmp7_xv < maple_smart_memory0_sl_cmp7_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp7_c;
+
+
+maple_smart_memory0_sl_cmp8_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp8_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp8_ev <= signed(maple_smart_memory0_sl_cmp8_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp8_ei <= maple_smart_memory0_sl_cmp8_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp8_es <= maple_smart_memory0_sl_cmp8_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp8_c: process (maple_smart_memory0_sl_cmp8_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp8_ei, maple_smart_memory0_sl_cmp8_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp8_xi, maple_smart_memory0_sl_cmp8_xv) is
+begin
+    if (maple_smart_memory0_count <= 8) then
+        maple_smart_memory0_sl_cmp8_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp8_xv = maple_smart_memory0_sl_cmp8_ev) then
+        if (maple_smart_memory0_sl_cmp8_xi = maple_smart_memory0_sl_cmp8_ei) then
+            maple_smart_memory0_sl_cmp8_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp8_es);
+        else
+            maple_smart_memory0_sl_cmp8_out <= stdl(maple_smart_memory0_sl_cmp8_xi < maple_smart_memory0_sl_cmp8_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp8_out <= stdl(maple_smart_memory0_sl_cmp8_xv > maple_smart_memory0_sl_cmp8_ev);
+    else
+        maple_smart_memory0_sl_cmp8_out <= stdl(maple_smart_memory0_sl_cmp8_xv < maple_smart_memory0_sl_cmp8_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp8_c;
+
+
+maple_smart_memory0_sl_cmp9_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp9_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp9_ev <= signed(maple_smart_memory0_sl_cmp9_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp9_ei <= maple_smart_memory0_sl_cmp9_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp9_es <= maple_smart_memory0_sl_cmp9_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp9_c: process (maple_smart_memory0_sl_cmp9_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp9_ei, maple_smart_memory0_sl_cmp9_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp9_xi, maple_smart_memory0_sl_cmp9_xv) is
+begin
+    if (maple_smart_memory0_count <= 9) then
+        maple_smart_memory0_sl_cmp9_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp9_xv = maple_smart_memory0_sl_cmp9_ev) then
+        if (maple_smart_memory0_sl_cmp9_xi = maple_smart_memory0_sl_cmp9_ei) then
+            maple_smart_memory0_sl_cmp9_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp9_es);
+        else
+            maple_smart_memory0_sl_cmp9_out <= stdl(maple_smart_memory0_sl_cmp9_xi < maple_smart_memory0_sl_cmp9_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp9_out <= stdl(maple_smart_memory0_sl_cmp9_xv > maple_smart_memory0_sl_cmp9_ev);
+    else
+        maple_smart_memory0_sl_cmp9_out <= stdl(maple_smart_memory0_sl_cmp9_xv < maple_smart_memory0_sl_cmp9_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp9_c;
+
+
+maple_smart_memory0_sl_cmp10_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp10_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp10_ev <= signed(maple_smart_memory0_sl_cmp10_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp10_ei <= maple_smart_memory0_sl_cmp10_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp10_es <= maple_smart_memory0_sl_cmp10_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp10_c: process (maple_smart_memory0_sl_cmp10_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp10_ei, maple_smart_memory0_sl_cmp10_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp10_xi, maple_smart_memory0_sl_cmp10_xv) is
+begin
+    if (maple_smart_memory0_count <= 10) then
+        maple_smart_memory0_sl_cmp10_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp10_xv = maple_smart_memory0_sl_cmp10_ev) then
+        if (maple_smart_memory0_sl_cmp10_xi = maple_smart_memory0_sl_cmp10_ei) then
+            maple_smart_memory0_sl_cmp10_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp10_es);
+        else
+            maple_smart_memory0_sl_cmp10_out <= stdl(maple_smart_memory0_sl_cmp10_xi < maple_smart_memory0_sl_cmp10_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp10_out <= stdl(maple_smart_memory0_sl_cmp10_xv > maple_smart_memory0_sl_cmp10_ev);
+    else
+        maple_smart_memory0_sl_cmp10_out <= stdl(maple_smart_memory0_sl_cmp10_xv < maple_smart_memory0_sl_cmp10_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp10_c;
+
+
+maple_smart_memory0_sl_cmp11_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp11_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp11_ev <= signed(maple_smart_memory0_sl_cmp11_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp11_ei <= maple_smart_memory0_sl_cmp11_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp11_es <= maple_smart_memory0_sl_cmp11_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp11_c: process (maple_smart_memory0_sl_cmp11_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp11_ei, maple_smart_memory0_sl_cmp11_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp11_xi, maple_smart_memory0_sl_cmp11_xv) is
+begin
+    if (maple_smart_memory0_count <= 11) then
+        maple_smart_memory0_sl_cmp11_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp11_xv = maple_smart_memory0_sl_cmp11_ev) then
+        if (maple_smart_memory0_sl_cmp11_xi = maple_smart_memory0_sl_cmp11_ei) then
+            maple_smart_memory0_sl_cmp11_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp11_es);
+        else
+            maple_smart_memory0_sl_cmp11_out <= stdl(maple_smart_memory0_sl_cmp11_xi < maple_smart_memory0_sl_cmp11_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp11_out <= stdl(maple_smart_memory0_sl_cmp11_xv > maple_smart_memory0_sl_cmp11_ev);
+    else
+        maple_smart_memory0_sl_cmp11_out <= stdl(maple_smart_memory0_sl_cmp11_xv < maple_smart_memory0_sl_cmp11_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp11_c;
+
+
+maple_smart_memory0_sl_cmp12_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp12_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp12_ev <= signed(maple_smart_memory0_sl_cmp12_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp12_ei <= maple_smart_memory0_sl_cmp12_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp12_es <= maple_smart_memory0_sl_cmp12_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp12_c: process (maple_smart_memory0_sl_cmp12_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp12_ei, maple_smart_memory0_sl_cmp12_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp12_xi, maple_smart_memory0_sl_cmp12_xv) is
+begin
+    if (maple_smart_memory0_count <= 12) then
+        maple_smart_memory0_sl_cmp12_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp12_xv = maple_smart_memory0_sl_cmp12_ev) then
+        if (maple_smart_memory0_sl_cmp12_xi = maple_smart_memory0_sl_cmp12_ei) then
+            maple_smart_memory0_sl_cmp12_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp12_es);
+        else
+            maple_smart_memory0_sl_cmp12_out <= stdl(maple_smart_memory0_sl_cmp12_xi < maple_smart_memory0_sl_cmp12_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp12_out <= stdl(maple_smart_memory0_sl_cmp12_xv > maple_smart_memory0_sl_cmp12_ev);
+    else
+        maple_smart_memory0_sl_cmp12_out <= stdl(maple_smart_memory0_sl_cmp12_xv < maple_smart_memory0_sl_cmp12_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp12_c;
+
+
+maple_smart_memory0_sl_cmp13_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp13_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp13_ev <= signed(maple_smart_memory0_sl_cmp13_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp13_ei <= maple_smart_memory0_sl_cmp13_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp13_es <= maple_smart_memory0_sl_cmp13_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp13_c: process (maple_smart_memory0_sl_cmp13_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp13_ei, maple_smart_memory0_sl_cmp13_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp13_xi, maple_smart_memory0_sl_cmp13_xv) is
+begin
+    if (maple_smart_memory0_count <= 13) then
+        maple_smart_memory0_sl_cmp13_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp13_xv = maple_smart_memory0_sl_cmp13_ev) then
+        if (maple_smart_memory0_sl_cmp13_xi = maple_smart_memory0_sl_cmp13_ei) then
+            maple_smart_memory0_sl_cmp13_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp13_es);
+        else
+            maple_smart_memory0_sl_cmp13_out <= stdl(maple_smart_memory0_sl_cmp13_xi < maple_smart_memory0_sl_cmp13_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp13_out <= stdl(maple_smart_memory0_sl_cmp13_xv > maple_smart_memory0_sl_cmp13_ev);
+    else
+        maple_smart_memory0_sl_cmp13_out <= stdl(maple_smart_memory0_sl_cmp13_xv < maple_smart_memory0_sl_cmp13_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp13_c;
+
+
+maple_smart_memory0_sl_cmp14_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp14_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp14_ev <= signed(maple_smart_memory0_sl_cmp14_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp14_ei <= maple_smart_memory0_sl_cmp14_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp14_es <= maple_smart_memory0_sl_cmp14_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp14_c: process (maple_smart_memory0_sl_cmp14_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp14_ei, maple_smart_memory0_sl_cmp14_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp14_xi, maple_smart_memory0_sl_cmp14_xv) is
+begin
+    if (maple_smart_memory0_count <= 14) then
+        maple_smart_memory0_sl_cmp14_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp14_xv = maple_smart_memory0_sl_cmp14_ev) then
+        if (maple_smart_memory0_sl_cmp14_xi = maple_smart_memory0_sl_cmp14_ei) then
+            maple_smart_memory0_sl_cmp14_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp14_es);
+        else
+            maple_smart_memory0_sl_cmp14_out <= stdl(maple_smart_memory0_sl_cmp14_xi < maple_smart_memory0_sl_cmp14_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp14_out <= stdl(maple_smart_memory0_sl_cmp14_xv > maple_smart_memory0_sl_cmp14_ev);
+    else
+        maple_smart_memory0_sl_cmp14_out <= stdl(maple_smart_memory0_sl_cmp14_xv < maple_smart_memory0_sl_cmp14_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp14_c;
+
+
+maple_smart_memory0_sl_cmp15_xv <= signed(sm_tdata(32-1 downto 0));
+maple_smart_memory0_sl_cmp15_xi <= sm_tdata(48-1 downto 32);
+maple_smart_memory0_sl_cmp15_ev <= signed(maple_smart_memory0_sl_cmp15_e(32-1 downto 0));
+maple_smart_memory0_sl_cmp15_ei <= maple_smart_memory0_sl_cmp15_e(48-1 downto 32);
+maple_smart_memory0_sl_cmp15_es <= maple_smart_memory0_sl_cmp15_e((48 + 4)-1 downto 48);
+
+maple_smart_memory0_sl_cmp15_c: process (maple_smart_memory0_sl_cmp15_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp15_ei, maple_smart_memory0_sl_cmp15_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp15_xi, maple_smart_memory0_sl_cmp15_xv) is
+begin
+    if (maple_smart_memory0_count <= 15) then
+        maple_smart_memory0_sl_cmp15_out <= '0';
+    elsif (maple_smart_memory0_sl_cmp15_xv = maple_smart_memory0_sl_cmp15_ev) then
+        if (maple_smart_memory0_sl_cmp15_xi = maple_smart_memory0_sl_cmp15_ei) then
+            maple_smart_memory0_sl_cmp15_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp15_es);
+        else
+            maple_smart_memory0_sl_cmp15_out <= stdl(maple_smart_memory0_sl_cmp15_xi < maple_smart_memory0_sl_cmp15_ei);
+        end if;
+    elsif bool(maple_smart_memory0_cmp_r) then
+        maple_smart_memory0_sl_cmp15_out <= stdl(maple_smart_memory0_sl_cmp15_xv > maple_smart_memory0_sl_cmp15_ev);
+    else
+        maple_smart_memory0_sl_cmp15_out <= stdl(maple_smart_memory0_sl_cmp15_xv < maple_smart_memory0_sl_cmp15_ev);
+    end if;
+end process maple_smart_memory0_sl_cmp15_c;
+
+maple_smart_memory0_sl_pos0_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp0_out)) then
+                    maple_smart_memory0_sl0 <= maple_smart_memory0_x_e;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp0_out) then
+                if bool(maple_smart_memory0_sl_cmp1_out) then
+                    maple_smart_memory0_sl0 <= maple_smart_memory0_sl_cmp1_e;
+                else
+                    maple_smart_memory0_sl0 <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos0_r;
+
+maple_smart_memory0_sl_pos1_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp1_out)) then
+                    if bool(maple_smart_memory0_sl_cmp0_out) then
+                        maple_smart_memory0_sl_cmp1_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp1_e <= maple_smart_memory0_sl0;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp1_out) then
+                if bool(maple_smart_memory0_sl_cmp2_out) then
+                    maple_smart_memory0_sl_cmp1_e <= maple_smart_memory0_sl_cmp2_e;
+                else
+                    maple_smart_memory0_sl_cmp1_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos1_r;
+
+maple_smart_memory0_sl_pos2_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp2_out)) then
+                    if bool(maple_smart_memory0_sl_cmp1_out) then
+                        maple_smart_memory0_sl_cmp2_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp2_e <= maple_smart_memory0_sl_cmp1_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp2_out) then
+                if bool(maple_smart_memory0_sl_cmp3_out) then
+                    maple_smart_memory0_sl_cmp2_e <= maple_smart_memory0_sl_cmp3_e;
+                else
+                    maple_smart_memory0_sl_cmp2_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos2_r;
+
+maple_smart_memory0_sl_pos3_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp3_out)) then
+                    if bool(maple_smart_memory0_sl_cmp2_out) then
+                        maple_smart_memory0_sl_cmp3_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp3_e <= maple_smart_memory0_sl_cmp2_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp3_out) then
+                if bool(maple_smart_memory0_sl_cmp4_out) then
+                    maple_smart_memory0_sl_cmp3_e <= maple_smart_memory0_sl_cmp4_e;
+                else
+                    maple_smart_memory0_sl_cmp3_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos3_r;
+
+maple_smart_memory0_sl_pos4_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp4_out)) then
+                    if bool(maple_smart_memory0_sl_cmp3_out) then
+                        maple_smart_memory0_sl_cmp4_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp4_e <= maple_smart_memory0_sl_cmp3_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp4_out) then
+                if bool(maple_smart_memory0_sl_cmp5_out) then
+                    maple_smart_memory0_sl_cmp4_e <= maple_smart_memory0_sl_cmp5_e;
+                else
+                    maple_smart_memory0_sl_cmp4_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos4_r;
+
+maple_smart_memory0_sl_pos5_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp5_out)) then
+                    if bool(maple_smart_memory0_sl_cmp4_out) then
+                        maple_smart_memory0_sl_cmp5_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp5_e <= maple_smart_memory0_sl_cmp4_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp5_out) then
+                if bool(maple_smart_memory0_sl_cmp6_out) then
+                    maple_smart_memory0_sl_cmp5_e <= maple_smart_memory0_sl_cmp6_e;
+                else
+                    maple_smart_memory0_sl_cmp5_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos5_r;
+
+maple_smart_memory0_sl_pos6_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp6_out)) then
+                    if bool(maple_smart_memory0_sl_cmp5_out) then
+                        maple_smart_memory0_sl_cmp6_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp6_e <= maple_smart_memory0_sl_cmp5_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp6_out) then
+                if bool(maple_smart_memory0_sl_cmp7_out) then
+                    maple_smart_memory0_sl_cmp6_e <= maple_smart_memory0_sl_cmp7_e;
+                else
+                    maple_smart_memory0_sl_cmp6_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos6_r;
+
+maple_smart_memory0_sl_pos7_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp7_out)) then
+                    if bool(maple_smart_memory0_sl_cmp6_out) then
+                        maple_smart_memory0_sl_cmp7_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp7_e <= maple_smart_memory0_sl_cmp6_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp7_out) then
+                if bool(maple_smart_memory0_sl_cmp8_out) then
+                    maple_smart_memory0_sl_cmp7_e <= maple_smart_memory0_sl_cmp8_e;
+                else
+                    maple_smart_memory0_sl_cmp7_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos7_r;
+
+maple_smart_memory0_sl_pos8_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp8_out)) then
+                    if bool(maple_smart_memory0_sl_cmp7_out) then
+                        maple_smart_memory0_sl_cmp8_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp8_e <= maple_smart_memory0_sl_cmp7_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp8_out) then
+                if bool(maple_smart_memory0_sl_cmp9_out) then
+                    maple_smart_memory0_sl_cmp8_e <= maple_smart_memory0_sl_cmp9_e;
+                else
+                    maple_smart_memory0_sl_cmp8_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos8_r;
+
+maple_smart_memory0_sl_pos9_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp9_out)) then
+                    if bool(maple_smart_memory0_sl_cmp8_out) then
+                        maple_smart_memory0_sl_cmp9_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp9_e <= maple_smart_memory0_sl_cmp8_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp9_out) then
+                if bool(maple_smart_memory0_sl_cmp10_out) then
+                    maple_smart_memory0_sl_cmp9_e <= maple_smart_memory0_sl_cmp10_e;
+                else
+                    maple_smart_memory0_sl_cmp9_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos9_r;
+
+maple_smart_memory0_sl_pos10_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp10_out)) then
+                    if bool(maple_smart_memory0_sl_cmp9_out) then
+                        maple_smart_memory0_sl_cmp10_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp10_e <= maple_smart_memory0_sl_cmp9_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp10_out) then
+                if bool(maple_smart_memory0_sl_cmp11_out) then
+                    maple_smart_memory0_sl_cmp10_e <= maple_smart_memory0_sl_cmp11_e;
+                else
+                    maple_smart_memory0_sl_cmp10_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos10_r;
+
+maple_smart_memory0_sl_pos11_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp11_out)) then
+                    if bool(maple_smart_memory0_sl_cmp10_out) then
+                        maple_smart_memory0_sl_cmp11_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp11_e <= maple_smart_memory0_sl_cmp10_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp11_out) then
+                if bool(maple_smart_memory0_sl_cmp12_out) then
+                    maple_smart_memory0_sl_cmp11_e <= maple_smart_memory0_sl_cmp12_e;
+                else
+                    maple_smart_memory0_sl_cmp11_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos11_r;
+
+maple_smart_memory0_sl_pos12_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp12_out)) then
+                    if bool(maple_smart_memory0_sl_cmp11_out) then
+                        maple_smart_memory0_sl_cmp12_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp12_e <= maple_smart_memory0_sl_cmp11_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp12_out) then
+                if bool(maple_smart_memory0_sl_cmp13_out) then
+                    maple_smart_memory0_sl_cmp12_e <= maple_smart_memory0_sl_cmp13_e;
+                else
+                    maple_smart_memory0_sl_cmp12_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos12_r;
+
+maple_smart_memory0_sl_pos13_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp13_out)) then
+                    if bool(maple_smart_memory0_sl_cmp12_out) then
+                        maple_smart_memory0_sl_cmp13_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp13_e <= maple_smart_memory0_sl_cmp12_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp13_out) then
+                if bool(maple_smart_memory0_sl_cmp14_out) then
+                    maple_smart_memory0_sl_cmp13_e <= maple_smart_memory0_sl_cmp14_e;
+                else
+                    maple_smart_memory0_sl_cmp13_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos13_r;
+
+maple_smart_memory0_sl_pos14_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp14_out)) then
+                    if bool(maple_smart_memory0_sl_cmp13_out) then
+                        maple_smart_memory0_sl_cmp14_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp14_e <= maple_smart_memory0_sl_cmp13_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp14_out) then
+                if bool(maple_smart_memory0_sl_cmp15_out) then
+                    maple_smart_memory0_sl_cmp14_e <= maple_smart_memory0_sl_cmp15_e;
+                else
+                    maple_smart_memory0_sl_cmp14_e <= maple_smart_memory0_x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos14_r;
+
+maple_smart_memory0_sl_pos15_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(maple_smart_memory0_lst_we) then
+            if bool(maple_smart_memory0_not_full) then
+                if (not bool(maple_smart_memory0_sl_cmp15_out)) then
+                    if bool(maple_smart_memory0_sl_cmp14_out) then
+                        maple_smart_memory0_sl_cmp15_e <= maple_smart_memory0_x_e;
+                    else
+                        maple_smart_memory0_sl_cmp15_e <= maple_smart_memory0_sl_cmp14_e;
+                    end if;
+                end if;
+            elsif bool(maple_smart_memory0_sl_cmp15_out) then
+                maple_smart_memory0_sl_cmp15_e <= maple_smart_memory0_x_e;
+            end if;
+        end if;
+    end if;
+end process maple_smart_memory0_sl_pos15_r;
 
 
 maple_smart_memory0_aw_go <= stdl(bool(awvalid) and bool(awvalid) and (not bool(maple_smart_memory0_bvalid_r)));
@@ -794,9 +1598,13 @@ maple_smart_memory0_in_bad <= stdl(sm_tdata(48-1 downto (32 + 8)) /= 0);
 
 maple_smart_memory0_rmw_hold <= stdl(bool(maple_smart_memory0_clearing) and (maple_smart_memory0_op_r = 2) and (sm_tdata((32 + 8)-1 downto 32) >= maple_smart_memory0_clr_i));
 
-maple_smart_memory0_sel_c: process (maple_smart_memory0_not_full, maple_smart_memory0_fire, maple_smart_memory0_cnt_slot, maple_smart_memory0_op_r, maple_smart_memory0_thr_s, maple_smart_memory0_k_r, maple_smart_memory0_nb) is
+
+maple_smart_memory0_thr_pk <= maple_smart_memory0_sl0(48-1 downto 0);
+maple_smart_memory0_thr_s <= maple_smart_memory0_sl0((48 + 4)-1 downto 48);
+maple_smart_memory0_x_e <= unsigned'(maple_smart_memory0_lst_wa & sm_tdata);
+
+maple_smart_memory0_sel_c: process (maple_smart_memory0_not_full, maple_smart_memory0_fire, maple_smart_memory0_cnt_slot, maple_smart_memory0_thr_s, maple_smart_memory0_op_r, maple_smart_memory0_nb) is
 begin
-    maple_smart_memory0_to_scan <= stdl((maple_smart_memory0_op_r = 0) and (not bool(maple_smart_memory0_not_full)) and bool(maple_smart_memory0_nb) and (maple_smart_memory0_k_r /= 1));
     maple_smart_memory0_lst_we <= stdl(bool(maple_smart_memory0_fire) and (maple_smart_memory0_op_r = 0) and (bool(maple_smart_memory0_not_full) or bool(maple_smart_memory0_nb)));
     if bool(maple_smart_memory0_not_full) then
         maple_smart_memory0_lst_wa <= maple_smart_memory0_cnt_slot;
@@ -815,44 +1623,7 @@ begin
 end process maple_smart_memory0_lst_ram;
 
 
-maple_smart_memory0_scan_slot <= maple_smart_memory0_scan_i(4-1 downto 0);
 maple_smart_memory0_dump_slot <= maple_smart_memory0_dump_i(4-1 downto 0);
-
-
-maple_smart_memory0_b_pk <= maple_smart_memory0_b_q;
-maple_smart_memory0_nxt_slot <= (maple_smart_memory0_scan_slot + 1);
-
-maple_smart_memory0_scan_nx: process (maple_smart_memory0_nxt_slot, maple_smart_memory0_lst, sm_tdata, maple_smart_memory0_thr_s) is
-begin
-    maple_smart_memory0_b_nx <= maple_smart_memory0_lst(to_integer(maple_smart_memory0_nxt_slot));
-    if (maple_smart_memory0_thr_s = 1) then
-        maple_smart_memory0_lst1_in <= sm_tdata;
-    else
-        maple_smart_memory0_lst1_in <= maple_smart_memory0_lst(1);
-    end if;
-end process maple_smart_memory0_scan_nx;
-
-maple_smart_memory0_scan_a: process (maple_smart_memory0_scan_first, maple_smart_memory0_lst, maple_smart_memory0_w_pk, maple_smart_memory0_w_s) is
-begin
-    if bool(maple_smart_memory0_scan_first) then
-        maple_smart_memory0_a_pk <= maple_smart_memory0_lst(0);
-        maple_smart_memory0_a_s <= to_unsigned(0, 4);
-    else
-        maple_smart_memory0_a_pk <= maple_smart_memory0_w_pk;
-        maple_smart_memory0_a_s <= maple_smart_memory0_w_s;
-    end if;
-end process maple_smart_memory0_scan_a;
-
-maple_smart_memory0_scan_res: process (maple_smart_memory0_scan_slot, maple_smart_memory0_b_worse, maple_smart_memory0_a_pk, maple_smart_memory0_b_pk, maple_smart_memory0_a_s) is
-begin
-    if bool(maple_smart_memory0_b_worse) then
-        maple_smart_memory0_res_pk <= maple_smart_memory0_b_pk;
-        maple_smart_memory0_res_s <= maple_smart_memory0_scan_slot;
-    else
-        maple_smart_memory0_res_pk <= maple_smart_memory0_a_pk;
-        maple_smart_memory0_res_s <= maple_smart_memory0_a_s;
-    end if;
-end process maple_smart_memory0_scan_res;
 
 maple_smart_memory0_ram_c: process (maple_smart_memory0_r2_valid, maple_smart_memory0_r2_addr, maple_smart_memory0_clr_go, maple_smart_memory0_dump_addr, maple_smart_memory0_clr_i, maple_smart_memory0_sum_sat, maple_smart_memory0_in_addr, maple_smart_memory0_state) is
 begin
@@ -947,8 +1718,6 @@ begin
             maple_smart_memory0_dump_addr <= to_unsigned(0, 8);
             maple_smart_memory0_ins <= to_unsigned(0, 32);
             maple_smart_memory0_r2_val <= to_signed(0, 32);
-            maple_smart_memory0_scan_i <= to_unsigned(0, 9);
-            maple_smart_memory0_w_s <= to_unsigned(0, 4);
             maple_smart_memory0_rp <= to_unsigned(0, 2);
             maple_smart_memory0_err <= '0';
             maple_smart_memory0_clr_i <= to_unsigned(0, 8);
@@ -966,15 +1735,12 @@ begin
             maple_smart_memory0_fw2_addr <= to_unsigned(0, 8);
             maple_smart_memory0_fw_data <= to_signed(0, 32);
             maple_smart_memory0_min_pk <= to_unsigned(0, 48);
-            maple_smart_memory0_state <= to_unsigned(0, 3);
             maple_smart_memory0_fw_valid <= '0';
+            maple_smart_memory0_state <= to_unsigned(0, 3);
             maple_smart_memory0_bg <= '0';
             maple_smart_memory0_fw2_data <= to_signed(0, 32);
-            maple_smart_memory0_last_pend <= '0';
             maple_smart_memory0_ram_q <= to_signed(0, 32);
-            maple_smart_memory0_w_pk <= to_unsigned(0, 48);
             maple_smart_memory0_max_pk <= to_unsigned(0, 48);
-            maple_smart_memory0_scan_first <= '0';
             maple_smart_memory0_wp <= to_unsigned(0, 2);
             maple_smart_memory0_dump_i <= to_unsigned(0, 9);
             maple_smart_memory0_cmp_r <= '1';
@@ -982,17 +1748,13 @@ begin
             maple_smart_memory0_k_r <= to_unsigned(16, 9);
             maple_smart_memory0_pend <= '0';
             maple_smart_memory0_rdata_r <= to_unsigned(0, 32);
-            maple_smart_memory0_b_q <= to_unsigned(0, 48);
             maple_smart_memory0_fcnt <= to_unsigned(0, 3);
-            maple_smart_memory0_thr_pk <= to_unsigned(0, 48);
             maple_smart_memory0_bvalid_r <= '0';
             maple_smart_memory0_fw2_valid <= '0';
             maple_smart_memory0_r1_valid <= '0';
             maple_smart_memory0_sel_rd <= to_unsigned(0, 48);
             maple_smart_memory0_r1_addr <= to_unsigned(0, 8);
-            maple_smart_memory0_thr_s <= to_unsigned(0, 4);
             maple_smart_memory0_rvalid_r <= '0';
-            maple_smart_memory0_stalls <= to_unsigned(0, 32);
             maple_smart_memory0_clearing <= '1';
             maple_smart_memory0_p_last <= '0';
         else
@@ -1009,19 +1771,8 @@ begin
                         if bool(maple_smart_memory0_not_full) then
                             maple_smart_memory0_count <= (maple_smart_memory0_count + 1);
                             maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
-                            if ((maple_smart_memory0_count = 0) or bool(maple_smart_memory0_nw)) then
-                                maple_smart_memory0_thr_pk <= sm_tdata;
-                                maple_smart_memory0_thr_s <= maple_smart_memory0_cnt_slot;
-                            end if;
                         elsif bool(maple_smart_memory0_nb) then
                             maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
-                            if (maple_smart_memory0_k_r = 1) then
-                                maple_smart_memory0_thr_pk <= sm_tdata;
-                            else
-                                maple_smart_memory0_state <= to_unsigned(2, 3);
-                                maple_smart_memory0_scan_i <= to_unsigned(1, 9);
-                                maple_smart_memory0_scan_first <= '1';
-                            end if;
                         end if;
                     when "01" =>
                         if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmin)) then
@@ -1043,33 +1794,7 @@ begin
                         end if;
                 end case;
                 if bool(sm_tlast) then
-                    if bool(maple_smart_memory0_to_scan) then
-                        maple_smart_memory0_last_pend <= '1';
-                    else
-                        maple_smart_memory0_state <= to_unsigned(0, 3);
-                    end if;
-                end if;
-            end if;
-            if (maple_smart_memory0_state /= 2) then
-                maple_smart_memory0_b_q <= maple_smart_memory0_lst1_in;
-            end if;
-            if (maple_smart_memory0_state = 2) then
-                maple_smart_memory0_scan_first <= '0';
-                maple_smart_memory0_stalls <= (maple_smart_memory0_stalls + 1);
-                maple_smart_memory0_w_pk <= maple_smart_memory0_res_pk;
-                maple_smart_memory0_w_s <= maple_smart_memory0_res_s;
-                if (signed(resize(maple_smart_memory0_scan_i, 10)) = (signed(resize(maple_smart_memory0_k_r, 10)) - 1)) then
-                    maple_smart_memory0_thr_pk <= maple_smart_memory0_res_pk;
-                    maple_smart_memory0_thr_s <= maple_smart_memory0_res_s;
-                    maple_smart_memory0_last_pend <= '0';
-                    if bool(maple_smart_memory0_last_pend) then
-                        maple_smart_memory0_state <= to_unsigned(0, 3);
-                    else
-                        maple_smart_memory0_state <= to_unsigned(1, 3);
-                    end if;
-                else
-                    maple_smart_memory0_scan_i <= (maple_smart_memory0_scan_i + 1);
-                    maple_smart_memory0_b_q <= maple_smart_memory0_b_nx;
+                    maple_smart_memory0_state <= to_unsigned(0, 3);
                 end if;
             end if;
             if bool(maple_smart_memory0_clr_go) then
@@ -1103,8 +1828,6 @@ begin
                         maple_smart_memory0_state <= to_unsigned(1, 3);
                         maple_smart_memory0_count <= to_unsigned(0, 9);
                         maple_smart_memory0_have <= '0';
-                        maple_smart_memory0_last_pend <= '0';
-                        maple_smart_memory0_stalls <= to_unsigned(0, 32);
                         maple_smart_memory0_ins <= to_unsigned(0, 32);
                     else
                         maple_smart_memory0_state <= to_unsigned(0, 3);
@@ -1147,7 +1870,7 @@ begin
                 elsif (maple_smart_memory0_raddr = 6) then
                     maple_smart_memory0_rdata_r <= maple_smart_memory0_status32;
                 elsif (maple_smart_memory0_raddr = 7) then
-                    maple_smart_memory0_rdata_r <= maple_smart_memory0_stalls;
+                    maple_smart_memory0_rdata_r <= to_unsigned(0, 32);
                 elsif (maple_smart_memory0_raddr = 8) then
                     maple_smart_memory0_rdata_r <= maple_smart_memory0_ins;
                 elsif (maple_smart_memory0_raddr = 9) then
@@ -1169,8 +1892,6 @@ begin
                     maple_smart_memory0_state <= to_unsigned(1, 3);
                     maple_smart_memory0_count <= to_unsigned(0, 9);
                     maple_smart_memory0_have <= '0';
-                    maple_smart_memory0_last_pend <= '0';
-                    maple_smart_memory0_stalls <= to_unsigned(0, 32);
                     maple_smart_memory0_ins <= to_unsigned(0, 32);
                 else
                     maple_smart_memory0_state <= to_unsigned(3, 3);
@@ -1207,8 +1928,6 @@ begin
                             maple_smart_memory0_clr_i <= to_unsigned(0, 8);
                             maple_smart_memory0_count <= to_unsigned(0, 9);
                             maple_smart_memory0_have <= '0';
-                            maple_smart_memory0_last_pend <= '0';
-                            maple_smart_memory0_stalls <= to_unsigned(0, 32);
                             maple_smart_memory0_ins <= to_unsigned(0, 32);
                         else
                             maple_smart_memory0_err <= '1';
@@ -1219,8 +1938,6 @@ begin
                             maple_smart_memory0_state <= to_unsigned(1, 3);
                             maple_smart_memory0_count <= to_unsigned(0, 9);
                             maple_smart_memory0_have <= '0';
-                            maple_smart_memory0_last_pend <= '0';
-                            maple_smart_memory0_stalls <= to_unsigned(0, 32);
                             maple_smart_memory0_ins <= to_unsigned(0, 32);
                         else
                             maple_smart_memory0_err <= '1';

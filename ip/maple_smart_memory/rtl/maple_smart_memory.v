@@ -80,23 +80,13 @@ wire m_axis_out_tlast;
 wire [15:0] in_i;
 wire signed [31:0] thr_v;
 wire [15:0] thr_i;
-wire signed [31:0] av;
-wire [15:0] ai;
-wire signed [31:0] bv;
-wire [15:0] bi;
 wire signed [31:0] mn_v;
 wire [15:0] mn_i;
 wire signed [31:0] mx_v;
 wire [15:0] mx_i;
-reg [47:0] a_pk;
-reg [3:0] a_s;
 wire ar_go;
 wire armed_s;
 wire aw_go;
-reg [47:0] b_nx;
-wire [47:0] b_pk;
-reg [47:0] b_q;
-reg b_worse;
 wire [31:0] base32;
 reg [8:0] base_r;
 reg bg;
@@ -136,10 +126,8 @@ reg [31:0] ins;
 reg issue;
 wire [31:0] k32;
 reg [8:0] k_r;
-reg last_pend;
 wire [31:0] len32;
 reg [8:0] len_r;
-reg [47:0] lst1_in;
 reg [3:0] lst_wa;
 reg lst_we;
 reg [47:0] max_pk;
@@ -148,8 +136,6 @@ reg nb;
 reg nmax;
 reg nmin;
 wire not_full;
-reg nw;
-wire [3:0] nxt_slot;
 reg signed [31:0] old;
 wire [31:0] op32;
 reg [1:0] op_r;
@@ -175,36 +161,140 @@ reg ram_we;
 reg signed [31:0] rd_s;
 reg [31:0] rdata_r;
 reg rearm;
-reg [47:0] res_pk;
-reg [3:0] res_s;
 wire rmis;
 wire rmw_hold;
 reg [1:0] rp;
 reg rvalid_r;
-reg scan_first;
-reg [8:0] scan_i;
-wire [3:0] scan_slot;
 reg [47:0] sel_rd;
 reg [47:0] sel_src;
 reg [47:0] smax;
 reg [47:0] smin;
-reg [31:0] stalls;
 reg [2:0] state;
 wire [31:0] status32;
 reg signed [31:0] sum_sat;
 wire signed [32:0] sum_w;
-reg [47:0] thr_pk;
-reg [3:0] thr_s;
-reg to_scan;
-reg [47:0] w_pk;
-reg [3:0] w_s;
+wire [47:0] thr_pk;
+wire [3:0] thr_s;
 wire [5:0] waddr;
 wire wmis;
 reg [1:0] wp;
+wire [51:0] x_e;
+reg [51:0] sl0;
 wire [30:0] sat0_fill;
 wire [1:0] sat0_hi;
 wire [1:0] sat0_hin;
 wire sat0_nsign;
+reg sl_cmp0_out;
+wire [15:0] sl_cmp0_ei;
+wire [3:0] sl_cmp0_es;
+wire signed [31:0] sl_cmp0_ev;
+wire [15:0] sl_cmp0_xi;
+wire signed [31:0] sl_cmp0_xv;
+reg [51:0] sl_cmp1_e;
+reg sl_cmp1_out;
+wire [15:0] sl_cmp1_ei;
+wire [3:0] sl_cmp1_es;
+wire signed [31:0] sl_cmp1_ev;
+wire [15:0] sl_cmp1_xi;
+wire signed [31:0] sl_cmp1_xv;
+reg [51:0] sl_cmp2_e;
+reg sl_cmp2_out;
+wire [15:0] sl_cmp2_ei;
+wire [3:0] sl_cmp2_es;
+wire signed [31:0] sl_cmp2_ev;
+wire [15:0] sl_cmp2_xi;
+wire signed [31:0] sl_cmp2_xv;
+reg [51:0] sl_cmp3_e;
+reg sl_cmp3_out;
+wire [15:0] sl_cmp3_ei;
+wire [3:0] sl_cmp3_es;
+wire signed [31:0] sl_cmp3_ev;
+wire [15:0] sl_cmp3_xi;
+wire signed [31:0] sl_cmp3_xv;
+reg [51:0] sl_cmp4_e;
+reg sl_cmp4_out;
+wire [15:0] sl_cmp4_ei;
+wire [3:0] sl_cmp4_es;
+wire signed [31:0] sl_cmp4_ev;
+wire [15:0] sl_cmp4_xi;
+wire signed [31:0] sl_cmp4_xv;
+reg [51:0] sl_cmp5_e;
+reg sl_cmp5_out;
+wire [15:0] sl_cmp5_ei;
+wire [3:0] sl_cmp5_es;
+wire signed [31:0] sl_cmp5_ev;
+wire [15:0] sl_cmp5_xi;
+wire signed [31:0] sl_cmp5_xv;
+reg [51:0] sl_cmp6_e;
+reg sl_cmp6_out;
+wire [15:0] sl_cmp6_ei;
+wire [3:0] sl_cmp6_es;
+wire signed [31:0] sl_cmp6_ev;
+wire [15:0] sl_cmp6_xi;
+wire signed [31:0] sl_cmp6_xv;
+reg [51:0] sl_cmp7_e;
+reg sl_cmp7_out;
+wire [15:0] sl_cmp7_ei;
+wire [3:0] sl_cmp7_es;
+wire signed [31:0] sl_cmp7_ev;
+wire [15:0] sl_cmp7_xi;
+wire signed [31:0] sl_cmp7_xv;
+reg [51:0] sl_cmp8_e;
+reg sl_cmp8_out;
+wire [15:0] sl_cmp8_ei;
+wire [3:0] sl_cmp8_es;
+wire signed [31:0] sl_cmp8_ev;
+wire [15:0] sl_cmp8_xi;
+wire signed [31:0] sl_cmp8_xv;
+reg [51:0] sl_cmp9_e;
+reg sl_cmp9_out;
+wire [15:0] sl_cmp9_ei;
+wire [3:0] sl_cmp9_es;
+wire signed [31:0] sl_cmp9_ev;
+wire [15:0] sl_cmp9_xi;
+wire signed [31:0] sl_cmp9_xv;
+reg [51:0] sl_cmp10_e;
+reg sl_cmp10_out;
+wire [15:0] sl_cmp10_ei;
+wire [3:0] sl_cmp10_es;
+wire signed [31:0] sl_cmp10_ev;
+wire [15:0] sl_cmp10_xi;
+wire signed [31:0] sl_cmp10_xv;
+reg [51:0] sl_cmp11_e;
+reg sl_cmp11_out;
+wire [15:0] sl_cmp11_ei;
+wire [3:0] sl_cmp11_es;
+wire signed [31:0] sl_cmp11_ev;
+wire [15:0] sl_cmp11_xi;
+wire signed [31:0] sl_cmp11_xv;
+reg [51:0] sl_cmp12_e;
+reg sl_cmp12_out;
+wire [15:0] sl_cmp12_ei;
+wire [3:0] sl_cmp12_es;
+wire signed [31:0] sl_cmp12_ev;
+wire [15:0] sl_cmp12_xi;
+wire signed [31:0] sl_cmp12_xv;
+reg [51:0] sl_cmp13_e;
+reg sl_cmp13_out;
+wire [15:0] sl_cmp13_ei;
+wire [3:0] sl_cmp13_es;
+wire signed [31:0] sl_cmp13_ev;
+wire [15:0] sl_cmp13_xi;
+wire signed [31:0] sl_cmp13_xv;
+reg [51:0] sl_cmp14_e;
+reg sl_cmp14_out;
+wire [15:0] sl_cmp14_ei;
+wire [3:0] sl_cmp14_es;
+wire signed [31:0] sl_cmp14_ev;
+wire [15:0] sl_cmp14_xi;
+wire signed [31:0] sl_cmp14_xv;
+reg [51:0] sl_cmp15_e;
+reg sl_cmp15_out;
+wire [15:0] sl_cmp15_ei;
+wire [3:0] sl_cmp15_es;
+wire signed [31:0] sl_cmp15_ev;
+wire [15:0] sl_cmp15_xi;
+wire signed [31:0] sl_cmp15_xv;
 reg [48:0] fifo [0:4-1];
 reg [47:0] lst [0:16-1];
 reg [31:0] ram [0:256-1];
@@ -265,42 +355,6 @@ always @(thr_i, cmp_r, in_i, thr_v, in_v) begin: better0_c
 end
 
 
-always @(in_i, cmp_r, thr_i, in_v, thr_v) begin: better1_c
-    if ((thr_v == in_v)) begin
-        nw = (thr_i < in_i);
-    end
-    else if (cmp_r) begin
-        nw = (thr_v > in_v);
-    end
-    else begin
-        nw = (thr_v < in_v);
-    end
-end
-
-
-
-assign av = $signed(a_pk[32-1:0]);
-assign ai = a_pk[48-1:32];
-
-
-
-assign bv = $signed(b_pk[32-1:0]);
-assign bi = b_pk[48-1:32];
-
-
-always @(bi, cmp_r, ai, bv, av) begin: better2_c
-    if ((av == bv)) begin
-        b_worse = (ai < bi);
-    end
-    else if (cmp_r) begin
-        b_worse = (av > bv);
-    end
-    else begin
-        b_worse = (av < bv);
-    end
-end
-
-
 
 assign mn_v = $signed(min_pk[32-1:0]);
 assign mn_i = min_pk[48-1:32];
@@ -311,7 +365,7 @@ assign mx_v = $signed(max_pk[32-1:0]);
 assign mx_i = max_pk[48-1:32];
 
 
-always @(mn_v, in_i, in_v, mn_i) begin: better3_c
+always @(mn_v, in_i, in_v, mn_i) begin: better1_c
     if ((in_v == mn_v)) begin
         nmin = (in_i < mn_i);
     end
@@ -321,7 +375,7 @@ always @(mn_v, in_i, in_v, mn_i) begin: better3_c
 end
 
 
-always @(mx_v, in_i, in_v, mx_i) begin: better4_c
+always @(mx_v, in_i, in_v, mx_i) begin: better2_c
     if ((in_v == mx_v)) begin
         nmax = (in_i < mx_i);
     end
@@ -378,6 +432,844 @@ assign dump_addr_x = {8'h0, dump_addr};
 
 
 
+assign sl_cmp0_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp0_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp0_ev = $signed(sl0[32-1:0]);
+assign sl_cmp0_ei = sl0[48-1:32];
+assign sl_cmp0_es = sl0[48+:4];
+
+
+always @(sl_cmp0_ev, count, lst_wa, sl_cmp0_ei, sl_cmp0_es, cmp_r, sl_cmp0_xi, sl_cmp0_xv) begin: sl_cmp0_c
+    if ((count <= 0)) begin
+        sl_cmp0_out = 1'b0;
+    end
+    else if ((sl_cmp0_xv == sl_cmp0_ev)) begin
+        if ((sl_cmp0_xi == sl_cmp0_ei)) begin
+            sl_cmp0_out = (lst_wa > sl_cmp0_es);
+        end
+        else begin
+            sl_cmp0_out = (sl_cmp0_xi < sl_cmp0_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp0_out = (sl_cmp0_xv > sl_cmp0_ev);
+    end
+    else begin
+        sl_cmp0_out = (sl_cmp0_xv < sl_cmp0_ev);
+    end
+end
+
+
+
+assign sl_cmp1_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp1_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp1_ev = $signed(sl_cmp1_e[32-1:0]);
+assign sl_cmp1_ei = sl_cmp1_e[48-1:32];
+assign sl_cmp1_es = sl_cmp1_e[48+:4];
+
+
+always @(sl_cmp1_ev, count, lst_wa, sl_cmp1_ei, sl_cmp1_es, cmp_r, sl_cmp1_xi, sl_cmp1_xv) begin: sl_cmp1_c
+    if ((count <= 1)) begin
+        sl_cmp1_out = 1'b0;
+    end
+    else if ((sl_cmp1_xv == sl_cmp1_ev)) begin
+        if ((sl_cmp1_xi == sl_cmp1_ei)) begin
+            sl_cmp1_out = (lst_wa > sl_cmp1_es);
+        end
+        else begin
+            sl_cmp1_out = (sl_cmp1_xi < sl_cmp1_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp1_out = (sl_cmp1_xv > sl_cmp1_ev);
+    end
+    else begin
+        sl_cmp1_out = (sl_cmp1_xv < sl_cmp1_ev);
+    end
+end
+
+
+
+assign sl_cmp2_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp2_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp2_ev = $signed(sl_cmp2_e[32-1:0]);
+assign sl_cmp2_ei = sl_cmp2_e[48-1:32];
+assign sl_cmp2_es = sl_cmp2_e[48+:4];
+
+
+always @(sl_cmp2_ev, count, lst_wa, sl_cmp2_ei, sl_cmp2_es, cmp_r, sl_cmp2_xi, sl_cmp2_xv) begin: sl_cmp2_c
+    if ((count <= 2)) begin
+        sl_cmp2_out = 1'b0;
+    end
+    else if ((sl_cmp2_xv == sl_cmp2_ev)) begin
+        if ((sl_cmp2_xi == sl_cmp2_ei)) begin
+            sl_cmp2_out = (lst_wa > sl_cmp2_es);
+        end
+        else begin
+            sl_cmp2_out = (sl_cmp2_xi < sl_cmp2_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp2_out = (sl_cmp2_xv > sl_cmp2_ev);
+    end
+    else begin
+        sl_cmp2_out = (sl_cmp2_xv < sl_cmp2_ev);
+    end
+end
+
+
+
+assign sl_cmp3_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp3_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp3_ev = $signed(sl_cmp3_e[32-1:0]);
+assign sl_cmp3_ei = sl_cmp3_e[48-1:32];
+assign sl_cmp3_es = sl_cmp3_e[48+:4];
+
+
+always @(sl_cmp3_ev, count, lst_wa, sl_cmp3_ei, sl_cmp3_es, cmp_r, sl_cmp3_xi, sl_cmp3_xv) begin: sl_cmp3_c
+    if ((count <= 3)) begin
+        sl_cmp3_out = 1'b0;
+    end
+    else if ((sl_cmp3_xv == sl_cmp3_ev)) begin
+        if ((sl_cmp3_xi == sl_cmp3_ei)) begin
+            sl_cmp3_out = (lst_wa > sl_cmp3_es);
+        end
+        else begin
+            sl_cmp3_out = (sl_cmp3_xi < sl_cmp3_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp3_out = (sl_cmp3_xv > sl_cmp3_ev);
+    end
+    else begin
+        sl_cmp3_out = (sl_cmp3_xv < sl_cmp3_ev);
+    end
+end
+
+
+
+assign sl_cmp4_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp4_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp4_ev = $signed(sl_cmp4_e[32-1:0]);
+assign sl_cmp4_ei = sl_cmp4_e[48-1:32];
+assign sl_cmp4_es = sl_cmp4_e[48+:4];
+
+
+always @(sl_cmp4_ev, count, lst_wa, sl_cmp4_ei, sl_cmp4_es, cmp_r, sl_cmp4_xi, sl_cmp4_xv) begin: sl_cmp4_c
+    if ((count <= 4)) begin
+        sl_cmp4_out = 1'b0;
+    end
+    else if ((sl_cmp4_xv == sl_cmp4_ev)) begin
+        if ((sl_cmp4_xi == sl_cmp4_ei)) begin
+            sl_cmp4_out = (lst_wa > sl_cmp4_es);
+        end
+        else begin
+            sl_cmp4_out = (sl_cmp4_xi < sl_cmp4_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp4_out = (sl_cmp4_xv > sl_cmp4_ev);
+    end
+    else begin
+        sl_cmp4_out = (sl_cmp4_xv < sl_cmp4_ev);
+    end
+end
+
+
+
+assign sl_cmp5_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp5_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp5_ev = $signed(sl_cmp5_e[32-1:0]);
+assign sl_cmp5_ei = sl_cmp5_e[48-1:32];
+assign sl_cmp5_es = sl_cmp5_e[48+:4];
+
+
+always @(sl_cmp5_ev, count, lst_wa, sl_cmp5_ei, sl_cmp5_es, cmp_r, sl_cmp5_xi, sl_cmp5_xv) begin: sl_cmp5_c
+    if ((count <= 5)) begin
+        sl_cmp5_out = 1'b0;
+    end
+    else if ((sl_cmp5_xv == sl_cmp5_ev)) begin
+        if ((sl_cmp5_xi == sl_cmp5_ei)) begin
+            sl_cmp5_out = (lst_wa > sl_cmp5_es);
+        end
+        else begin
+            sl_cmp5_out = (sl_cmp5_xi < sl_cmp5_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp5_out = (sl_cmp5_xv > sl_cmp5_ev);
+    end
+    else begin
+        sl_cmp5_out = (sl_cmp5_xv < sl_cmp5_ev);
+    end
+end
+
+
+
+assign sl_cmp6_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp6_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp6_ev = $signed(sl_cmp6_e[32-1:0]);
+assign sl_cmp6_ei = sl_cmp6_e[48-1:32];
+assign sl_cmp6_es = sl_cmp6_e[48+:4];
+
+
+always @(sl_cmp6_ev, count, lst_wa, sl_cmp6_ei, sl_cmp6_es, cmp_r, sl_cmp6_xi, sl_cmp6_xv) begin: sl_cmp6_c
+    if ((count <= 6)) begin
+        sl_cmp6_out = 1'b0;
+    end
+    else if ((sl_cmp6_xv == sl_cmp6_ev)) begin
+        if ((sl_cmp6_xi == sl_cmp6_ei)) begin
+            sl_cmp6_out = (lst_wa > sl_cmp6_es);
+        end
+        else begin
+            sl_cmp6_out = (sl_cmp6_xi < sl_cmp6_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp6_out = (sl_cmp6_xv > sl_cmp6_ev);
+    end
+    else begin
+        sl_cmp6_out = (sl_cmp6_xv < sl_cmp6_ev);
+    end
+end
+
+
+
+assign sl_cmp7_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp7_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp7_ev = $signed(sl_cmp7_e[32-1:0]);
+assign sl_cmp7_ei = sl_cmp7_e[48-1:32];
+assign sl_cmp7_es = sl_cmp7_e[48+:4];
+
+
+always @(sl_cmp7_ev, count, lst_wa, sl_cmp7_ei, sl_cmp7_es, cmp_r, sl_cmp7_xi, sl_cmp7_xv) begin: sl_cmp7_c
+    if ((count <= 7)) begin
+        sl_cmp7_out = 1'b0;
+    end
+    else if ((sl_cmp7_xv == sl_cmp7_ev)) begin
+        if ((sl_cmp7_xi == sl_cmp7_ei)) begin
+            sl_cmp7_out = (lst_wa > sl_cmp7_es);
+        end
+        else begin
+            sl_cmp7_out = (sl_cmp7_xi < sl_cmp7_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp7_out = (sl_cmp7_xv > sl_cmp7_ev);
+    end
+    else begin
+        sl_cmp7_out = (sl_cmp7_xv < sl_cmp7_ev);
+    end
+end
+
+
+
+assign sl_cmp8_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp8_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp8_ev = $signed(sl_cmp8_e[32-1:0]);
+assign sl_cmp8_ei = sl_cmp8_e[48-1:32];
+assign sl_cmp8_es = sl_cmp8_e[48+:4];
+
+
+always @(sl_cmp8_ev, count, lst_wa, sl_cmp8_ei, sl_cmp8_es, cmp_r, sl_cmp8_xi, sl_cmp8_xv) begin: sl_cmp8_c
+    if ((count <= 8)) begin
+        sl_cmp8_out = 1'b0;
+    end
+    else if ((sl_cmp8_xv == sl_cmp8_ev)) begin
+        if ((sl_cmp8_xi == sl_cmp8_ei)) begin
+            sl_cmp8_out = (lst_wa > sl_cmp8_es);
+        end
+        else begin
+            sl_cmp8_out = (sl_cmp8_xi < sl_cmp8_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp8_out = (sl_cmp8_xv > sl_cmp8_ev);
+    end
+    else begin
+        sl_cmp8_out = (sl_cmp8_xv < sl_cmp8_ev);
+    end
+end
+
+
+
+assign sl_cmp9_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp9_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp9_ev = $signed(sl_cmp9_e[32-1:0]);
+assign sl_cmp9_ei = sl_cmp9_e[48-1:32];
+assign sl_cmp9_es = sl_cmp9_e[48+:4];
+
+
+always @(sl_cmp9_ev, count, lst_wa, sl_cmp9_ei, sl_cmp9_es, cmp_r, sl_cmp9_xi, sl_cmp9_xv) begin: sl_cmp9_c
+    if ((count <= 9)) begin
+        sl_cmp9_out = 1'b0;
+    end
+    else if ((sl_cmp9_xv == sl_cmp9_ev)) begin
+        if ((sl_cmp9_xi == sl_cmp9_ei)) begin
+            sl_cmp9_out = (lst_wa > sl_cmp9_es);
+        end
+        else begin
+            sl_cmp9_out = (sl_cmp9_xi < sl_cmp9_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp9_out = (sl_cmp9_xv > sl_cmp9_ev);
+    end
+    else begin
+        sl_cmp9_out = (sl_cmp9_xv < sl_cmp9_ev);
+    end
+end
+
+
+
+assign sl_cmp10_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp10_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp10_ev = $signed(sl_cmp10_e[32-1:0]);
+assign sl_cmp10_ei = sl_cmp10_e[48-1:32];
+assign sl_cmp10_es = sl_cmp10_e[48+:4];
+
+
+always @(sl_cmp10_ev, count, lst_wa, sl_cmp10_ei, sl_cmp10_es, cmp_r, sl_cmp10_xi, sl_cmp10_xv) begin: sl_cmp10_c
+    if ((count <= 10)) begin
+        sl_cmp10_out = 1'b0;
+    end
+    else if ((sl_cmp10_xv == sl_cmp10_ev)) begin
+        if ((sl_cmp10_xi == sl_cmp10_ei)) begin
+            sl_cmp10_out = (lst_wa > sl_cmp10_es);
+        end
+        else begin
+            sl_cmp10_out = (sl_cmp10_xi < sl_cmp10_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp10_out = (sl_cmp10_xv > sl_cmp10_ev);
+    end
+    else begin
+        sl_cmp10_out = (sl_cmp10_xv < sl_cmp10_ev);
+    end
+end
+
+
+
+assign sl_cmp11_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp11_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp11_ev = $signed(sl_cmp11_e[32-1:0]);
+assign sl_cmp11_ei = sl_cmp11_e[48-1:32];
+assign sl_cmp11_es = sl_cmp11_e[48+:4];
+
+
+always @(sl_cmp11_ev, count, lst_wa, sl_cmp11_ei, sl_cmp11_es, cmp_r, sl_cmp11_xi, sl_cmp11_xv) begin: sl_cmp11_c
+    if ((count <= 11)) begin
+        sl_cmp11_out = 1'b0;
+    end
+    else if ((sl_cmp11_xv == sl_cmp11_ev)) begin
+        if ((sl_cmp11_xi == sl_cmp11_ei)) begin
+            sl_cmp11_out = (lst_wa > sl_cmp11_es);
+        end
+        else begin
+            sl_cmp11_out = (sl_cmp11_xi < sl_cmp11_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp11_out = (sl_cmp11_xv > sl_cmp11_ev);
+    end
+    else begin
+        sl_cmp11_out = (sl_cmp11_xv < sl_cmp11_ev);
+    end
+end
+
+
+
+assign sl_cmp12_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp12_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp12_ev = $signed(sl_cmp12_e[32-1:0]);
+assign sl_cmp12_ei = sl_cmp12_e[48-1:32];
+assign sl_cmp12_es = sl_cmp12_e[48+:4];
+
+
+always @(sl_cmp12_ev, count, lst_wa, sl_cmp12_ei, sl_cmp12_es, cmp_r, sl_cmp12_xi, sl_cmp12_xv) begin: sl_cmp12_c
+    if ((count <= 12)) begin
+        sl_cmp12_out = 1'b0;
+    end
+    else if ((sl_cmp12_xv == sl_cmp12_ev)) begin
+        if ((sl_cmp12_xi == sl_cmp12_ei)) begin
+            sl_cmp12_out = (lst_wa > sl_cmp12_es);
+        end
+        else begin
+            sl_cmp12_out = (sl_cmp12_xi < sl_cmp12_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp12_out = (sl_cmp12_xv > sl_cmp12_ev);
+    end
+    else begin
+        sl_cmp12_out = (sl_cmp12_xv < sl_cmp12_ev);
+    end
+end
+
+
+
+assign sl_cmp13_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp13_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp13_ev = $signed(sl_cmp13_e[32-1:0]);
+assign sl_cmp13_ei = sl_cmp13_e[48-1:32];
+assign sl_cmp13_es = sl_cmp13_e[48+:4];
+
+
+always @(sl_cmp13_ev, count, lst_wa, sl_cmp13_ei, sl_cmp13_es, cmp_r, sl_cmp13_xi, sl_cmp13_xv) begin: sl_cmp13_c
+    if ((count <= 13)) begin
+        sl_cmp13_out = 1'b0;
+    end
+    else if ((sl_cmp13_xv == sl_cmp13_ev)) begin
+        if ((sl_cmp13_xi == sl_cmp13_ei)) begin
+            sl_cmp13_out = (lst_wa > sl_cmp13_es);
+        end
+        else begin
+            sl_cmp13_out = (sl_cmp13_xi < sl_cmp13_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp13_out = (sl_cmp13_xv > sl_cmp13_ev);
+    end
+    else begin
+        sl_cmp13_out = (sl_cmp13_xv < sl_cmp13_ev);
+    end
+end
+
+
+
+assign sl_cmp14_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp14_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp14_ev = $signed(sl_cmp14_e[32-1:0]);
+assign sl_cmp14_ei = sl_cmp14_e[48-1:32];
+assign sl_cmp14_es = sl_cmp14_e[48+:4];
+
+
+always @(sl_cmp14_ev, count, lst_wa, sl_cmp14_ei, sl_cmp14_es, cmp_r, sl_cmp14_xi, sl_cmp14_xv) begin: sl_cmp14_c
+    if ((count <= 14)) begin
+        sl_cmp14_out = 1'b0;
+    end
+    else if ((sl_cmp14_xv == sl_cmp14_ev)) begin
+        if ((sl_cmp14_xi == sl_cmp14_ei)) begin
+            sl_cmp14_out = (lst_wa > sl_cmp14_es);
+        end
+        else begin
+            sl_cmp14_out = (sl_cmp14_xi < sl_cmp14_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp14_out = (sl_cmp14_xv > sl_cmp14_ev);
+    end
+    else begin
+        sl_cmp14_out = (sl_cmp14_xv < sl_cmp14_ev);
+    end
+end
+
+
+
+assign sl_cmp15_xv = $signed(s_axis_in_tdata[32-1:0]);
+assign sl_cmp15_xi = s_axis_in_tdata[48-1:32];
+assign sl_cmp15_ev = $signed(sl_cmp15_e[32-1:0]);
+assign sl_cmp15_ei = sl_cmp15_e[48-1:32];
+assign sl_cmp15_es = sl_cmp15_e[48+:4];
+
+
+always @(sl_cmp15_ev, count, lst_wa, sl_cmp15_ei, sl_cmp15_es, cmp_r, sl_cmp15_xi, sl_cmp15_xv) begin: sl_cmp15_c
+    if ((count <= 15)) begin
+        sl_cmp15_out = 1'b0;
+    end
+    else if ((sl_cmp15_xv == sl_cmp15_ev)) begin
+        if ((sl_cmp15_xi == sl_cmp15_ei)) begin
+            sl_cmp15_out = (lst_wa > sl_cmp15_es);
+        end
+        else begin
+            sl_cmp15_out = (sl_cmp15_xi < sl_cmp15_ei);
+        end
+    end
+    else if (cmp_r) begin
+        sl_cmp15_out = (sl_cmp15_xv > sl_cmp15_ev);
+    end
+    else begin
+        sl_cmp15_out = (sl_cmp15_xv < sl_cmp15_ev);
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos0_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp0_out)) begin
+                sl0 <= x_e;
+            end
+        end
+        else if (sl_cmp0_out) begin
+            if (sl_cmp1_out) begin
+                sl0 <= sl_cmp1_e;
+            end
+            else begin
+                sl0 <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos1_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp1_out)) begin
+                if (sl_cmp0_out) begin
+                    sl_cmp1_e <= x_e;
+                end
+                else begin
+                    sl_cmp1_e <= sl0;
+                end
+            end
+        end
+        else if (sl_cmp1_out) begin
+            if (sl_cmp2_out) begin
+                sl_cmp1_e <= sl_cmp2_e;
+            end
+            else begin
+                sl_cmp1_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos2_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp2_out)) begin
+                if (sl_cmp1_out) begin
+                    sl_cmp2_e <= x_e;
+                end
+                else begin
+                    sl_cmp2_e <= sl_cmp1_e;
+                end
+            end
+        end
+        else if (sl_cmp2_out) begin
+            if (sl_cmp3_out) begin
+                sl_cmp2_e <= sl_cmp3_e;
+            end
+            else begin
+                sl_cmp2_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos3_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp3_out)) begin
+                if (sl_cmp2_out) begin
+                    sl_cmp3_e <= x_e;
+                end
+                else begin
+                    sl_cmp3_e <= sl_cmp2_e;
+                end
+            end
+        end
+        else if (sl_cmp3_out) begin
+            if (sl_cmp4_out) begin
+                sl_cmp3_e <= sl_cmp4_e;
+            end
+            else begin
+                sl_cmp3_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos4_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp4_out)) begin
+                if (sl_cmp3_out) begin
+                    sl_cmp4_e <= x_e;
+                end
+                else begin
+                    sl_cmp4_e <= sl_cmp3_e;
+                end
+            end
+        end
+        else if (sl_cmp4_out) begin
+            if (sl_cmp5_out) begin
+                sl_cmp4_e <= sl_cmp5_e;
+            end
+            else begin
+                sl_cmp4_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos5_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp5_out)) begin
+                if (sl_cmp4_out) begin
+                    sl_cmp5_e <= x_e;
+                end
+                else begin
+                    sl_cmp5_e <= sl_cmp4_e;
+                end
+            end
+        end
+        else if (sl_cmp5_out) begin
+            if (sl_cmp6_out) begin
+                sl_cmp5_e <= sl_cmp6_e;
+            end
+            else begin
+                sl_cmp5_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos6_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp6_out)) begin
+                if (sl_cmp5_out) begin
+                    sl_cmp6_e <= x_e;
+                end
+                else begin
+                    sl_cmp6_e <= sl_cmp5_e;
+                end
+            end
+        end
+        else if (sl_cmp6_out) begin
+            if (sl_cmp7_out) begin
+                sl_cmp6_e <= sl_cmp7_e;
+            end
+            else begin
+                sl_cmp6_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos7_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp7_out)) begin
+                if (sl_cmp6_out) begin
+                    sl_cmp7_e <= x_e;
+                end
+                else begin
+                    sl_cmp7_e <= sl_cmp6_e;
+                end
+            end
+        end
+        else if (sl_cmp7_out) begin
+            if (sl_cmp8_out) begin
+                sl_cmp7_e <= sl_cmp8_e;
+            end
+            else begin
+                sl_cmp7_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos8_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp8_out)) begin
+                if (sl_cmp7_out) begin
+                    sl_cmp8_e <= x_e;
+                end
+                else begin
+                    sl_cmp8_e <= sl_cmp7_e;
+                end
+            end
+        end
+        else if (sl_cmp8_out) begin
+            if (sl_cmp9_out) begin
+                sl_cmp8_e <= sl_cmp9_e;
+            end
+            else begin
+                sl_cmp8_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos9_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp9_out)) begin
+                if (sl_cmp8_out) begin
+                    sl_cmp9_e <= x_e;
+                end
+                else begin
+                    sl_cmp9_e <= sl_cmp8_e;
+                end
+            end
+        end
+        else if (sl_cmp9_out) begin
+            if (sl_cmp10_out) begin
+                sl_cmp9_e <= sl_cmp10_e;
+            end
+            else begin
+                sl_cmp9_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos10_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp10_out)) begin
+                if (sl_cmp9_out) begin
+                    sl_cmp10_e <= x_e;
+                end
+                else begin
+                    sl_cmp10_e <= sl_cmp9_e;
+                end
+            end
+        end
+        else if (sl_cmp10_out) begin
+            if (sl_cmp11_out) begin
+                sl_cmp10_e <= sl_cmp11_e;
+            end
+            else begin
+                sl_cmp10_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos11_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp11_out)) begin
+                if (sl_cmp10_out) begin
+                    sl_cmp11_e <= x_e;
+                end
+                else begin
+                    sl_cmp11_e <= sl_cmp10_e;
+                end
+            end
+        end
+        else if (sl_cmp11_out) begin
+            if (sl_cmp12_out) begin
+                sl_cmp11_e <= sl_cmp12_e;
+            end
+            else begin
+                sl_cmp11_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos12_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp12_out)) begin
+                if (sl_cmp11_out) begin
+                    sl_cmp12_e <= x_e;
+                end
+                else begin
+                    sl_cmp12_e <= sl_cmp11_e;
+                end
+            end
+        end
+        else if (sl_cmp12_out) begin
+            if (sl_cmp13_out) begin
+                sl_cmp12_e <= sl_cmp13_e;
+            end
+            else begin
+                sl_cmp12_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos13_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp13_out)) begin
+                if (sl_cmp12_out) begin
+                    sl_cmp13_e <= x_e;
+                end
+                else begin
+                    sl_cmp13_e <= sl_cmp12_e;
+                end
+            end
+        end
+        else if (sl_cmp13_out) begin
+            if (sl_cmp14_out) begin
+                sl_cmp13_e <= sl_cmp14_e;
+            end
+            else begin
+                sl_cmp13_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos14_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp14_out)) begin
+                if (sl_cmp13_out) begin
+                    sl_cmp14_e <= x_e;
+                end
+                else begin
+                    sl_cmp14_e <= sl_cmp13_e;
+                end
+            end
+        end
+        else if (sl_cmp14_out) begin
+            if (sl_cmp15_out) begin
+                sl_cmp14_e <= sl_cmp15_e;
+            end
+            else begin
+                sl_cmp14_e <= x_e;
+            end
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sl_pos15_r
+    if (lst_we) begin
+        if (not_full) begin
+            if ((!sl_cmp15_out)) begin
+                if (sl_cmp14_out) begin
+                    sl_cmp15_e <= x_e;
+                end
+                else begin
+                    sl_cmp15_e <= sl_cmp14_e;
+                end
+            end
+        end
+        else if (sl_cmp15_out) begin
+            sl_cmp15_e <= x_e;
+        end
+    end
+end
+
+
+
 assign aw_go = (s_axil_awvalid && s_axil_wvalid && (!bvalid_r));
 assign ar_go = (s_axil_arvalid && (!rvalid_r));
 assign waddr = s_axil_awaddr[8-1:2];
@@ -426,8 +1318,13 @@ assign in_bad = (s_axis_in_tdata[48-1:(32 + 8)] != 0);
 assign rmw_hold = (clearing && (op_r == 2) && (s_axis_in_tdata[32+:8] >= clr_i));
 
 
-always @(not_full, fire, cnt_slot, op_r, thr_s, k_r, nb) begin: sel_c
-    to_scan = ((op_r == 0) && (!not_full) && nb && (k_r != 1));
+
+assign thr_pk = sl0[48-1:0];
+assign thr_s = sl0[48+:4];
+assign x_e = {lst_wa, s_axis_in_tdata};
+
+
+always @(not_full, fire, cnt_slot, thr_s, op_r, nb) begin: sel_c
     lst_we = (fire && (op_r == 0) && (not_full || nb));
     if (not_full) begin
         lst_wa = cnt_slot;
@@ -446,48 +1343,7 @@ end
 
 
 
-assign scan_slot = scan_i[4-1:0];
 assign dump_slot = dump_i[4-1:0];
-
-
-
-assign b_pk = b_q;
-assign nxt_slot = (scan_slot + 1);
-
-
-always @(nxt_slot, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], s_axis_in_tdata, thr_s) begin: scan_nx
-    b_nx = lst[nxt_slot];
-    if ((thr_s == 1)) begin
-        lst1_in = s_axis_in_tdata;
-    end
-    else begin
-        lst1_in = lst[1];
-    end
-end
-
-
-always @(scan_first, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], w_pk, w_s) begin: scan_a
-    if (scan_first) begin
-        a_pk = lst[0];
-        a_s = 0;
-    end
-    else begin
-        a_pk = w_pk;
-        a_s = w_s;
-    end
-end
-
-
-always @(scan_slot, b_worse, a_pk, b_pk, a_s) begin: scan_res
-    if (b_worse) begin
-        res_pk = b_pk;
-        res_s = scan_slot;
-    end
-    else begin
-        res_pk = a_pk;
-        res_s = a_s;
-    end
-end
 
 
 always @(r2_valid, r2_addr, clr_go, dump_addr, clr_i, sum_sat, in_addr, state) begin: ram_c
@@ -587,8 +1443,6 @@ always @(posedge clk) begin: main
         dump_addr <= 0;
         ins <= 0;
         r2_val <= 0;
-        scan_i <= 0;
-        w_s <= 0;
         rp <= 0;
         err <= 0;
         clr_i <= 0;
@@ -606,15 +1460,12 @@ always @(posedge clk) begin: main
         fw2_addr <= 0;
         fw_data <= 0;
         min_pk <= 0;
-        state <= 0;
         fw_valid <= 0;
+        state <= 0;
         bg <= 0;
         fw2_data <= 0;
-        last_pend <= 0;
         ram_q <= 0;
-        w_pk <= 0;
         max_pk <= 0;
-        scan_first <= 0;
         wp <= 0;
         dump_i <= 0;
         cmp_r <= 1;
@@ -622,17 +1473,13 @@ always @(posedge clk) begin: main
         k_r <= 16;
         pend <= 0;
         rdata_r <= 0;
-        b_q <= 0;
         fcnt <= 0;
-        thr_pk <= 0;
         bvalid_r <= 0;
         fw2_valid <= 0;
         r1_valid <= 0;
         sel_rd <= 0;
         r1_addr <= 0;
-        thr_s <= 0;
         rvalid_r <= 0;
-        stalls <= 0;
         clearing <= 1;
         p_last <= 0;
     end
@@ -650,21 +1497,9 @@ always @(posedge clk) begin: main
                     if (not_full) begin
                         count <= (count + 1);
                         ins <= (ins + 1);
-                        if (((count == 0) || nw)) begin
-                            thr_pk <= s_axis_in_tdata;
-                            thr_s <= cnt_slot;
-                        end
                     end
                     else if (nb) begin
                         ins <= (ins + 1);
-                        if ((k_r == 1)) begin
-                            thr_pk <= s_axis_in_tdata;
-                        end
-                        else begin
-                            state <= 2;
-                            scan_i <= 1;
-                            scan_first <= 1'b1;
-                        end
                     end
                 end
                 'h1: begin
@@ -690,36 +1525,7 @@ always @(posedge clk) begin: main
                 end
             endcase
             if (s_axis_in_tlast) begin
-                if (to_scan) begin
-                    last_pend <= 1'b1;
-                end
-                else begin
-                    state <= 0;
-                end
-            end
-        end
-        if ((state != 2)) begin
-            b_q <= lst1_in;
-        end
-        if ((state == 2)) begin
-            scan_first <= 1'b0;
-            stalls <= (stalls + 1);
-            w_pk <= res_pk;
-            w_s <= res_s;
-            if (($signed({1'b0, scan_i}) == ($signed({1'b0, k_r}) - 1))) begin
-                thr_pk <= res_pk;
-                thr_s <= res_s;
-                last_pend <= 1'b0;
-                if (last_pend) begin
-                    state <= 0;
-                end
-                else begin
-                    state <= 1;
-                end
-            end
-            else begin
-                scan_i <= (scan_i + 1);
-                b_q <= b_nx;
+                state <= 0;
             end
         end
         if (clr_go) begin
@@ -754,8 +1560,6 @@ always @(posedge clk) begin: main
                     state <= 1;
                     count <= 0;
                     have <= 1'b0;
-                    last_pend <= 1'b0;
-                    stalls <= 0;
                     ins <= 0;
                 end
                 else begin
@@ -809,7 +1613,7 @@ always @(posedge clk) begin: main
                 rdata_r <= status32;
             end
             else if ((raddr == 7)) begin
-                rdata_r <= stalls;
+                rdata_r <= 0;
             end
             else if ((raddr == 8)) begin
                 rdata_r <= ins;
@@ -835,8 +1639,6 @@ always @(posedge clk) begin: main
                 state <= 1;
                 count <= 0;
                 have <= 1'b0;
-                last_pend <= 1'b0;
-                stalls <= 0;
                 ins <= 0;
             end
             else begin
@@ -879,8 +1681,6 @@ always @(posedge clk) begin: main
                         clr_i <= 0;
                         count <= 0;
                         have <= 1'b0;
-                        last_pend <= 1'b0;
-                        stalls <= 0;
                         ins <= 0;
                     end
                     else begin
@@ -893,8 +1693,6 @@ always @(posedge clk) begin: main
                         state <= 1;
                         count <= 0;
                         have <= 1'b0;
-                        last_pend <= 1'b0;
-                        stalls <= 0;
                         ins <= 0;
                     end
                     else begin

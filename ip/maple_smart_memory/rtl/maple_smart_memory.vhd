@@ -60,23 +60,13 @@ signal m_axis_out_tdata_num: unsigned(47 downto 0);
 signal in_i: unsigned(15 downto 0);
 signal thr_v: signed (31 downto 0);
 signal thr_i: unsigned(15 downto 0);
-signal av: signed (31 downto 0);
-signal ai: unsigned(15 downto 0);
-signal bv: signed (31 downto 0);
-signal bi: unsigned(15 downto 0);
 signal mn_v: signed (31 downto 0);
 signal mn_i: unsigned(15 downto 0);
 signal mx_v: signed (31 downto 0);
 signal mx_i: unsigned(15 downto 0);
-signal a_pk: unsigned(47 downto 0);
-signal a_s: unsigned(3 downto 0);
 signal ar_go: std_logic;
 signal armed_s: std_logic;
 signal aw_go: std_logic;
-signal b_nx: unsigned(47 downto 0);
-signal b_pk: unsigned(47 downto 0);
-signal b_q: unsigned(47 downto 0);
-signal b_worse: std_logic;
 signal base32: unsigned(31 downto 0);
 signal base_r: unsigned(8 downto 0);
 signal bg: std_logic;
@@ -116,10 +106,8 @@ signal ins: unsigned(31 downto 0);
 signal issue: std_logic;
 signal k32: unsigned(31 downto 0);
 signal k_r: unsigned(8 downto 0);
-signal last_pend: std_logic;
 signal len32: unsigned(31 downto 0);
 signal len_r: unsigned(8 downto 0);
-signal lst1_in: unsigned(47 downto 0);
 signal lst_wa: unsigned(3 downto 0);
 signal lst_we: std_logic;
 signal max_pk: unsigned(47 downto 0);
@@ -128,8 +116,6 @@ signal nb: std_logic;
 signal nmax: std_logic;
 signal nmin: std_logic;
 signal not_full: std_logic;
-signal nw: std_logic;
-signal nxt_slot: unsigned(3 downto 0);
 signal old: signed (31 downto 0);
 signal op32: unsigned(31 downto 0);
 signal op_r: unsigned(1 downto 0);
@@ -155,36 +141,140 @@ signal ram_we: std_logic;
 signal rd_s: signed (31 downto 0);
 signal rdata_r: unsigned(31 downto 0);
 signal rearm: std_logic;
-signal res_pk: unsigned(47 downto 0);
-signal res_s: unsigned(3 downto 0);
 signal rmis: std_logic;
 signal rmw_hold: std_logic;
 signal rp: unsigned(1 downto 0);
 signal rvalid_r: std_logic;
-signal scan_first: std_logic;
-signal scan_i: unsigned(8 downto 0);
-signal scan_slot: unsigned(3 downto 0);
 signal sel_rd: unsigned(47 downto 0);
 signal sel_src: unsigned(47 downto 0);
 signal smax: unsigned(47 downto 0);
 signal smin: unsigned(47 downto 0);
-signal stalls: unsigned(31 downto 0);
 signal state: unsigned(2 downto 0);
 signal status32: unsigned(31 downto 0);
 signal sum_sat: signed (31 downto 0);
 signal sum_w: signed (32 downto 0);
 signal thr_pk: unsigned(47 downto 0);
 signal thr_s: unsigned(3 downto 0);
-signal to_scan: std_logic;
-signal w_pk: unsigned(47 downto 0);
-signal w_s: unsigned(3 downto 0);
 signal waddr: unsigned(5 downto 0);
 signal wmis: std_logic;
 signal wp: unsigned(1 downto 0);
+signal x_e: unsigned(51 downto 0);
+signal sl0: unsigned(51 downto 0);
 signal sat0_fill: unsigned(30 downto 0);
 signal sat0_hi: unsigned(1 downto 0);
 signal sat0_hin: unsigned(1 downto 0);
 signal sat0_nsign: std_logic;
+signal sl_cmp0_out: std_logic;
+signal sl_cmp0_ei: unsigned(15 downto 0);
+signal sl_cmp0_es: unsigned(3 downto 0);
+signal sl_cmp0_ev: signed (31 downto 0);
+signal sl_cmp0_xi: unsigned(15 downto 0);
+signal sl_cmp0_xv: signed (31 downto 0);
+signal sl_cmp1_e: unsigned(51 downto 0);
+signal sl_cmp1_out: std_logic;
+signal sl_cmp1_ei: unsigned(15 downto 0);
+signal sl_cmp1_es: unsigned(3 downto 0);
+signal sl_cmp1_ev: signed (31 downto 0);
+signal sl_cmp1_xi: unsigned(15 downto 0);
+signal sl_cmp1_xv: signed (31 downto 0);
+signal sl_cmp2_e: unsigned(51 downto 0);
+signal sl_cmp2_out: std_logic;
+signal sl_cmp2_ei: unsigned(15 downto 0);
+signal sl_cmp2_es: unsigned(3 downto 0);
+signal sl_cmp2_ev: signed (31 downto 0);
+signal sl_cmp2_xi: unsigned(15 downto 0);
+signal sl_cmp2_xv: signed (31 downto 0);
+signal sl_cmp3_e: unsigned(51 downto 0);
+signal sl_cmp3_out: std_logic;
+signal sl_cmp3_ei: unsigned(15 downto 0);
+signal sl_cmp3_es: unsigned(3 downto 0);
+signal sl_cmp3_ev: signed (31 downto 0);
+signal sl_cmp3_xi: unsigned(15 downto 0);
+signal sl_cmp3_xv: signed (31 downto 0);
+signal sl_cmp4_e: unsigned(51 downto 0);
+signal sl_cmp4_out: std_logic;
+signal sl_cmp4_ei: unsigned(15 downto 0);
+signal sl_cmp4_es: unsigned(3 downto 0);
+signal sl_cmp4_ev: signed (31 downto 0);
+signal sl_cmp4_xi: unsigned(15 downto 0);
+signal sl_cmp4_xv: signed (31 downto 0);
+signal sl_cmp5_e: unsigned(51 downto 0);
+signal sl_cmp5_out: std_logic;
+signal sl_cmp5_ei: unsigned(15 downto 0);
+signal sl_cmp5_es: unsigned(3 downto 0);
+signal sl_cmp5_ev: signed (31 downto 0);
+signal sl_cmp5_xi: unsigned(15 downto 0);
+signal sl_cmp5_xv: signed (31 downto 0);
+signal sl_cmp6_e: unsigned(51 downto 0);
+signal sl_cmp6_out: std_logic;
+signal sl_cmp6_ei: unsigned(15 downto 0);
+signal sl_cmp6_es: unsigned(3 downto 0);
+signal sl_cmp6_ev: signed (31 downto 0);
+signal sl_cmp6_xi: unsigned(15 downto 0);
+signal sl_cmp6_xv: signed (31 downto 0);
+signal sl_cmp7_e: unsigned(51 downto 0);
+signal sl_cmp7_out: std_logic;
+signal sl_cmp7_ei: unsigned(15 downto 0);
+signal sl_cmp7_es: unsigned(3 downto 0);
+signal sl_cmp7_ev: signed (31 downto 0);
+signal sl_cmp7_xi: unsigned(15 downto 0);
+signal sl_cmp7_xv: signed (31 downto 0);
+signal sl_cmp8_e: unsigned(51 downto 0);
+signal sl_cmp8_out: std_logic;
+signal sl_cmp8_ei: unsigned(15 downto 0);
+signal sl_cmp8_es: unsigned(3 downto 0);
+signal sl_cmp8_ev: signed (31 downto 0);
+signal sl_cmp8_xi: unsigned(15 downto 0);
+signal sl_cmp8_xv: signed (31 downto 0);
+signal sl_cmp9_e: unsigned(51 downto 0);
+signal sl_cmp9_out: std_logic;
+signal sl_cmp9_ei: unsigned(15 downto 0);
+signal sl_cmp9_es: unsigned(3 downto 0);
+signal sl_cmp9_ev: signed (31 downto 0);
+signal sl_cmp9_xi: unsigned(15 downto 0);
+signal sl_cmp9_xv: signed (31 downto 0);
+signal sl_cmp10_e: unsigned(51 downto 0);
+signal sl_cmp10_out: std_logic;
+signal sl_cmp10_ei: unsigned(15 downto 0);
+signal sl_cmp10_es: unsigned(3 downto 0);
+signal sl_cmp10_ev: signed (31 downto 0);
+signal sl_cmp10_xi: unsigned(15 downto 0);
+signal sl_cmp10_xv: signed (31 downto 0);
+signal sl_cmp11_e: unsigned(51 downto 0);
+signal sl_cmp11_out: std_logic;
+signal sl_cmp11_ei: unsigned(15 downto 0);
+signal sl_cmp11_es: unsigned(3 downto 0);
+signal sl_cmp11_ev: signed (31 downto 0);
+signal sl_cmp11_xi: unsigned(15 downto 0);
+signal sl_cmp11_xv: signed (31 downto 0);
+signal sl_cmp12_e: unsigned(51 downto 0);
+signal sl_cmp12_out: std_logic;
+signal sl_cmp12_ei: unsigned(15 downto 0);
+signal sl_cmp12_es: unsigned(3 downto 0);
+signal sl_cmp12_ev: signed (31 downto 0);
+signal sl_cmp12_xi: unsigned(15 downto 0);
+signal sl_cmp12_xv: signed (31 downto 0);
+signal sl_cmp13_e: unsigned(51 downto 0);
+signal sl_cmp13_out: std_logic;
+signal sl_cmp13_ei: unsigned(15 downto 0);
+signal sl_cmp13_es: unsigned(3 downto 0);
+signal sl_cmp13_ev: signed (31 downto 0);
+signal sl_cmp13_xi: unsigned(15 downto 0);
+signal sl_cmp13_xv: signed (31 downto 0);
+signal sl_cmp14_e: unsigned(51 downto 0);
+signal sl_cmp14_out: std_logic;
+signal sl_cmp14_ei: unsigned(15 downto 0);
+signal sl_cmp14_es: unsigned(3 downto 0);
+signal sl_cmp14_ev: signed (31 downto 0);
+signal sl_cmp14_xi: unsigned(15 downto 0);
+signal sl_cmp14_xv: signed (31 downto 0);
+signal sl_cmp15_e: unsigned(51 downto 0);
+signal sl_cmp15_out: std_logic;
+signal sl_cmp15_ei: unsigned(15 downto 0);
+signal sl_cmp15_es: unsigned(3 downto 0);
+signal sl_cmp15_ev: signed (31 downto 0);
+signal sl_cmp15_xi: unsigned(15 downto 0);
+signal sl_cmp15_xv: signed (31 downto 0);
 type t_array_fifo is array(0 to 4-1) of unsigned(48 downto 0);
 signal fifo: t_array_fifo;
 type t_array_lst is array(0 to 16-1) of unsigned(47 downto 0);
@@ -256,36 +346,6 @@ begin
     end if;
 end process better0_c;
 
-better1_c: process (in_i, cmp_r, thr_i, in_v, thr_v) is
-begin
-    if (thr_v = in_v) then
-        nw <= stdl(thr_i < in_i);
-    elsif bool(cmp_r) then
-        nw <= stdl(thr_v > in_v);
-    else
-        nw <= stdl(thr_v < in_v);
-    end if;
-end process better1_c;
-
-
-av <= signed(a_pk(32-1 downto 0));
-ai <= a_pk(48-1 downto 32);
-
-
-bv <= signed(b_pk(32-1 downto 0));
-bi <= b_pk(48-1 downto 32);
-
-better2_c: process (bi, cmp_r, ai, bv, av) is
-begin
-    if (av = bv) then
-        b_worse <= stdl(ai < bi);
-    elsif bool(cmp_r) then
-        b_worse <= stdl(av > bv);
-    else
-        b_worse <= stdl(av < bv);
-    end if;
-end process better2_c;
-
 
 mn_v <= signed(min_pk(32-1 downto 0));
 mn_i <= min_pk(48-1 downto 32);
@@ -294,23 +354,23 @@ mn_i <= min_pk(48-1 downto 32);
 mx_v <= signed(max_pk(32-1 downto 0));
 mx_i <= max_pk(48-1 downto 32);
 
-better3_c: process (mn_v, in_i, in_v, mn_i) is
+better1_c: process (mn_v, in_i, in_v, mn_i) is
 begin
     if (in_v = mn_v) then
         nmin <= stdl(in_i < mn_i);
     else
         nmin <= stdl(in_v < mn_v);
     end if;
-end process better3_c;
+end process better1_c;
 
-better4_c: process (mx_v, in_i, in_v, mx_i) is
+better2_c: process (mx_v, in_i, in_v, mx_i) is
 begin
     if (in_v = mx_v) then
         nmax <= stdl(in_i < mx_i);
     else
         nmax <= stdl(in_v > mx_v);
     end if;
-end process better4_c;
+end process better2_c;
 
 
 sat0_hi <= unsigned(sum_w(33-1 downto (32 - 1)));
@@ -347,6 +407,750 @@ count32 <= unsigned'(to_unsigned(0, 23) & count);
 
 
 dump_addr_x <= unsigned'(to_unsigned(0, 8) & dump_addr);
+
+
+sl_cmp0_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp0_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp0_ev <= signed(sl0(32-1 downto 0));
+sl_cmp0_ei <= sl0(48-1 downto 32);
+sl_cmp0_es <= sl0((48 + 4)-1 downto 48);
+
+sl_cmp0_c: process (sl_cmp0_ev, count, lst_wa, sl_cmp0_ei, sl_cmp0_es, cmp_r, sl_cmp0_xi, sl_cmp0_xv) is
+begin
+    if (count <= 0) then
+        sl_cmp0_out <= '0';
+    elsif (sl_cmp0_xv = sl_cmp0_ev) then
+        if (sl_cmp0_xi = sl_cmp0_ei) then
+            sl_cmp0_out <= stdl(lst_wa > sl_cmp0_es);
+        else
+            sl_cmp0_out <= stdl(sl_cmp0_xi < sl_cmp0_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp0_out <= stdl(sl_cmp0_xv > sl_cmp0_ev);
+    else
+        sl_cmp0_out <= stdl(sl_cmp0_xv < sl_cmp0_ev);
+    end if;
+end process sl_cmp0_c;
+
+
+sl_cmp1_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp1_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp1_ev <= signed(sl_cmp1_e(32-1 downto 0));
+sl_cmp1_ei <= sl_cmp1_e(48-1 downto 32);
+sl_cmp1_es <= sl_cmp1_e((48 + 4)-1 downto 48);
+
+sl_cmp1_c: process (sl_cmp1_ev, count, lst_wa, sl_cmp1_ei, sl_cmp1_es, cmp_r, sl_cmp1_xi, sl_cmp1_xv) is
+begin
+    if (count <= 1) then
+        sl_cmp1_out <= '0';
+    elsif (sl_cmp1_xv = sl_cmp1_ev) then
+        if (sl_cmp1_xi = sl_cmp1_ei) then
+            sl_cmp1_out <= stdl(lst_wa > sl_cmp1_es);
+        else
+            sl_cmp1_out <= stdl(sl_cmp1_xi < sl_cmp1_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp1_out <= stdl(sl_cmp1_xv > sl_cmp1_ev);
+    else
+        sl_cmp1_out <= stdl(sl_cmp1_xv < sl_cmp1_ev);
+    end if;
+end process sl_cmp1_c;
+
+
+sl_cmp2_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp2_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp2_ev <= signed(sl_cmp2_e(32-1 downto 0));
+sl_cmp2_ei <= sl_cmp2_e(48-1 downto 32);
+sl_cmp2_es <= sl_cmp2_e((48 + 4)-1 downto 48);
+
+sl_cmp2_c: process (sl_cmp2_ev, count, lst_wa, sl_cmp2_ei, sl_cmp2_es, cmp_r, sl_cmp2_xi, sl_cmp2_xv) is
+begin
+    if (count <= 2) then
+        sl_cmp2_out <= '0';
+    elsif (sl_cmp2_xv = sl_cmp2_ev) then
+        if (sl_cmp2_xi = sl_cmp2_ei) then
+            sl_cmp2_out <= stdl(lst_wa > sl_cmp2_es);
+        else
+            sl_cmp2_out <= stdl(sl_cmp2_xi < sl_cmp2_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp2_out <= stdl(sl_cmp2_xv > sl_cmp2_ev);
+    else
+        sl_cmp2_out <= stdl(sl_cmp2_xv < sl_cmp2_ev);
+    end if;
+end process sl_cmp2_c;
+
+
+sl_cmp3_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp3_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp3_ev <= signed(sl_cmp3_e(32-1 downto 0));
+sl_cmp3_ei <= sl_cmp3_e(48-1 downto 32);
+sl_cmp3_es <= sl_cmp3_e((48 + 4)-1 downto 48);
+
+sl_cmp3_c: process (sl_cmp3_ev, count, lst_wa, sl_cmp3_ei, sl_cmp3_es, cmp_r, sl_cmp3_xi, sl_cmp3_xv) is
+begin
+    if (count <= 3) then
+        sl_cmp3_out <= '0';
+    elsif (sl_cmp3_xv = sl_cmp3_ev) then
+        if (sl_cmp3_xi = sl_cmp3_ei) then
+            sl_cmp3_out <= stdl(lst_wa > sl_cmp3_es);
+        else
+            sl_cmp3_out <= stdl(sl_cmp3_xi < sl_cmp3_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp3_out <= stdl(sl_cmp3_xv > sl_cmp3_ev);
+    else
+        sl_cmp3_out <= stdl(sl_cmp3_xv < sl_cmp3_ev);
+    end if;
+end process sl_cmp3_c;
+
+
+sl_cmp4_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp4_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp4_ev <= signed(sl_cmp4_e(32-1 downto 0));
+sl_cmp4_ei <= sl_cmp4_e(48-1 downto 32);
+sl_cmp4_es <= sl_cmp4_e((48 + 4)-1 downto 48);
+
+sl_cmp4_c: process (sl_cmp4_ev, count, lst_wa, sl_cmp4_ei, sl_cmp4_es, cmp_r, sl_cmp4_xi, sl_cmp4_xv) is
+begin
+    if (count <= 4) then
+        sl_cmp4_out <= '0';
+    elsif (sl_cmp4_xv = sl_cmp4_ev) then
+        if (sl_cmp4_xi = sl_cmp4_ei) then
+            sl_cmp4_out <= stdl(lst_wa > sl_cmp4_es);
+        else
+            sl_cmp4_out <= stdl(sl_cmp4_xi < sl_cmp4_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp4_out <= stdl(sl_cmp4_xv > sl_cmp4_ev);
+    else
+        sl_cmp4_out <= stdl(sl_cmp4_xv < sl_cmp4_ev);
+    end if;
+end process sl_cmp4_c;
+
+
+sl_cmp5_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp5_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp5_ev <= signed(sl_cmp5_e(32-1 downto 0));
+sl_cmp5_ei <= sl_cmp5_e(48-1 downto 32);
+sl_cmp5_es <= sl_cmp5_e((48 + 4)-1 downto 48);
+
+sl_cmp5_c: process (sl_cmp5_ev, count, lst_wa, sl_cmp5_ei, sl_cmp5_es, cmp_r, sl_cmp5_xi, sl_cmp5_xv) is
+begin
+    if (count <= 5) then
+        sl_cmp5_out <= '0';
+    elsif (sl_cmp5_xv = sl_cmp5_ev) then
+        if (sl_cmp5_xi = sl_cmp5_ei) then
+            sl_cmp5_out <= stdl(lst_wa > sl_cmp5_es);
+        else
+            sl_cmp5_out <= stdl(sl_cmp5_xi < sl_cmp5_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp5_out <= stdl(sl_cmp5_xv > sl_cmp5_ev);
+    else
+        sl_cmp5_out <= stdl(sl_cmp5_xv < sl_cmp5_ev);
+    end if;
+end process sl_cmp5_c;
+
+
+sl_cmp6_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp6_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp6_ev <= signed(sl_cmp6_e(32-1 downto 0));
+sl_cmp6_ei <= sl_cmp6_e(48-1 downto 32);
+sl_cmp6_es <= sl_cmp6_e((48 + 4)-1 downto 48);
+
+sl_cmp6_c: process (sl_cmp6_ev, count, lst_wa, sl_cmp6_ei, sl_cmp6_es, cmp_r, sl_cmp6_xi, sl_cmp6_xv) is
+begin
+    if (count <= 6) then
+        sl_cmp6_out <= '0';
+    elsif (sl_cmp6_xv = sl_cmp6_ev) then
+        if (sl_cmp6_xi = sl_cmp6_ei) then
+            sl_cmp6_out <= stdl(lst_wa > sl_cmp6_es);
+        else
+            sl_cmp6_out <= stdl(sl_cmp6_xi < sl_cmp6_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp6_out <= stdl(sl_cmp6_xv > sl_cmp6_ev);
+    else
+        sl_cmp6_out <= stdl(sl_cmp6_xv < sl_cmp6_ev);
+    end if;
+end process sl_cmp6_c;
+
+
+sl_cmp7_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp7_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp7_ev <= signed(sl_cmp7_e(32-1 downto 0));
+sl_cmp7_ei <= sl_cmp7_e(48-1 downto 32);
+sl_cmp7_es <= sl_cmp7_e((48 + 4)-1 downto 48);
+
+sl_cmp7_c: process (sl_cmp7_ev, count, lst_wa, sl_cmp7_ei, sl_cmp7_es, cmp_r, sl_cmp7_xi, sl_cmp7_xv) is
+begin
+    if (count <= 7) then
+        sl_cmp7_out <= '0';
+    elsif (sl_cmp7_xv = sl_cmp7_ev) then
+        if (sl_cmp7_xi = sl_cmp7_ei) then
+            sl_cmp7_out <= stdl(lst_wa > sl_cmp7_es);
+        else
+            sl_cmp7_out <= stdl(sl_cmp7_xi < sl_cmp7_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp7_out <= stdl(sl_cmp7_xv > sl_cmp7_ev);
+    else
+        sl_cmp7_out <= stdl(sl_cmp7_xv < sl_cmp7_ev);
+    end if;
+end process sl_cmp7_c;
+
+
+sl_cmp8_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp8_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp8_ev <= signed(sl_cmp8_e(32-1 downto 0));
+sl_cmp8_ei <= sl_cmp8_e(48-1 downto 32);
+sl_cmp8_es <= sl_cmp8_e((48 + 4)-1 downto 48);
+
+sl_cmp8_c: process (sl_cmp8_ev, count, lst_wa, sl_cmp8_ei, sl_cmp8_es, cmp_r, sl_cmp8_xi, sl_cmp8_xv) is
+begin
+    if (count <= 8) then
+        sl_cmp8_out <= '0';
+    elsif (sl_cmp8_xv = sl_cmp8_ev) then
+        if (sl_cmp8_xi = sl_cmp8_ei) then
+            sl_cmp8_out <= stdl(lst_wa > sl_cmp8_es);
+        else
+            sl_cmp8_out <= stdl(sl_cmp8_xi < sl_cmp8_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp8_out <= stdl(sl_cmp8_xv > sl_cmp8_ev);
+    else
+        sl_cmp8_out <= stdl(sl_cmp8_xv < sl_cmp8_ev);
+    end if;
+end process sl_cmp8_c;
+
+
+sl_cmp9_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp9_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp9_ev <= signed(sl_cmp9_e(32-1 downto 0));
+sl_cmp9_ei <= sl_cmp9_e(48-1 downto 32);
+sl_cmp9_es <= sl_cmp9_e((48 + 4)-1 downto 48);
+
+sl_cmp9_c: process (sl_cmp9_ev, count, lst_wa, sl_cmp9_ei, sl_cmp9_es, cmp_r, sl_cmp9_xi, sl_cmp9_xv) is
+begin
+    if (count <= 9) then
+        sl_cmp9_out <= '0';
+    elsif (sl_cmp9_xv = sl_cmp9_ev) then
+        if (sl_cmp9_xi = sl_cmp9_ei) then
+            sl_cmp9_out <= stdl(lst_wa > sl_cmp9_es);
+        else
+            sl_cmp9_out <= stdl(sl_cmp9_xi < sl_cmp9_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp9_out <= stdl(sl_cmp9_xv > sl_cmp9_ev);
+    else
+        sl_cmp9_out <= stdl(sl_cmp9_xv < sl_cmp9_ev);
+    end if;
+end process sl_cmp9_c;
+
+
+sl_cmp10_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp10_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp10_ev <= signed(sl_cmp10_e(32-1 downto 0));
+sl_cmp10_ei <= sl_cmp10_e(48-1 downto 32);
+sl_cmp10_es <= sl_cmp10_e((48 + 4)-1 downto 48);
+
+sl_cmp10_c: process (sl_cmp10_ev, count, lst_wa, sl_cmp10_ei, sl_cmp10_es, cmp_r, sl_cmp10_xi, sl_cmp10_xv) is
+begin
+    if (count <= 10) then
+        sl_cmp10_out <= '0';
+    elsif (sl_cmp10_xv = sl_cmp10_ev) then
+        if (sl_cmp10_xi = sl_cmp10_ei) then
+            sl_cmp10_out <= stdl(lst_wa > sl_cmp10_es);
+        else
+            sl_cmp10_out <= stdl(sl_cmp10_xi < sl_cmp10_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp10_out <= stdl(sl_cmp10_xv > sl_cmp10_ev);
+    else
+        sl_cmp10_out <= stdl(sl_cmp10_xv < sl_cmp10_ev);
+    end if;
+end process sl_cmp10_c;
+
+
+sl_cmp11_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp11_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp11_ev <= signed(sl_cmp11_e(32-1 downto 0));
+sl_cmp11_ei <= sl_cmp11_e(48-1 downto 32);
+sl_cmp11_es <= sl_cmp11_e((48 + 4)-1 downto 48);
+
+sl_cmp11_c: process (sl_cmp11_ev, count, lst_wa, sl_cmp11_ei, sl_cmp11_es, cmp_r, sl_cmp11_xi, sl_cmp11_xv) is
+begin
+    if (count <= 11) then
+        sl_cmp11_out <= '0';
+    elsif (sl_cmp11_xv = sl_cmp11_ev) then
+        if (sl_cmp11_xi = sl_cmp11_ei) then
+            sl_cmp11_out <= stdl(lst_wa > sl_cmp11_es);
+        else
+            sl_cmp11_out <= stdl(sl_cmp11_xi < sl_cmp11_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp11_out <= stdl(sl_cmp11_xv > sl_cmp11_ev);
+    else
+        sl_cmp11_out <= stdl(sl_cmp11_xv < sl_cmp11_ev);
+    end if;
+end process sl_cmp11_c;
+
+
+sl_cmp12_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp12_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp12_ev <= signed(sl_cmp12_e(32-1 downto 0));
+sl_cmp12_ei <= sl_cmp12_e(48-1 downto 32);
+sl_cmp12_es <= sl_cmp12_e((48 + 4)-1 downto 48);
+
+sl_cmp12_c: process (sl_cmp12_ev, count, lst_wa, sl_cmp12_ei, sl_cmp12_es, cmp_r, sl_cmp12_xi, sl_cmp12_xv) is
+begin
+    if (count <= 12) then
+        sl_cmp12_out <= '0';
+    elsif (sl_cmp12_xv = sl_cmp12_ev) then
+        if (sl_cmp12_xi = sl_cmp12_ei) then
+            sl_cmp12_out <= stdl(lst_wa > sl_cmp12_es);
+        else
+            sl_cmp12_out <= stdl(sl_cmp12_xi < sl_cmp12_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp12_out <= stdl(sl_cmp12_xv > sl_cmp12_ev);
+    else
+        sl_cmp12_out <= stdl(sl_cmp12_xv < sl_cmp12_ev);
+    end if;
+end process sl_cmp12_c;
+
+
+sl_cmp13_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp13_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp13_ev <= signed(sl_cmp13_e(32-1 downto 0));
+sl_cmp13_ei <= sl_cmp13_e(48-1 downto 32);
+sl_cmp13_es <= sl_cmp13_e((48 + 4)-1 downto 48);
+
+sl_cmp13_c: process (sl_cmp13_ev, count, lst_wa, sl_cmp13_ei, sl_cmp13_es, cmp_r, sl_cmp13_xi, sl_cmp13_xv) is
+begin
+    if (count <= 13) then
+        sl_cmp13_out <= '0';
+    elsif (sl_cmp13_xv = sl_cmp13_ev) then
+        if (sl_cmp13_xi = sl_cmp13_ei) then
+            sl_cmp13_out <= stdl(lst_wa > sl_cmp13_es);
+        else
+            sl_cmp13_out <= stdl(sl_cmp13_xi < sl_cmp13_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp13_out <= stdl(sl_cmp13_xv > sl_cmp13_ev);
+    else
+        sl_cmp13_out <= stdl(sl_cmp13_xv < sl_cmp13_ev);
+    end if;
+end process sl_cmp13_c;
+
+
+sl_cmp14_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp14_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp14_ev <= signed(sl_cmp14_e(32-1 downto 0));
+sl_cmp14_ei <= sl_cmp14_e(48-1 downto 32);
+sl_cmp14_es <= sl_cmp14_e((48 + 4)-1 downto 48);
+
+sl_cmp14_c: process (sl_cmp14_ev, count, lst_wa, sl_cmp14_ei, sl_cmp14_es, cmp_r, sl_cmp14_xi, sl_cmp14_xv) is
+begin
+    if (count <= 14) then
+        sl_cmp14_out <= '0';
+    elsif (sl_cmp14_xv = sl_cmp14_ev) then
+        if (sl_cmp14_xi = sl_cmp14_ei) then
+            sl_cmp14_out <= stdl(lst_wa > sl_cmp14_es);
+        else
+            sl_cmp14_out <= stdl(sl_cmp14_xi < sl_cmp14_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp14_out <= stdl(sl_cmp14_xv > sl_cmp14_ev);
+    else
+        sl_cmp14_out <= stdl(sl_cmp14_xv < sl_cmp14_ev);
+    end if;
+end process sl_cmp14_c;
+
+
+sl_cmp15_xv <= signed(s_axis_in_tdata_num(32-1 downto 0));
+sl_cmp15_xi <= s_axis_in_tdata_num(48-1 downto 32);
+sl_cmp15_ev <= signed(sl_cmp15_e(32-1 downto 0));
+sl_cmp15_ei <= sl_cmp15_e(48-1 downto 32);
+sl_cmp15_es <= sl_cmp15_e((48 + 4)-1 downto 48);
+
+sl_cmp15_c: process (sl_cmp15_ev, count, lst_wa, sl_cmp15_ei, sl_cmp15_es, cmp_r, sl_cmp15_xi, sl_cmp15_xv) is
+begin
+    if (count <= 15) then
+        sl_cmp15_out <= '0';
+    elsif (sl_cmp15_xv = sl_cmp15_ev) then
+        if (sl_cmp15_xi = sl_cmp15_ei) then
+            sl_cmp15_out <= stdl(lst_wa > sl_cmp15_es);
+        else
+            sl_cmp15_out <= stdl(sl_cmp15_xi < sl_cmp15_ei);
+        end if;
+    elsif bool(cmp_r) then
+        sl_cmp15_out <= stdl(sl_cmp15_xv > sl_cmp15_ev);
+    else
+        sl_cmp15_out <= stdl(sl_cmp15_xv < sl_cmp15_ev);
+    end if;
+end process sl_cmp15_c;
+
+sl_pos0_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp0_out)) then
+                    sl0 <= x_e;
+                end if;
+            elsif bool(sl_cmp0_out) then
+                if bool(sl_cmp1_out) then
+                    sl0 <= sl_cmp1_e;
+                else
+                    sl0 <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos0_r;
+
+sl_pos1_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp1_out)) then
+                    if bool(sl_cmp0_out) then
+                        sl_cmp1_e <= x_e;
+                    else
+                        sl_cmp1_e <= sl0;
+                    end if;
+                end if;
+            elsif bool(sl_cmp1_out) then
+                if bool(sl_cmp2_out) then
+                    sl_cmp1_e <= sl_cmp2_e;
+                else
+                    sl_cmp1_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos1_r;
+
+sl_pos2_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp2_out)) then
+                    if bool(sl_cmp1_out) then
+                        sl_cmp2_e <= x_e;
+                    else
+                        sl_cmp2_e <= sl_cmp1_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp2_out) then
+                if bool(sl_cmp3_out) then
+                    sl_cmp2_e <= sl_cmp3_e;
+                else
+                    sl_cmp2_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos2_r;
+
+sl_pos3_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp3_out)) then
+                    if bool(sl_cmp2_out) then
+                        sl_cmp3_e <= x_e;
+                    else
+                        sl_cmp3_e <= sl_cmp2_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp3_out) then
+                if bool(sl_cmp4_out) then
+                    sl_cmp3_e <= sl_cmp4_e;
+                else
+                    sl_cmp3_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos3_r;
+
+sl_pos4_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp4_out)) then
+                    if bool(sl_cmp3_out) then
+                        sl_cmp4_e <= x_e;
+                    else
+                        sl_cmp4_e <= sl_cmp3_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp4_out) then
+                if bool(sl_cmp5_out) then
+                    sl_cmp4_e <= sl_cmp5_e;
+                else
+                    sl_cmp4_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos4_r;
+
+sl_pos5_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp5_out)) then
+                    if bool(sl_cmp4_out) then
+                        sl_cmp5_e <= x_e;
+                    else
+                        sl_cmp5_e <= sl_cmp4_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp5_out) then
+                if bool(sl_cmp6_out) then
+                    sl_cmp5_e <= sl_cmp6_e;
+                else
+                    sl_cmp5_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos5_r;
+
+sl_pos6_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp6_out)) then
+                    if bool(sl_cmp5_out) then
+                        sl_cmp6_e <= x_e;
+                    else
+                        sl_cmp6_e <= sl_cmp5_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp6_out) then
+                if bool(sl_cmp7_out) then
+                    sl_cmp6_e <= sl_cmp7_e;
+                else
+                    sl_cmp6_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos6_r;
+
+sl_pos7_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp7_out)) then
+                    if bool(sl_cmp6_out) then
+                        sl_cmp7_e <= x_e;
+                    else
+                        sl_cmp7_e <= sl_cmp6_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp7_out) then
+                if bool(sl_cmp8_out) then
+                    sl_cmp7_e <= sl_cmp8_e;
+                else
+                    sl_cmp7_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos7_r;
+
+sl_pos8_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp8_out)) then
+                    if bool(sl_cmp7_out) then
+                        sl_cmp8_e <= x_e;
+                    else
+                        sl_cmp8_e <= sl_cmp7_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp8_out) then
+                if bool(sl_cmp9_out) then
+                    sl_cmp8_e <= sl_cmp9_e;
+                else
+                    sl_cmp8_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos8_r;
+
+sl_pos9_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp9_out)) then
+                    if bool(sl_cmp8_out) then
+                        sl_cmp9_e <= x_e;
+                    else
+                        sl_cmp9_e <= sl_cmp8_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp9_out) then
+                if bool(sl_cmp10_out) then
+                    sl_cmp9_e <= sl_cmp10_e;
+                else
+                    sl_cmp9_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos9_r;
+
+sl_pos10_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp10_out)) then
+                    if bool(sl_cmp9_out) then
+                        sl_cmp10_e <= x_e;
+                    else
+                        sl_cmp10_e <= sl_cmp9_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp10_out) then
+                if bool(sl_cmp11_out) then
+                    sl_cmp10_e <= sl_cmp11_e;
+                else
+                    sl_cmp10_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos10_r;
+
+sl_pos11_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp11_out)) then
+                    if bool(sl_cmp10_out) then
+                        sl_cmp11_e <= x_e;
+                    else
+                        sl_cmp11_e <= sl_cmp10_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp11_out) then
+                if bool(sl_cmp12_out) then
+                    sl_cmp11_e <= sl_cmp12_e;
+                else
+                    sl_cmp11_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos11_r;
+
+sl_pos12_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp12_out)) then
+                    if bool(sl_cmp11_out) then
+                        sl_cmp12_e <= x_e;
+                    else
+                        sl_cmp12_e <= sl_cmp11_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp12_out) then
+                if bool(sl_cmp13_out) then
+                    sl_cmp12_e <= sl_cmp13_e;
+                else
+                    sl_cmp12_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos12_r;
+
+sl_pos13_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp13_out)) then
+                    if bool(sl_cmp12_out) then
+                        sl_cmp13_e <= x_e;
+                    else
+                        sl_cmp13_e <= sl_cmp12_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp13_out) then
+                if bool(sl_cmp14_out) then
+                    sl_cmp13_e <= sl_cmp14_e;
+                else
+                    sl_cmp13_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos13_r;
+
+sl_pos14_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp14_out)) then
+                    if bool(sl_cmp13_out) then
+                        sl_cmp14_e <= x_e;
+                    else
+                        sl_cmp14_e <= sl_cmp13_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp14_out) then
+                if bool(sl_cmp15_out) then
+                    sl_cmp14_e <= sl_cmp15_e;
+                else
+                    sl_cmp14_e <= x_e;
+                end if;
+            end if;
+        end if;
+    end if;
+end process sl_pos14_r;
+
+sl_pos15_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(lst_we) then
+            if bool(not_full) then
+                if (not bool(sl_cmp15_out)) then
+                    if bool(sl_cmp14_out) then
+                        sl_cmp15_e <= x_e;
+                    else
+                        sl_cmp15_e <= sl_cmp14_e;
+                    end if;
+                end if;
+            elsif bool(sl_cmp15_out) then
+                sl_cmp15_e <= x_e;
+            end if;
+        end if;
+    end if;
+end process sl_pos15_r;
 
 
 aw_go <= stdl(bool(s_axil_awvalid) and bool(s_axil_wvalid) and (not bool(bvalid_r)));
@@ -390,9 +1194,13 @@ in_bad <= stdl(s_axis_in_tdata_num(48-1 downto (32 + 8)) /= 0);
 
 rmw_hold <= stdl(bool(clearing) and (op_r = 2) and (s_axis_in_tdata_num((32 + 8)-1 downto 32) >= clr_i));
 
-sel_c: process (not_full, fire, cnt_slot, op_r, thr_s, k_r, nb) is
+
+thr_pk <= sl0(48-1 downto 0);
+thr_s <= sl0((48 + 4)-1 downto 48);
+x_e <= unsigned'(lst_wa & s_axis_in_tdata_num);
+
+sel_c: process (not_full, fire, cnt_slot, thr_s, op_r, nb) is
 begin
-    to_scan <= stdl((op_r = 0) and (not bool(not_full)) and bool(nb) and (k_r /= 1));
     lst_we <= stdl(bool(fire) and (op_r = 0) and (bool(not_full) or bool(nb)));
     if bool(not_full) then
         lst_wa <= cnt_slot;
@@ -411,44 +1219,7 @@ begin
 end process lst_ram;
 
 
-scan_slot <= scan_i(4-1 downto 0);
 dump_slot <= dump_i(4-1 downto 0);
-
-
-b_pk <= b_q;
-nxt_slot <= (scan_slot + 1);
-
-scan_nx: process (nxt_slot, lst, s_axis_in_tdata_num, thr_s) is
-begin
-    b_nx <= lst(to_integer(nxt_slot));
-    if (thr_s = 1) then
-        lst1_in <= s_axis_in_tdata_num;
-    else
-        lst1_in <= lst(1);
-    end if;
-end process scan_nx;
-
-scan_a: process (scan_first, lst, w_pk, w_s) is
-begin
-    if bool(scan_first) then
-        a_pk <= lst(0);
-        a_s <= to_unsigned(0, 4);
-    else
-        a_pk <= w_pk;
-        a_s <= w_s;
-    end if;
-end process scan_a;
-
-scan_res: process (scan_slot, b_worse, a_pk, b_pk, a_s) is
-begin
-    if bool(b_worse) then
-        res_pk <= b_pk;
-        res_s <= scan_slot;
-    else
-        res_pk <= a_pk;
-        res_s <= a_s;
-    end if;
-end process scan_res;
 
 ram_c: process (r2_valid, r2_addr, clr_go, dump_addr, clr_i, sum_sat, in_addr, state) is
 begin
@@ -543,8 +1314,6 @@ begin
             dump_addr <= to_unsigned(0, 8);
             ins <= to_unsigned(0, 32);
             r2_val <= to_signed(0, 32);
-            scan_i <= to_unsigned(0, 9);
-            w_s <= to_unsigned(0, 4);
             rp <= to_unsigned(0, 2);
             err <= '0';
             clr_i <= to_unsigned(0, 8);
@@ -562,15 +1331,12 @@ begin
             fw2_addr <= to_unsigned(0, 8);
             fw_data <= to_signed(0, 32);
             min_pk <= to_unsigned(0, 48);
-            state <= to_unsigned(0, 3);
             fw_valid <= '0';
+            state <= to_unsigned(0, 3);
             bg <= '0';
             fw2_data <= to_signed(0, 32);
-            last_pend <= '0';
             ram_q <= to_signed(0, 32);
-            w_pk <= to_unsigned(0, 48);
             max_pk <= to_unsigned(0, 48);
-            scan_first <= '0';
             wp <= to_unsigned(0, 2);
             dump_i <= to_unsigned(0, 9);
             cmp_r <= '1';
@@ -578,17 +1344,13 @@ begin
             k_r <= to_unsigned(16, 9);
             pend <= '0';
             rdata_r <= to_unsigned(0, 32);
-            b_q <= to_unsigned(0, 48);
             fcnt <= to_unsigned(0, 3);
-            thr_pk <= to_unsigned(0, 48);
             bvalid_r <= '0';
             fw2_valid <= '0';
             r1_valid <= '0';
             sel_rd <= to_unsigned(0, 48);
             r1_addr <= to_unsigned(0, 8);
-            thr_s <= to_unsigned(0, 4);
             rvalid_r <= '0';
-            stalls <= to_unsigned(0, 32);
             clearing <= '1';
             p_last <= '0';
         else
@@ -605,19 +1367,8 @@ begin
                         if bool(not_full) then
                             count <= (count + 1);
                             ins <= (ins + 1);
-                            if ((count = 0) or bool(nw)) then
-                                thr_pk <= s_axis_in_tdata_num;
-                                thr_s <= cnt_slot;
-                            end if;
                         elsif bool(nb) then
                             ins <= (ins + 1);
-                            if (k_r = 1) then
-                                thr_pk <= s_axis_in_tdata_num;
-                            else
-                                state <= to_unsigned(2, 3);
-                                scan_i <= to_unsigned(1, 9);
-                                scan_first <= '1';
-                            end if;
                         end if;
                     when "01" =>
                         if ((not bool(have)) or bool(nmin)) then
@@ -639,33 +1390,7 @@ begin
                         end if;
                 end case;
                 if bool(s_axis_in_tlast) then
-                    if bool(to_scan) then
-                        last_pend <= '1';
-                    else
-                        state <= to_unsigned(0, 3);
-                    end if;
-                end if;
-            end if;
-            if (state /= 2) then
-                b_q <= lst1_in;
-            end if;
-            if (state = 2) then
-                scan_first <= '0';
-                stalls <= (stalls + 1);
-                w_pk <= res_pk;
-                w_s <= res_s;
-                if (signed(resize(scan_i, 10)) = (signed(resize(k_r, 10)) - 1)) then
-                    thr_pk <= res_pk;
-                    thr_s <= res_s;
-                    last_pend <= '0';
-                    if bool(last_pend) then
-                        state <= to_unsigned(0, 3);
-                    else
-                        state <= to_unsigned(1, 3);
-                    end if;
-                else
-                    scan_i <= (scan_i + 1);
-                    b_q <= b_nx;
+                    state <= to_unsigned(0, 3);
                 end if;
             end if;
             if bool(clr_go) then
@@ -699,8 +1424,6 @@ begin
                         state <= to_unsigned(1, 3);
                         count <= to_unsigned(0, 9);
                         have <= '0';
-                        last_pend <= '0';
-                        stalls <= to_unsigned(0, 32);
                         ins <= to_unsigned(0, 32);
                     else
                         state <= to_unsigned(0, 3);
@@ -743,7 +1466,7 @@ begin
                 elsif (raddr = 6) then
                     rdata_r <= status32;
                 elsif (raddr = 7) then
-                    rdata_r <= stalls;
+                    rdata_r <= to_unsigned(0, 32);
                 elsif (raddr = 8) then
                     rdata_r <= ins;
                 elsif (raddr = 9) then
@@ -765,8 +1488,6 @@ begin
                     state <= to_unsigned(1, 3);
                     count <= to_unsigned(0, 9);
                     have <= '0';
-                    last_pend <= '0';
-                    stalls <= to_unsigned(0, 32);
                     ins <= to_unsigned(0, 32);
                 else
                     state <= to_unsigned(3, 3);
@@ -803,8 +1524,6 @@ begin
                             clr_i <= to_unsigned(0, 8);
                             count <= to_unsigned(0, 9);
                             have <= '0';
-                            last_pend <= '0';
-                            stalls <= to_unsigned(0, 32);
                             ins <= to_unsigned(0, 32);
                         else
                             err <= '1';
@@ -815,8 +1534,6 @@ begin
                             state <= to_unsigned(1, 3);
                             count <= to_unsigned(0, 9);
                             have <= '0';
-                            last_pend <= '0';
-                            stalls <= to_unsigned(0, 32);
                             ins <= to_unsigned(0, 32);
                         else
                             err <= '1';
