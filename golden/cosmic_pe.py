@@ -79,10 +79,29 @@ BUF_NAMES = {1: "DATA", 2: "MODEL", 3: "INTERIM"}
 OUT_BITS = {"L": 1, "R": 2, "B": 4, "BUS": 4}
 OUT_PORTS = ("left", "right", "bus")
 ERR_ILLEGAL, ERR_NL, ERR_LEN = 1, 2, 4
-HAZARD_DISTANCE = 5    # a write is visible without bypass to instructions >= 5 slots later
 ISSUE_OFFSET = 1       # instruction k is in stage 1 in cycle k+1 after the start edge
 IN_OFFSET = 4          # ... reads its left_in/right_in/bus_in ports in cycle k+4 (stage 4)
-OUT_OFFSET = 5         # ... and its outputs are valid in cycle k+5
+# Per-operation result latency L (slots): instruction k's result is forwarded to (and a
+# neighbour reads it from) slot k+L on; its outputs are valid in cycle k+IN_OFFSET+L
+# (:func:`out_offset`).  Every instruction writes its buffer word in order, at the end
+# of cycle k+DONE_OFFSET, and ``done`` is high in cycle n+DONE_OFFSET.
+RESULT_LATENCY = {name: 1 for name in OPS}
+LAT_MAX = max(RESULT_LATENCY.values())
+OUT_OFFSET = IN_OFFSET + 1                # outputs of a latency-1 op (add, sub, ..., pass)
+DONE_OFFSET = IN_OFFSET + LAT_MAX         # in-order write-back / done
+HAZARD_DISTANCE = DONE_OFFSET   # a write is visible without bypass to instructions >= this many slots later
+
+
+def result_latency(op) -> int:
+    """Result latency (slots) of opcode ``op`` (a code or a name); nop/illegal: 1."""
+    name = OP_NAMES.get(op) if isinstance(op, (int, np.integer)) else op
+    return RESULT_LATENCY.get(name, 1)
+
+
+def out_offset(op) -> int:
+    """Cycle (after the start edge) minus k in which slot k's outputs are valid."""
+    return IN_OFFSET + result_latency(op)
+
 # Slot distances these give between PEs (a consumer in slot s, a producer in slot k):
 # a neighbour output register is valid in cycle k+OUT_OFFSET, so s >= k+1; a register
 # the assembled accelerator loads from a PE output (the row bus) is valid one cycle
@@ -318,15 +337,19 @@ def reads(ins: Instr) -> set:
     return out
 
 
-def pad_hazards(instrs: list, distance: int = HAZARD_DISTANCE) -> list:
+def pad_hazards(instrs: list, distance: int | None = HAZARD_DISTANCE) -> list:
     """Insert nops so no instruction reads a buffer word written fewer than ``distance``
-    slots earlier (the schedule a PE without bypass needs)."""
+    slots earlier (the schedule a PE without bypass needs); ``distance=None``: fewer
+    than the writer's result latency (:func:`result_latency`, a PE with bypass)."""
     out: list = []
+    dmax = HAZARD_DISTANCE if distance is None else distance
     for ins in instrs:
         need = reads(ins)
         while True:
-            recent = out[-(distance - 1):] if distance > 1 else []
-            hit = any(p.wb and p.op and (p.wb, p.wa) in need for p in recent)
+            recent = out[-(dmax - 1):] if dmax > 1 else []
+            hit = any(p.wb and p.op and (p.wb, p.wa) in need
+                      and len(recent) - i < (result_latency(p.op) if distance is None else distance)
+                      for i, p in enumerate(recent))
             if not hit:
                 break
             out.append(Instr())
@@ -350,10 +373,13 @@ class Step:
 class RunResult:
     buffers: dict               # code -> int64 array
     steps: list
-    outputs: dict               # port -> list of (k, value)
+    outputs: dict               # port -> list of (k, value), program order
     acc: int
     err: int
     cycles: int                 # start edge to done (done is high in this cycle)
+    out_cycles: dict = None     # port -> [(cycle, value)]: what the port shows, cycle by
+    #                             cycle; of two writes landing in one cycle the later
+    #                             instruction (the shorter latency) wins
 
 
 class PEModel:
@@ -427,17 +453,28 @@ class PEModel:
             raise ValueError(f"inputs must be ({n}, 3) (left, right, bus per instruction), got {inputs.shape}")
         self.acc = 0
         err = 0
-        pending = []   # (k, code, addr, value) not yet visible without bypass
+        # writes not yet visible: (first slot that sees it, k, code, addr, value).  With
+        # BYPASS=1 a write of slot k is forwarded from slot k+L (its op's latency); of
+        # several visible writes of one word the latest instruction's wins (an older
+        # write completing later does not overwrite it), which is also the in-order
+        # write-back's final state.  BYPASS=0: visible from slot k+HAZARD_DISTANCE.
+        pending = []
+        owner = {}     # (code, addr) -> k of the write the buffer word holds
         steps, outputs = [], {p: [] for p in OUT_PORTS}
+        events = {p: {} for p in OUT_PORTS}   # port -> cycle -> (k, value)
         one = fmt.one
         for k, ins in enumerate(instrs):
-            if cfg.BYPASS:
-                vis = self.buf
-            else:
-                while pending and pending[0][0] <= k - HAZARD_DISTANCE:
-                    _, c, ad, v = pending.pop(0)
-                    self.buf[c][ad] = v
-                vis = self.buf
+            keep = []
+            for w in pending:
+                vis, kw, c, ad, v = w
+                if vis <= k:
+                    if kw > owner.get((c, ad), -1):
+                        self.buf[c][ad] = v
+                        owner[(c, ad)] = kw
+                else:
+                    keep.append(w)
+            pending = keep
+            vis = self.buf
             addr = {0: ins.ra_d & (cfg.DATA_DEPTH - 1), 1: ins.ra_m & (cfg.MODEL_DEPTH - 1),
                     2: ins.ra_i & (cfg.INTERIM_DEPTH - 1)}
 
@@ -453,22 +490,26 @@ class PEModel:
             err |= e
             write, outs = None, {}
             if res is not None:
+                lat = result_latency(ins.op)
                 if ins.wb:
                     wa = ins.wa & (cfg.depths[ins.wb] - 1)
                     write = (ins.wb, wa, res)
-                    if cfg.BYPASS:
-                        self.buf[ins.wb][wa] = res
-                    else:
-                        pending.append((k, ins.wb, wa, res))
+                    pending.append((k + (lat if cfg.BYPASS else HAZARD_DISTANCE), k, ins.wb, wa, res))
                 for bit, port in enumerate(OUT_PORTS):
                     if ins.out >> bit & 1:
                         outs[port] = res
                         outputs[port].append((k, res))
+                        cy = k + IN_OFFSET + lat
+                        if cy not in events[port] or events[port][cy][0] < k:
+                            events[port][cy] = (k, res)
             steps.append(Step(k, ins.op, a, b, res, write, outs))
-        for _, c, ad, v in pending:
-            self.buf[c][ad] = v
+        for _, kw, c, ad, v in pending:
+            if kw > owner.get((c, ad), -1):
+                self.buf[c][ad] = v
+                owner[(c, ad)] = kw
+        out_cycles = {p: [(cy, kv[1]) for cy, kv in sorted(events[p].items())] for p in OUT_PORTS}
         return RunResult({c: b.copy() for c, b in self.buf.items()}, steps, outputs, self.acc, err,
-                         n + OUT_OFFSET)
+                         n + DONE_OFFSET, out_cycles)
 
 
 # ------------------------------------------------------------------ SGD programs
@@ -506,4 +547,4 @@ def sgd_step_program(cfg: PEConfig, n: int, logistic: bool) -> list:
         asm.op("mul", "I4", f"D{j}", dst=["I5"])
         asm.op("sub", f"M{j}", "I5", dst=["I6"])
         asm.op("sub", "I6", f"D{n + 1}", dst=[f"M{j}", "B"])
-    return asm.instrs
+    return pad_hazards(asm.instrs, None) if cfg.BYPASS else asm.instrs

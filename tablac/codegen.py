@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from golden.cosmic_msu import Entry, MsuConfig
-from golden.cosmic_pe import Assembler, AsmError, PEConfig, OP_NAMES, Instr
+from golden.cosmic_pe import DONE_OFFSET, Assembler, AsmError, PEConfig, OP_NAMES, Instr
 from golden.fixedpoint import QFormat
 
 from .errors import CompileError
@@ -214,7 +214,7 @@ def compile_graph(graph, plan, *, mapper="cosmic", fmt=None, bypass=1, recompute
                    for v, (pe, a) in sorted(model_addr.items(), key=lambda kv: kv[1])]
     data_addr = {v: (pe, key[1]) for v, (pe, key) in S.data_key.items()}
     ops = op_count(graph)
-    stats = {"length": S.length, "cycles_compute": S.length + 5,
+    stats = {"length": S.length, "cycles_compute": S.length + DONE_OFFSET,
              "critical_path": critical_path(graph, bypass), "ops": ops,
              "ops_per_pe": -(-ops // P), "transfers": dict(S.transfers),
              "transfers_total": sum(S.transfers.values()), "slots_used": S.slots_used,

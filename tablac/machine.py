@@ -57,7 +57,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from golden.cosmic_msu import plan as msu_plan, run as msu_run
-from golden.cosmic_pe import HAZARD_DISTANCE, IN_OFFSET, OUT_OFFSET, Instr, PEModel
+from golden.cosmic_pe import (DONE_OFFSET, HAZARD_DISTANCE, IN_OFFSET, Instr, PEModel,
+                              result_latency)
 from golden.sgd import average_fx
 
 from .schedule import tree_depth
@@ -65,10 +66,10 @@ from .schedule import tree_depth
 
 def sample_period(comp) -> int:
     """Steady-state cycles per training sample per thread of the accelerator RTL: the
-    schedule length ``length + 5`` plus the PEs' done cycle (a ``cosmic_pe`` accepts the
-    next start in the cycle ``done`` is high), the delivery of the next sample hidden
-    behind the compute (DBUF=1)."""
-    return comp.length + 6
+    schedule length ``length + DONE_OFFSET`` plus the PEs' done cycle (a ``cosmic_pe``
+    accepts the next start in the cycle ``done`` is high), the delivery of the next
+    sample hidden behind the compute (DBUF=1)."""
+    return comp.length + DONE_OFFSET + 1
 
 
 START_LATENCY = 2
@@ -198,12 +199,13 @@ class Machine:
         buswr = {}           # (row, cycle) -> value
         tree = {}            # cycle -> [(thread, op, srcs, dsts)]
         for (c, op, srcs, dsts) in self.c.tree:
-            if not 5 <= c < L + 5 or op not in ("pass", "add", "mul"):
+            if not 5 <= c < L + DONE_OFFSET or op not in ("pass", "add", "mul"):
                 raise MachineError(f"tree entry ({c}, {op}) outside the program's bus cycles")
         for t in range(self.T):
             for (c, op, srcs, dsts) in self.c.tree:
                 tree.setdefault(c, []).append((t, op, srcs, dsts))
-        delayed = [[] for _ in range(N)]    # BYPASS=0 pending buffer writes
+        delayed = [[] for _ in range(N)]    # pending buffer writes (vis slot, k, code, addr, value)
+        owner = [dict() for _ in range(N)]  # (code, addr) -> k of the write the word holds
         bypass = self.cfg.BYPASS
         depth_mask = {1: self.cfg.DATA_DEPTH - 1, 2: self.cfg.MODEL_DEPTH - 1,
                       3: self.cfg.INTERIM_DEPTH - 1}
@@ -222,6 +224,7 @@ class Machine:
 
         for m in self.pes:
             m.acc = 0
+        outq = {}            # cycle -> [(pe, out bits, value)] outputs valid in that cycle
         for k in range(L):
             for reg, val in pending.pop(k, {}).items():
                 regs[reg] = val
@@ -229,11 +232,18 @@ class Machine:
             for g in range(N):
                 ins = self.progs[g][k]
                 m = self.pes[g]
-                if not bypass:
-                    q = delayed[g]
-                    while q and q[0][0] <= k - HAZARD_DISTANCE:
-                        _, code, a, v = q.pop(0)
-                        m.buf[code][a] = v
+                if delayed[g]:
+                    # a write is seen from slot k+L (its op's latency, BYPASS=1) or
+                    # k+HAZARD_DISTANCE; the latest instruction's write of a word wins
+                    keep = []
+                    for w in delayed[g]:
+                        if w[0] <= k:
+                            if w[1] > owner[g].get((w[2], w[3]), -1):
+                                m.buf[w[2]][w[3]] = w[4]
+                                owner[g][(w[2], w[3])] = w[1]
+                        else:
+                            keep.append(w)
+                    delayed[g] = keep
                 r, c = divmod(g, C)
                 left_in = regs.get(("R", g - 1), 0) if c > 0 else 0
                 right_in = regs.get(("L", g + 1), 0) if c < C - 1 else 0
@@ -257,16 +267,15 @@ class Machine:
                     raise MachineError(f"PE {g} slot {k}: error bits {e}")
                 if res is None:
                     continue
+                lat = result_latency(ins.op)
                 if ins.wb:
                     a = ins.wa & depth_mask[ins.wb]
-                    if bypass:
-                        m.buf[ins.wb][a] = res
-                    else:
-                        delayed[g].append((k, ins.wb, a, res))
+                    delayed[g].append((k + (lat if bypass else HAZARD_DISTANCE), k, ins.wb, a, res))
                 if ins.out:
-                    emits.append((g, ins.out, res))
-            cy = k + OUT_OFFSET    # the cycle slot k's outputs are valid (link registers
-            for g, out, res in emits:   # written at the end of cycle cy-1, the bus at cy)
+                    outq.setdefault(k + IN_OFFSET + lat, []).append((g, ins.out, res))
+            cy = k + IN_OFFSET + 1     # outputs valid in this cycle: of the slots k' with
+            emits = outq.pop(cy, [])   # k' + IN_OFFSET + L = cy (link registers written at
+            for g, out, res in emits:   # the end of cycle cy-1, the bus at cy)
                 if out & 1:
                     put(seen(cy - 1), ("L", g), res)
                     self.stats.link_words += 1
@@ -297,9 +306,13 @@ class Machine:
                     slot[("B", gr)] = v
                 self.stats.tree_ops += 1
         for g in range(N):
-            for _, code, a, v in delayed[g]:
-                self.pes[g].buf[code][a] = v
-        self.stats.compute_cycles += L + 5
+            for _, kw, code, a, v in delayed[g]:
+                if kw > owner[g].get((code, a), -1):
+                    self.pes[g].buf[code][a] = v
+                    owner[g][(code, a)] = kw
+        if outq:
+            raise MachineError(f"outputs after the last slot: cycles {sorted(outq)}")
+        self.stats.compute_cycles += L + DONE_OFFSET
         self.stats.samples += 1
         if inputs_trace is not None:
             self.stats.port_inputs = inputs_trace

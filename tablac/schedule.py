@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from golden.cosmic_pe import DONE_OFFSET, HAZARD_DISTANCE, result_latency
+
 from .errors import CompileError
 
 LAT_LINK = 1            # neighbour link: slot s reads slot k's left/right_out from s = k+1
@@ -127,7 +129,7 @@ class Scheduler:
         self.P = columns * rows
         self.fmt = fmt
         self.policy = policy
-        self.dd = 1 if bypass else 5
+        self.dd = 1 if bypass else HAZARD_DISTANCE     # a pass (latency 1)
         self.bypass = bypass
         self.file = file
         self.d = tree_depth(rows)
@@ -168,6 +170,17 @@ class Scheduler:
 
     def free_slot(self, pe, s):
         return s not in self.code[pe]
+
+    def lat(self, op):
+        """Slots from an instruction of PE op ``op`` to the first slot of the same PE
+        reading its result (golden.cosmic_pe.result_latency; HAZARD_DISTANCE without
+        bypass)."""
+        return result_latency(op) if self.bypass else HAZARD_DISTANCE
+
+    def xd(self, pe, e, relay=False):
+        """Cycles by which slot ``e``'s own outputs come later than a latency-1 op's
+        (its op's result latency - 1; a relay is a pass: 0)."""
+        return 0 if relay else result_latency(self.code[pe][e].op) - 1
 
     def reg_free(self, reg, lo, hi, ignore=None):
         """No reservation of ``reg`` overlaps ``[lo, hi]`` (reservations are disjoint and
@@ -265,27 +278,28 @@ class Scheduler:
                     if len(cand) > 3:
                         break
             for e, relay in cand:
-                if e + lat > s:
+                x = self.xd(q, e, relay)
+                if e + x + lat > s:
                     continue
                 if kind == "tree":
-                    c0 = e + LAT_BUS
+                    c0 = e + x + LAT_BUS
                     if c0 in self.tree_busy:
                         continue
-                    if not self.reg_free(sreg, c0, c0) or not self.reg_free(dreg, e + lat, s):
+                    if not self.reg_free(sreg, c0, c0) or not self.reg_free(dreg, e + x + lat, s):
                         continue
                     if not relay and (("B" in self.code[q][e].outs)):
                         continue
                 elif kind == "bus":
-                    if not self.reg_free(sreg, e + lat, s):
+                    if not self.reg_free(sreg, e + x + lat, s):
                         continue
                     if not relay and "B" in self.code[q][e].outs:
                         continue
                 else:
-                    if not self.reg_free(sreg, e + lat, s):
+                    if not self.reg_free(sreg, e + x + lat, s):
                         continue
                     if not relay and sreg[0] in self.code[q][e].outs:
                         continue
-                act = ("new", v, c, e, relay, kind, lat, sreg, dreg, s, src)
+                act = ("new", v, c, e, relay, kind, lat + x, sreg, dreg, s, src, x)
                 if best is None or (not relay and best[4]):
                     best = act
                 break
@@ -298,7 +312,7 @@ class Scheduler:
         for c in self.copies[w]:
             pr = self.prod.get(w)
             ps = pr[1] if pr and pr[0] == c.pe else None
-            e = ps if ps is not None else c.ready
+            e = ps + self.xd(c.pe, ps) if ps is not None else c.ready
             if best is None or e < best[1]:
                 best = (c, e, ps)
         return best
@@ -309,7 +323,7 @@ class Scheduler:
         c = lf[3]
         pr = self.prod.get(lf[2])
         ps = pr[1] if pr and pr[0] == c.pe else None
-        return c, (ps if ps is not None else c.ready), ps
+        return c, (ps + self.xd(c.pe, ps) if ps is not None else c.ready), ps
 
     def expr_leaves(self, x, out):
         if x[0] == "leaf":
@@ -395,10 +409,10 @@ class Scheduler:
                 q = c.pe
                 if not self.reg_free(("B", self.row(q)), c0, c0):
                     break
-                if ps == e and "B" not in self.code[q][e].outs:
-                    plan.append((lf[2], c, False))
+                if ps is not None and ps + self.xd(q, ps) == e and "B" not in self.code[q][ps].outs:
+                    plan.append((lf[2], c, False, ps))
                 elif e >= c.ready and self.free_slot(q, e):
-                    plan.append((lf[2], c, True))
+                    plan.append((lf[2], c, True, e))
                 else:
                     break
             else:
@@ -408,11 +422,11 @@ class Scheduler:
     def commit_expr(self, act, p):
         _, v, e, plan, s, dreg = act
         c0 = e + LAT_BUS
-        for w, c, relay in plan:
+        for w, c, relay, slot in plan:
             if relay:
-                self.emit(c.pe, e, Ins("pass", a=(c.buf, c.key), outs={"B"}, node=w, kind="relay"))
+                self.emit(c.pe, slot, Ins("pass", a=(c.buf, c.key), outs={"B"}, node=w, kind="relay"))
             else:
-                self.code[c.pe][e].outs.add("B")
+                self.code[c.pe][slot].outs.add("B")
             self.reserve(("B", self.row(c.pe)), [c0, c0])
         self.tree_busy.add(c0)
         iv = [c0 + self.d, s]
@@ -441,7 +455,7 @@ class Scheduler:
             self.reserve(breg, iv)
             self.bus_deliv[txn[4]].append([breg, vis, s, "BUS", iv])
             return "BUS"
-        _, v, c, e, relay, kind, lat, sreg, dreg, s, src = act
+        _, v, c, e, relay, kind, lat, sreg, dreg, s, src, x = act
         q = c.pe
         port = "B" if kind in ("bus", "tree") else sreg[0]
         if relay:
@@ -449,7 +463,7 @@ class Scheduler:
         else:
             self.code[q][e].outs.add(port)
         if kind == "tree":
-            c0 = e + LAT_BUS
+            c0 = e + x + LAT_BUS
             self.tree_busy.add(c0)
             self.reserve(sreg, [c0, c0])
             iv = [e + lat, s]
@@ -477,7 +491,7 @@ class Scheduler:
                 t = c.ready
             else:
                 pr = self.prod.get(v)
-                base = pr[1] if pr and pr[0] == c.pe else c.ready
+                base = pr[1] + self.xd(c.pe, pr[1]) if pr and pr[0] == c.pe else c.ready
                 t = base + self.route(c.pe, p)[1]
             best = t if best is None else min(best, t)
         if v in self.pend:
@@ -520,7 +534,7 @@ class Scheduler:
                 s += 1
             key = self.scratch(buf)
             self.emit(p, s, Ins("pass", a=(c.buf, c.key), wb=(buf, key), node=v, kind="copy"))
-            nc = Copy(p, buf, key, s + self.dd)
+            nc = Copy(p, buf, key, s + self.lat("pass"))
             self.copies[v].append(nc)
             return nc
         s = self.earliest_arrival(v, p)
@@ -532,7 +546,7 @@ class Scheduler:
                     buf = "I" if avoid != "I" else "D"
                     key = self.scratch(buf)
                     self.emit(p, s, Ins("pass", a=(src, None), wb=(buf, key), node=v, kind="recv"))
-                    nc = Copy(p, buf, key, s + self.dd)
+                    nc = Copy(p, buf, key, s + self.lat("pass"))
                     self.copies[v].append(nc)
                     return nc
             s += 1
@@ -563,7 +577,7 @@ class Scheduler:
             t = max(t, self.avail_est(a, p, depth - 1))
         while not self.free_slot(p, t):
             t += 1
-        return t + self.dd
+        return t + self.lat(PE_OP[n.op])
 
     def avail_est(self, a, p, depth):
         c = self.local(a, p)
@@ -601,7 +615,7 @@ class Scheduler:
         if act[0] == "new":
             return {(act[2].pe, act[3])} if act[4] else set()
         if act[0] == "expr":
-            return {(c.pe, act[2]) for _, c, relay in act[3] if relay}
+            return {(c.pe, slot) for _, c, relay, slot in act[3] if relay}
         return set()
 
     def acts_compatible(self, a, b):
@@ -702,7 +716,7 @@ class Scheduler:
         ins = Ins(PE_OP[n.op], a=fin[0], b=None if unary else fin[1], wb=(buf, key), node=n.id)
         self.emit(p, s, ins)
         self.prod[n.id] = (p, s)
-        self.copies[n.id].append(Copy(p, buf, key, s + self.dd))
+        self.copies[n.id].append(Copy(p, buf, key, s + self.lat(ins.op)))
         if n.op in NL_BIT:
             self.nl |= NL_BIT[n.op]
 
@@ -785,7 +799,7 @@ class Scheduler:
         lo, hi = slots[0], slots[-1]
         self.acc_busy[p].append((lo, hi))
         self.prod[n.id] = (p, hi)
-        self.copies[n.id].append(Copy(p, buf, key, hi + self.dd))
+        self.copies[n.id].append(Copy(p, buf, key, hi + self.lat("mac")))
 
     def _buf_operand(self, v, p, avoid):
         if self.is_const(v):
@@ -826,7 +840,7 @@ class Scheduler:
                         and not self.bus_deliv[new]
                         and len(self.copies[new]) == 1):
                     self.code[h][pr[1]].wb = ("M", key)
-                    self.copies[new][0] = Copy(h, "M", key, pr[1] + self.dd)
+                    self.copies[new][0] = Copy(h, "M", key, pr[1] + self.lat(self.code[h][pr[1]].op))
                     continue
                 lo = last + 1
                 if self.is_const(new):
@@ -900,18 +914,21 @@ def priorities(graph) -> dict:
 def critical_path(graph, bypass: int = 1) -> int:
     """Cycles from start to done of the DFG's longest dependence chain on one PE with the
     real cosmic_pe latencies: each op one slot (mac chain one per term), a dependent op
-    1 (bypass) or 5 slots later, plus the 5-cycle pipeline of the last instruction."""
-    dd = 1 if bypass else 5
+    its producer's result latency (golden.cosmic_pe.result_latency; HAZARD_DISTANCE
+    without bypass) later, plus the DONE_OFFSET-cycle pipeline of the last instruction."""
     fin = {}
+    lat = {}
     for n in graph.nodes:
         if n.op in ("input", "label", "model", "const"):
-            fin[n.id] = -dd
+            fin[n.id], lat[n.id] = -1, 1
             continue
-        start = max((fin[a] + dd for a in n.args), default=0)
+        start = max((fin[a] + lat[a] for a in n.args), default=0)
         k = len(n.args) // 2 if n.op == "dot" else 1
         fin[n.id] = start + k - 1
+        op = "mac" if n.op == "dot" else PE_OP.get(n.op, "add")
+        lat[n.id] = result_latency(op) if bypass else HAZARD_DISTANCE
     last = max((f for f in fin.values()), default=-1)
-    return last + 1 + 5 if last >= 0 else 0
+    return last + 1 + DONE_OFFSET if last >= 0 else 0
 
 
 def op_count(graph) -> int:
