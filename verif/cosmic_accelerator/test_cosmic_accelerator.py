@@ -639,6 +639,27 @@ async def pe_error_by_fault_injection(dut):
     assert await h.rd(SAMPLE_CNT) == 1, "the run must stop after the sample that raised err"
     assert await h.rd(ERR_INFO) == 0
     await h.wr(CTRL, C_ERRCLR)
+    mem[0].value = good
+    # every PE, every opcode its configuration refuses (14, 15 and the absent nonlinear
+    # units): injected into slot 0, E_PEERR after the first sample, the word restored
+    from golden.cosmic_pe import NL_OPS, OP_NAMES
+    op_w = {name: w for name, _, w in cfg.layout()}["op"]
+    refused = [op for op in range(1 << op_w)
+               if OP_NAMES.get(op) is None or (OP_NAMES[op] in NL_OPS and not cfg.NL >> NL_OPS[OP_NAMES[op]] & 1)]
+    assert 14 in refused and 15 in refused, refused
+    for g in range(h.N):
+        mg = sched_mem(dut, g, cfg.instr_w)
+        keep = int(mg[0].value)
+        for op in refused:
+            mg[0].value = Instr(op=op, src_a=1, wb=3).encode(cfg)
+            await ClockCycles(h.clk, 2)
+            await h.train(case, check=False)
+            s = await h.wait_idle(f"TRAIN with opcode {op} injected into PE {g}")
+            assert s["err"] and s["code"] == E_PEERR and not s["busy"], f"PE {g} opcode {op}: {s}"
+            assert await h.rd(SAMPLE_CNT) == 1, f"PE {g} opcode {op}: the run did not stop after one sample"
+            await h.wr(CTRL, C_ERRCLR)
+        mg[0].value = keep
+    await ClockCycles(h.clk, 2)
     await h.load(0, q, 0, [progs[q][0]])
     await h.load_model(case)
     await h.train(case)
