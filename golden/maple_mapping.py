@@ -14,8 +14,17 @@ which are followed by inline data words.  This module
   (:func:`bus_traffic`).
 
 Instruction word: ``opcode[31:28] | operand[27:0]`` (field layout per opcode in
-:data:`OPCODES`).  Data words (after WRITE_A / WRITE_B) carry a W-bit two's complement
-value in bits ``[W-1:0]``.
+:data:`OPCODES`).  Data words (after WRITE_A / WRITE_B / WRITE_BV) carry a W-bit two's
+complement value in bits ``[W-1:0]``.
+
+Stream beats (``ChainParams.DBEAT`` words of 32 bits per beat, the ``s_axis_cmd`` width):
+a program is a list of beats.  An instruction beat holds the instruction in bits
+``[31:0]`` (the rest zero).  WRITE_B's n data beats hold one word each in ``[31:0]``;
+WRITE_A's n words are packed DBEAT per beat (word ``j`` of the beat in bits
+``[32j+31:32j]``, ``ceil(n/DBEAT)`` beats, the unused words of the last beat ignored);
+WRITE_BV n writes one word per PE at each of n local-store addresses, packed DBEAT per
+beat in address-major, PE-minor order (``n*M/DBEAT`` beats).  With ``DBEAT = 1`` a beat is
+one 32-bit word.
 
 Datapath (what the model computes).  ILW = ILS_LINES * M input-local-store words, a
 line holds M words, one per lane.  ``SET_PARALLEL_MODE`` sets ``G`` (words consumed per
@@ -46,7 +55,7 @@ from .fixedpoint import QFormat, rshift_round
 # ---------------------------------------------------------------------- the ISA
 NOP, SET_PARALLEL_MODE, SET_SM_REDUCTION, SM_CTRL, DUMP_SM, SET_SM_ADDR, SET_PE_LS_ADDR, \
     SET_INPUT_LS_ADDR, INC_INPUT_LS_ADDR, WRITE_A, WRITE_B, MULT_ACC_DUMP, MULT_ACC_RUN, \
-    SET_RUN_STRIDE = range(14)
+    SET_RUN_STRIDE, WRITE_BV = range(15)
 RUN_MAX_PASSES = 127
 
 OPCODES = [
@@ -72,7 +81,9 @@ OPCODES = [
     (SET_INPUT_LS_ADDR, "SET_INPUT_LS_ADDR", "[15:0] addr",
      "input local-store word address (ila): first word read by MULT_ACC_DUMP / written by WRITE_A"),
     (INC_INPUT_LS_ADDR, "INC_INPUT_LS_ADDR", "[15:0] delta", "ila += delta (mod ILW)"),
-    (WRITE_A, "WRITE_A", "[15:0] n", "the next n stream words go to the input local store at ila, ila+1, ..."),
+    (WRITE_A, "WRITE_A", "[15:0] n",
+     "the next n stream words go to the input local store at ila, ila+1, ...; packed DBEAT "
+     "words per beat (ceil(n/DBEAT) beats; DBEAT consecutive addresses written per cycle)"),
     (WRITE_B, "WRITE_B", "[15:0] n, [23:16] pe (255 = every PE)",
      "the next n stream words go to the local store of PE pe at lsa, lsa+1, ..."),
     (MULT_ACC_DUMP, "MULT_ACC_DUMP", "[15:0] n, [16] last, [23:17] nres",
@@ -86,6 +97,10 @@ OPCODES = [
      "themselves are not changed. n, nres as MULT_ACC_DUMP; passes = 0 is an error (skipped)"),
     (SET_RUN_STRIDE, "SET_RUN_STRIDE", "[15:0] ila stride, [27:16] lsa stride",
      "address advance per MULT_ACC_RUN pass (mod ILW / LSD). Reset 0, 0"),
+    (WRITE_BV, "WRITE_BV", "[15:0] n",
+     "the next n*M/DBEAT beats go to every PE's local store at lsa, lsa+1, ..., lsa+n-1: "
+     "word j of beat t is PE (t mod (M/DBEAT))*DBEAT + j at address lsa + t div (M/DBEAT) "
+     "(one word per PE per address; DBEAT PEs written per cycle)"),
 ]
 MNEMONIC = {c: name for c, name, _, _ in OPCODES}
 SM_START, SM_CLEAR, SM_DUMP, SM_ERRCLR = 1, 2, 4, 8
@@ -132,11 +147,36 @@ def i_write_b(n: int, pe: int = BCAST) -> int:
 
 
 def decode(word: int) -> tuple[str, int]:
+    word &= 0xFFFFFFFF
     return MNEMONIC.get(word >> 28, f"OP{word >> 28}"), word & ((1 << 28) - 1)
 
 
 def data_word(v: int, W: int) -> int:
     return int(v) & ((1 << W) - 1) & 0xFFFFFFFF
+
+
+def pack_beats(words, dbeat: int) -> list[int]:
+    """32-bit data words -> stream beats of ``dbeat`` words (word j in bits [32j+31:32j],
+    the last beat zero-padded)."""
+    words = [int(w) & 0xFFFFFFFF for w in words]
+    return [sum(w << (32 * j) for j, w in enumerate(words[b:b + dbeat])) for b in range(0, len(words), dbeat)]
+
+
+def data_beats(word: int, M: int = 4, dbeat: int = 1) -> tuple[int, int]:
+    """``(data beats, data words)`` that follow instruction ``word`` on the stream."""
+    op, n = (int(word) & 0xFFFFFFFF) >> 28, int(word) & 0xFFFF
+    if op == WRITE_A:
+        return -(-n // dbeat), n
+    if op == WRITE_B:
+        return n, n
+    if op == WRITE_BV:
+        return n * M // dbeat, n * M
+    return 0, 0
+
+
+def beat_word(beats, f: int, dbeat: int, base: int = 0) -> int:
+    """Data word ``f`` of the run of packed beats starting at ``beats[base]``."""
+    return (int(beats[base + f // dbeat]) >> (32 * (f % dbeat))) & 0xFFFFFFFF
 
 
 # ---------------------------------------------------------------------- chain parameters
@@ -151,6 +191,7 @@ class ChainParams:
     IDXW: int = 16
     W: int = 32
     F: int = 16
+    DBEAT: int = 1        # 32-bit data words per s_axis_cmd beat
 
     @property
     def ilw(self) -> int:
@@ -162,7 +203,8 @@ class ChainParams:
 
     @classmethod
     def from_params(cls, p: dict) -> "ChainParams":
-        return cls(**{k: int(p[k]) for k in ("M", "LSD", "ILS_LINES", "KMAX", "DEPTH", "IDXW", "W", "F")})
+        return cls(**{k: int(p[k]) for k in ("M", "LSD", "ILS_LINES", "KMAX", "DEPTH", "IDXW", "W", "F")},
+                   DBEAT=int(p.get("DBEAT", 1)) or int(p["M"]))      # DBEAT 0 means M
 
 
 # ---------------------------------------------------------------------- instruction-level model
@@ -268,8 +310,9 @@ class ChainModel:
         cp = self.cp
         words = [int(w) for w in words]
         pc = 0
+        D = cp.DBEAT
         while pc < len(words):
-            w = words[pc]
+            w = words[pc] & 0xFFFFFFFF
             pc += 1
             op, x = w >> 28, w & ((1 << 28) - 1)
             if op == SET_PARALLEL_MODE:
@@ -310,8 +353,14 @@ class ChainModel:
             elif op == WRITE_A:
                 n = x & 0xFFFF
                 for j in range(n):
-                    self.ils[(self.ila + j) % cp.ilw] = self._signed(words[pc + j])
-                pc += n
+                    self.ils[(self.ila + j) % cp.ilw] = self._signed(beat_word(words, j, D, pc))
+                pc += -(-n // D)
+            elif op == WRITE_BV:
+                n = x & 0xFFFF
+                for f in range(n * cp.M):
+                    t, i = divmod(f, cp.M)
+                    self.ls[i, (self.lsa + t) % cp.LSD] = self._signed(beat_word(words, f, D, pc))
+                pc += n * cp.M // D
             elif op == WRITE_B:
                 n, pe = x & 0xFFFF, (x >> 16) & 0xFF
                 for j in range(n):
@@ -415,6 +464,17 @@ class Plan:
     def _w(self, v) -> list[int]:
         return [data_word(x, self.cp.W) for x in np.asarray(v).ravel().tolist()]
 
+    def _wa(self, v) -> list[int]:
+        """WRITE_A / WRITE_BV payload: the words packed DBEAT per beat."""
+        return pack_beats(self._w(v), self.cp.DBEAT)
+
+    def _write_bv(self, imgs) -> list[int]:
+        """WRITE_BV of one local-store image per PE (equal lengths) from address 0."""
+        out = [] if self._st.get("lsa") == 0 else [enc(SET_PE_LS_ADDR, 0)]
+        self._st["lsa"] = 0
+        flat = np.stack([np.asarray(im, dtype=np.int64) for im in imgs], axis=1)   # address-major
+        return out + [enc(WRITE_BV, flat.shape[0])] + self._wa(flat)
+
     def _passes(self, passes) -> list[int]:
         """Instruction words for a list of MAC passes ``(ila, lsa, sma, n, nres, last)``
         (``nres`` as encoded: 0 = all): consecutive passes with equal n and nres, constant
@@ -470,7 +530,7 @@ class Plan:
                     if r < r1 and c < self.d:
                         img[(g * bcs + j) * M + lane] = A[r, c]
         self._st["ila"] = 0
-        return [enc(SET_INPUT_LS_ADDR, 0), enc(WRITE_A, len(img))] + self._w(img)
+        return [enc(SET_INPUT_LS_ADDR, 0), enc(WRITE_A, len(img))] + self._wa(img)
 
     def _prog_cols(self, A, B) -> list[int]:
         M, S, RF, bcs = self.cp.M, self.S, self.rows_in_flight, self.b_col_size
@@ -484,12 +544,12 @@ class Plan:
         for b0 in range(0, mloc, self.b_num_cols):
             b1 = min(b0 + self.b_num_cols, mloc)
             # WRITE_B: column c of the block at local-store words (c-b0)*bcs ..; PE i gets segment i % S
-            for s in range(S):
-                img = np.concatenate([self._seg(B[:, c], s) for c in range(b0, b1)])
-                pes = [BCAST] if S == 1 else [i for i in range(M) if i % S == s]
-                for pe in pes:
-                    prog += [enc(SET_PE_LS_ADDR, 0), i_write_b(len(img), pe)] + self._w(img)
-                    self._st["lsa"] = 0
+            segs = [np.concatenate([self._seg(B[:, c], s) for c in range(b0, b1)]) for s in range(S)]
+            if S == 1:          # the same column in every PE: one broadcast WRITE_B
+                prog += [enc(SET_PE_LS_ADDR, 0), i_write_b(len(segs[0]), BCAST)] + self._w(segs[0])
+                self._st["lsa"] = 0
+            else:               # PE i holds segment i mod S: one WRITE_BV
+                prog += self._write_bv([segs[i % S] for i in range(M)])
             for c in range(b0, b1):
                 if not armed:
                     prog.append(enc(SM_CTRL, SM_START))
@@ -523,14 +583,15 @@ class Plan:
         for b0 in range(0, self.m, cols_per_block):
             b1 = min(b0 + cols_per_block, self.m)
             nsets = -(-(b1 - b0) // CPS)
+            imgs = []
             for i in range(M):                 # PE i: segment i % S of columns b0 + set*CPS + i // S
                 img = np.zeros(nsets * bcs, dtype=np.int64)
                 for st in range(nsets):
                     c = b0 + st * CPS + i // S
                     if c < b1:
                         img[st * bcs:(st + 1) * bcs] = self._seg(B[:, c], i % S)
-                prog += [enc(SET_PE_LS_ADDR, 0), i_write_b(len(img), i)] + self._w(img)
-                self._st["lsa"] = 0
+                imgs.append(img)
+            prog += self._write_bv(imgs)       # one word per PE per address, DBEAT PEs a cycle
             for r0 in range(0, nloc, self.a_num_rows):
                 r1 = min(r0 + self.a_num_rows, nloc)
                 img = np.zeros((r1 - r0) * rowlen, dtype=np.int64)
@@ -540,7 +601,7 @@ class Plan:
                             c = s * bcs + j
                             if c < self.d:
                                 img[(r - r0) * rowlen + j * S + s] = A[r, c]
-                prog += [enc(SET_INPUT_LS_ADDR, 0), enc(WRITE_A, len(img))] + self._w(img)
+                prog += [enc(SET_INPUT_LS_ADDR, 0), enc(WRITE_A, len(img))] + self._wa(img)
                 self._st["ila"] = 0
                 if rmw:
                     prog.append(enc(SM_CTRL, SM_START))
@@ -659,28 +720,27 @@ def plan_matmul(n: int, d: int, m: int, reduction: str, *, axis: str = "cols", k
 BURST_BYTES = 64     # a streaming transfer moves in bursts of up to 64 bytes
 
 
-def split_words(words) -> tuple[int, int]:
-    """``(instruction words, data words)`` of a program (data = WRITE_A/WRITE_B payload)."""
+def split_words(words, cp: ChainParams | None = None) -> tuple[int, int]:
+    """``(instruction words, data words)`` of a program (data = WRITE_A/WRITE_B/WRITE_BV
+    payload, counted in words, however many per beat)."""
+    cp = cp or ChainParams()
     pc, words, ni, nd = 0, [int(w) for w in words], 0, 0
     while pc < len(words):
-        op, x = words[pc] >> 28, words[pc] & 0xFFFF
-        pc += 1
+        nb, nw = data_beats(words[pc], cp.M, cp.DBEAT)
+        pc += 1 + nb
         ni += 1
-        if op in (WRITE_A, WRITE_B):
-            pc += x
-            nd += x
+        nd += nw
     return ni, nd
 
 
-def mac_steps(words) -> int:
+def mac_steps(words, cp: ChainParams | None = None) -> int:
     """MAC steps a program issues (MULT_ACC_DUMP n, MULT_ACC_RUN passes x n)."""
+    cp = cp or ChainParams()
     pc, words, steps = 0, [int(w) for w in words], 0
     while pc < len(words):
-        op, x = words[pc] >> 28, words[pc] & ((1 << 28) - 1)
-        pc += 1
-        if op in (WRITE_A, WRITE_B):
-            pc += x & 0xFFFF
-        elif op == MULT_ACC_DUMP:
+        op, x = (words[pc] & 0xFFFFFFFF) >> 28, words[pc] & ((1 << 28) - 1)
+        pc += 1 + data_beats(words[pc], cp.M, cp.DBEAT)[0]
+        if op == MULT_ACC_DUMP:
             steps += x & 0xFFFF
         elif op == MULT_ACC_RUN:
             steps += (x & 0x1FFF) * ((x >> 21) & 0x7F)
@@ -697,7 +757,7 @@ def bus_traffic(words, dump_beats: int, elements: int, results: int, cp: ChainPa
     SM: the same reads, plus every intermediate result (``elements``) stored off-chip as a
     single transaction and loaded back by the reduction (one more), plus the ``results``
     final records written in bursts.  ``trans_ratio`` is Table 3's "reduction" column."""
-    ni, nd = split_words(words)
+    ni, nd = split_words(words, cp)
     rec = -(-(cp.W + cp.IDXW) // 8)
     in_b = nd * (cp.W // 8)
     in_t = -(-in_b // BURST_BYTES)
@@ -710,16 +770,16 @@ def bus_traffic(words, dump_beats: int, elements: int, results: int, cp: ChainPa
             "trans_ratio": round(no_t / max(with_t, 1), 3)}
 
 
-def mnemonics(words) -> list[str]:
-    """Readable listing (data words shown as ``.word``)."""
+def mnemonics(words, cp: ChainParams | None = None) -> list[str]:
+    """Readable listing (data beats shown as ``.word``)."""
+    cp = cp or ChainParams()
     out, pc, words = [], 0, [int(w) for w in words]
     while pc < len(words):
         name, x = decode(words[pc])
         out.append(f"{name} 0x{x:x}")
+        n = data_beats(words[pc], cp.M, cp.DBEAT)[0]
         pc += 1
-        if name in ("WRITE_A", "WRITE_B"):
-            n = x & 0xFFFF
-            out += [f".word 0x{w:x}" for w in words[pc:pc + n]]
-            pc += n
+        out += [f".word 0x{w:x}" for w in words[pc:pc + n]]
+        pc += n
     return out
 

@@ -145,16 +145,18 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
     # result queue: +1 cycle per array): default 5.244, 2.156, 8.367, 5.172; small 2.609,
     # 1.859, 3.75, 2.789.  Then the smart memory's stall-free top-k insertion (sorted shadow
     # list, no k-1 scanner stall per replacement): default whole 3.322, top-k 3.562; small
-    # 2.603, 3.719.
-    "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 3.322),
-                                   _lo("cycles_per_mac_step_kmeans", 2.156),
-                                   _lo("cycles_per_mac_step_topk", 3.562),
+    # 2.603, 3.719.  Then the DBEAT-word data beats (default DBEAT = M = 4, 128-bit
+    # s_axis_cmd; WRITE_A packed, WRITE_BV): default whole 2.478, K-means 1.547, top-k 2.062;
+    # small (DBEAT = 2) 2.047, 1.531, 2.719, aggregation 2.227.
+    "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 2.478),
+                                   _lo("cycles_per_mac_step_kmeans", 1.547),
+                                   _lo("cycles_per_mac_step_topk", 2.062),
                                    _lo("cycles_per_mac_step_aggregation", 5.172),
                                    _hi("steady_mac_steps_per_cycle", 0.976)],
-                       "small": [_lo("cycles_per_mac_step", 2.603),
-                                 _lo("cycles_per_mac_step_kmeans", 1.859),
-                                 _lo("cycles_per_mac_step_topk", 3.719),
-                                 _lo("cycles_per_mac_step_aggregation", 2.789),
+                       "small": [_lo("cycles_per_mac_step", 2.047),
+                                 _lo("cycles_per_mac_step_kmeans", 1.531),
+                                 _lo("cycles_per_mac_step_topk", 2.719),
+                                 _lo("cycles_per_mac_step_aggregation", 2.227),
                                  _hi("steady_mac_steps_per_cycle", 0.753)]},
     # README bench table: a map row of Wo windows takes Wo + max(0, K-1-2P) cycles
     "fpdeep_line_buffer": {

@@ -5,8 +5,11 @@ the instruction set of ``golden.maple_mapping`` (after the paper's mapping pseud
 
 Bit-exact with ``golden.maple_mapping.ChainModel``.
 
-* One input stream ``s_axis_cmd`` carries 32-bit instruction words; WRITE_A / WRITE_B
-  are followed by their data words (W-bit values in the low bits).
+* One input stream ``s_axis_cmd`` of DBEAT 32-bit words per beat carries instructions
+  (one per beat, in bits [31:0]); WRITE_A / WRITE_B / WRITE_BV are followed by their data
+  beats (W-bit values in the low bits of each 32-bit word): WRITE_A packs DBEAT words per
+  beat (DBEAT input-local-store banks written per cycle), WRITE_BV one word for each of
+  DBEAT PEs per beat (their local stores written in the same cycle), WRITE_B one word.
 * The input local store (ILS) is M single-port-write / synchronous-read RAM banks: one
   line of M words is read per step and travels along the chain (the M-word intra-chain
   bus): PE i takes lane ``(w mod M) | (i mod G)`` of it and forwards the line to PE i+1
@@ -36,7 +39,7 @@ from rtl_gen.maple import maple_smart_memory as SM
 KIND = "maple_pe_chain"
 
 # sequencer states
-(Q_FETCH, Q_WA, Q_WB, Q_HOLD) = range(4)
+(Q_FETCH, Q_WA, Q_WB, Q_HOLD, Q_WV) = range(5)
 # smart-memory command engine states (its internal AXI4-Lite master)
 (C_IDLE, C_AR, C_R, C_AW, C_B) = range(5)
 
@@ -90,6 +93,8 @@ def _cross(p: dict) -> str | None:
         return f"parameter KMAX={p['KMAX']} must not exceed DEPTH={p['DEPTH']}"
     if p["IDXW"] < log2(p["DEPTH"]):
         return f"parameter IDXW={p['IDXW']} must hold an RMW address: need IDXW >= log2(DEPTH)"
+    if p["DBEAT"] > p["M"]:       # 0 means M
+        return f"parameter DBEAT={p['DBEAT']} must not exceed M={p['M']} (one beat fills at most one line)"
     if p["ILS_LINES"] * p["M"] > 1 << 16:
         return (f"parameters ILS_LINES*M={p['ILS_LINES'] * p['M']} exceed the 16-bit input "
                 f"local-store address field")
@@ -106,7 +111,15 @@ PARAMS = ParamSet([
     Param("IDXW", 16, "smart-memory index width", 8, 16, multiple_of_8),
     Param("KMAX", 16, "smart-memory LIST size", 2, 256, power_of_two),
     Param("DEPTH", 256, "smart-memory RMW RAM entries", 2, 1 << 14, power_of_two),
+    Param("DBEAT", 0, "32-bit words per s_axis_cmd beat, 0 = M (the data path width: WRITE_A writes "
+                      "DBEAT input-local-store words and WRITE_BV DBEAT PE local stores per cycle)",
+          0, 16, lambda v: None if v == 0 or v & (v - 1) == 0 else "must be 0 (= M) or a power of two"),
 ], [_cross])
+
+
+def dbeat(p: dict) -> int:
+    """32-bit words per s_axis_cmd beat (the DBEAT parameter; 0 means M)."""
+    return p["DBEAT"] or p["M"]
 
 
 def sm_params(p: dict) -> dict:
@@ -137,10 +150,50 @@ def ram_1w1r(clk, we, wa, wd, ra, rd, depth):
 
 
 @block
-def bank_we(we, lane, b, out):
+def bank_wr(we, wlane, wline, wline1, wleft, tdata, b, W, DBEAT, out_we, out_l, out_d):
+    """Input-local-store bank ``b`` during a WRITE_A beat: it takes word ``o = (b - wptr)
+    mod M`` of the beat (address wptr + o) when ``o < DBEAT`` and ``o < wleft`` (the words
+    left, at most M)."""
+    MW = len(wlane)
+    OT = tuple((b - lane) % (1 << MW) for lane in range(1 << MW))    # o by wptr's lane
+    o = sig_u(MW + 1)
+    picks = {j: sig_u(W) for j in range(DBEAT)}
+    muxes = [pick_chain(None if j == 0 else picks[j - 1], o, j, tdata, 32 * j, 32 * j + W, picks[j])
+             for j in range(DBEAT)]
+    last = picks[DBEAT - 1]
+
+    @always_comb
+    def c2():
+        o.next = OT[int(wlane)]
+
+    @always_comb
+    def c3():
+        out_we.next = we and o < DBEAT and o < wleft
+        if b >= wlane:
+            out_l.next = wline
+        else:
+            out_l.next = wline1
+        out_d.next = last
+
+    return muxes, c2, c3
+
+
+@block
+def pe_wr(ls_we, lpe, lv_we, vgrp, tdata, i, W, DBEAT, out_we, out_d):
+    """PE ``i``'s local-store write: WRITE_B (its own or the broadcast id, word 0 of the
+    beat) or WRITE_BV (group i div DBEAT of the beat's PEs, word i mod DBEAT)."""
+    g = i // DBEAT
+    lo = 32 * (i % DBEAT)
+    hi = lo + W
+
     @always_comb
     def c():
-        out.next = we and lane == b
+        out_we.next = (ls_we and (lpe == i or lpe == ISA.BCAST)) or (lv_we and vgrp == g)
+        if lv_we:
+            out_d.next = tdata[hi:lo]
+        else:
+            out_d.next = tdata[W:]
+
     return c
 
 
@@ -167,7 +220,7 @@ def pick_chain(prev, sel, b, src, lo, hi, out):
 
 @block
 def pe(clk, rst, idx, line_in, v_in, f_in, lane_in, lsa_in, gmask,
-       ls_we, ls_pe, ls_wa, ls_wd,
+       ls_wei, ls_wa, ls_wd,
        line_out, v_out, f_out, lane_out, lsa_out, acc, W, LSD, fwd):
     """One PE: lane select from the forwarded line, private local store, multiply,
     exact accumulate; forwards the line and the step control to the next PE."""
@@ -213,12 +266,10 @@ def pe(clk, rst, idx, line_in, v_in, f_in, lane_in, lsa_in, gmask,
     outer_c = sig_s(2 * W)
     prod = sig_s(2 * W)
     prod_e = sig_s(ACCW)
-    we = sig_b()
 
     @always_comb
     def sel():
         lane.next = lane_in | (gmask & idx)
-        we.next = ls_we and (ls_pe == idx or ls_pe == ISA.BCAST)
 
     muxes = [pick_chain(None if b == 0 else picks[b - 1], lane, b, line_in, b * W, (b + 1) * W, picks[b])
              for b in range(M)]
@@ -245,7 +296,7 @@ def pe(clk, rst, idx, line_in, v_in, f_in, lane_in, lsa_in, gmask,
 
     ext_parts = [sext(p_hl, p_hl_e), sext(p_lh, p_lh_e), sext(mid, mid_e)] if pe_extra(W) == 3 else []
 
-    store = ram_1w1r(clk, we, ls_wa, ls_wd, lsa_in, ls_q, LSD)
+    store = ram_1w1r(clk, ls_wei, ls_wa, ls_wd, lsa_in, ls_q, LSD)
     ext = sext(prod, prod_e)
 
     @always_seq(clk.posedge, reset=rst)
@@ -318,8 +369,9 @@ def ports_of(p: dict) -> list[Port]:
     return [
         Port("clk", "in", 1, "clock, rising edge"),
         Port("rst", "in", 1, "synchronous active-high reset (the smart memory then zeroes its RMW RAM)"),
-        Port("s_axis_cmd_tdata", "in", 32, "instruction word (opcode [31:28]) or, after WRITE_A/WRITE_B, "
-                                          f"a data word (value in [{W - 1}:0])"),
+        Port("s_axis_cmd_tdata", "in", 32 * dbeat(p),
+             f"instruction (opcode [31:28], in [31:0]) or, after WRITE_A/WRITE_B/WRITE_BV, a data beat "
+             f"of {dbeat(p)} 32-bit words (word j's value in [32j+{W - 1}:32j]; WRITE_B: word 0 only)"),
         Port("s_axis_cmd_tvalid", "in", 1, ""),
         Port("s_axis_cmd_tready", "out", 1, "high while fetching an instruction or taking data (registered state)"),
         Port("m_axis_out_tdata", "out", WD, f"smart-memory dump: {{index[{IDXW}], value[{W}]}}, value in "
@@ -335,6 +387,8 @@ def ports_of(p: dict) -> list[Port]:
 # ------------------------------------------------------------------ the core
 def build(p):
     W, F, M, LSD, IL, IDXW = p["W"], p["F"], p["M"], p["LSD"], p["ILS_LINES"], p["IDXW"]
+    DBEAT = dbeat(p)
+    NG = M // DBEAT                    # WRITE_BV beats per local-store address
     wd = widths(p)
     MW, LAW, LNW, IAW, ACCW, WD = wd["MW"], wd["LAW"], wd["LNW"], wd["IAW"], wd["ACCW"], wd["WD"]
     LAT = M + 3 + pe_extra(W)   # last step issued -> every PE's store read and accumulate done
@@ -391,6 +445,7 @@ def build(p):
         wptr = sig_u(IAW)
         lptr = sig_u(LAW)
         lpe = sig_u(8)
+        vgrp = sig_u(max(1, log2(NG)))     # WRITE_BV: the beat's PE group
         wstep = sig_u(2)
         cs = sig_u(3, C_IDLE)
         cir = sig_u(32)                    # the smart-memory instruction being executed
@@ -505,9 +560,12 @@ def build(p):
         ils_we = sig_b()
         ils_lane = sig_u(MW)
         ils_wl = sig_u(LNW)
+        ils_wl1 = sig_u(LNW)
+        ils_wl1s = sig_u(LNW + 1)
+        wleft = sig_u(MW + 1)              # WRITE_A words left, at most M
         ils_rl = sig_u(LNW)
-        dw = sig_u(W)
         ls_we = sig_b()
+        lv_we = sig_b()
         aw_a = sig_u(AXW)
         aw_d = sig_u(32)
         aw_last = sig_b()
@@ -520,10 +578,18 @@ def build(p):
         # ---- input local store: M banks -------------------------------------------------
         bank_q = {b: sig_u(W) for b in range(M)}   # dicts, not lists: no HDL arrays
         bank_we_s = {b: sig_b() for b in range(M)}
+        bank_wl = {b: sig_u(LNW) for b in range(M)}
+        bank_wd = {b: sig_u(W) for b in range(M)}
         insts = [sm, SM.zext(r_i, r_x), SM.zext(nres, nres_x), dstages]
         for b in range(M):
-            insts.append(bank_we(ils_we, ils_lane, b, bank_we_s[b]))
-            insts.append(ram_1w1r(clk, bank_we_s[b], ils_wl, dw, ils_rl, bank_q[b], IL))
+            insts.append(bank_wr(ils_we, ils_lane, ils_wl, ils_wl1, wleft, s_axis_cmd_tdata, b, W, DBEAT,
+                                 bank_we_s[b], bank_wl[b], bank_wd[b]))
+            insts.append(ram_1w1r(clk, bank_we_s[b], bank_wl[b], bank_wd[b], ils_rl, bank_q[b], IL))
+        # ---- PE local-store writes (WRITE_B: one PE or all, one word; WRITE_BV: DBEAT PEs)
+        pe_we = {i: sig_b() for i in range(M)}
+        pe_wd = {i: sig_u(W) for i in range(M)}
+        for i in range(M):
+            insts.append(pe_wr(ls_we, lpe, lv_we, vgrp, s_axis_cmd_tdata, i, W, DBEAT, pe_we[i], pe_wd[i]))
         line_q = ConcatSignal(*[bank_q[b] for b in reversed(range(M))])
 
         # ---- PEs, chained ---------------------------------------------------------------
@@ -540,7 +606,7 @@ def build(p):
         accs = {i: sig_s(ACCW) for i in range(M)}
         for i in range(M):
             insts.append(pe(clk, rst, i, lines[i], vs[i], fs[i], lanes[i], lsas[i], gmask,
-                            ls_we, lpe, lptr, dw,
+                            pe_we[i], lptr, pe_wd[i],
                             lines[i + 1], vs[i + 1], fs[i + 1], lanes[i + 1], lsas[i + 1], accs[i],
                             W, LSD, i < M - 1))
         acc_pick = {i: sig_s(ACCW) for i in range(M)}
@@ -552,13 +618,13 @@ def build(p):
 
         @always_comb
         def dec():
-            fire.next = s_axis_cmd_tvalid and (state == Q_FETCH or state == Q_WA or state == Q_WB)
-            s_axis_cmd_tready.next = state == Q_FETCH or state == Q_WA or state == Q_WB
+            fire.next = s_axis_cmd_tvalid and (state == Q_FETCH or state == Q_WA or state == Q_WB or
+                                               state == Q_WV)
+            s_axis_cmd_tready.next = state == Q_FETCH or state == Q_WA or state == Q_WB or state == Q_WV
             if state == Q_HOLD:
                 xw.next = ir
             else:
-                xw.next = s_axis_cmd_tdata
-            dw.next = s_axis_cmd_tdata[W:]
+                xw.next = s_axis_cmd_tdata[32:]
             err.next = err_r
 
         @always_comb
@@ -629,7 +695,7 @@ def build(p):
                 ok.next = eng_free or mac_bad
             elif c_op == ISA.WRITE_A:
                 ok.next = not e_act
-            elif c_op == ISA.WRITE_B:
+            elif c_op == ISA.WRITE_B or c_op == ISA.WRITE_BV:
                 ok.next = chain_quiet
             elif c_op == ISA.SET_PARALLEL_MODE:
                 ok.next = all_idle
@@ -657,9 +723,19 @@ def build(p):
             w_sum.next = w + gval
             ils_we.next = fire and state == Q_WA
             ls_we.next = fire and state == Q_WB
+            lv_we.next = fire and state == Q_WV
             ils_lane.next = wptr[MW:]
             ils_wl.next = wptr[IAW:MW]
+            ils_wl1s.next = wptr[IAW:MW] + 1
             ils_rl.next = w[IAW:MW]
+
+        @always_comb
+        def addr_c2():
+            ils_wl1.next = ils_wl1s[LNW:]
+            if cnt >= M:
+                wleft.next = M
+            else:
+                wleft.next = cnt[MW + 1:]
 
         @always_comb
         def axw_c():
@@ -822,7 +898,7 @@ def build(p):
             # ---- sequencer: fetch; an instruction that must wait is held in ir (Q_HOLD)
             if state == Q_FETCH or state == Q_HOLD:
                 if state == Q_FETCH and fire:
-                    ir.next = s_axis_cmd_tdata
+                    ir.next = s_axis_cmd_tdata[32:]
                     if not ok:
                         state.next = Q_HOLD
                 if go:
@@ -856,6 +932,12 @@ def build(p):
                         lpe.next = c_pe
                         if c_x16 != 0:
                             state.next = Q_WB
+                    elif c_op == ISA.WRITE_BV:
+                        cnt.next = c_x16
+                        lptr.next = lsa
+                        vgrp.next = 0
+                        if c_x16 != 0:
+                            state.next = Q_WV
                     elif c_op == ISA.SET_RUN_STRIDE:
                         ist.next = c_ia
                         lst.next = c_ls
@@ -882,10 +964,23 @@ def build(p):
                             e_lst.next = lst
             elif state == Q_WA:
                 if fire:
-                    wptr.next = wptr + 1
-                    cnt.next = cnt - 1
-                    if cnt == 1:
+                    wptr.next = wptr + DBEAT
+                    cnt.next = cnt - DBEAT
+                    if cnt <= DBEAT:
                         state.next = Q_FETCH
+            elif state == Q_WV:
+                if fire:
+                    if vgrp == NG - 1:
+                        vgrp.next = 0
+                        if lptr == LSD - 1:
+                            lptr.next = 0
+                        else:
+                            lptr.next = lptr + 1
+                        cnt.next = cnt - 1
+                        if cnt == 1:
+                            state.next = Q_FETCH
+                    else:
+                        vgrp.next = vgrp + 1
             elif state == Q_WB:
                 if fire:
                     if lptr == LSD - 1:
@@ -947,7 +1042,8 @@ def build(p):
                 cq_v.next = True
                 cq.next = xw
 
-        return (insts, dec, dec2, dec3, ds_c, run_c, eng_c, eng_c2, eng_c3, ok_c, go_c, tabs, addr_c, axw_c, drain_c,
+        return (insts, dec, dec2, dec3, ds_c, run_c, eng_c, eng_c2, eng_c3, ok_c, go_c, tabs, addr_c, addr_c2, axw_c,
+                drain_c,
                 drain_c2, drain_c3, rs_c, rq_c, rq_ram, rq_rd, sm_c, main)
 
     ports = ports_of(p)
@@ -957,6 +1053,7 @@ def build(p):
 def datasheet(p):
     W, F, M, LSD, IL, IDXW, KMAX, DEPTH = (p[k] for k in ("W", "F", "M", "LSD", "ILS_LINES", "IDXW",
                                                             "KMAX", "DEPTH"))
+    D = dbeat(p)
     wd = widths(p)
     fields = [(f"0x{c:X} {name}", ops, meaning) for c, name, ops, meaning in ISA.OPCODES]
     return Datasheet(
@@ -982,17 +1079,29 @@ def datasheet(p):
                    f"keep every PE busy every cycle (the "
                    f"final step of a pass waits until M cycles after the previous final step and for "
                    f"room for its nres results in the result queue). Whole programs are bound by "
-                   f"the instruction stream (one word per cycle, data words included) and by the "
+                   f"the instruction stream (one beat per cycle: an instruction, or DBEAT={D} data "
+                   f"words for WRITE_A / WRITE_BV, one for WRITE_B) and by the "
                    f"smart memory (scanner stalls, per-array START/DUMP handshakes; its RAM clear "
                    f"after reset and CLEAR runs in the background, an RMW result waits only for an "
-                   f"address the clear has not reached): README bench table. WRITE_A/WRITE_B one "
-                   f"word per cycle",
+                   f"address the clear has not reached): README bench table. WRITE_A and WRITE_BV "
+                   f"{D} words per cycle, WRITE_B one",
         fields=fields,
-        fields_title="Instruction set (32-bit words on s_axis_cmd: opcode [31:28], operand [27:0])",
+        fields_title=f"Instruction set (32-bit instruction in bits [31:0] of an s_axis_cmd beat: opcode "
+                     f"[31:28], operand [27:0]; DBEAT={D} words per beat)",
         fields_header=("opcode", "operand fields", "meaning"),
         notes=[
-            f"Data words follow WRITE_A / WRITE_B on the same stream: value in bits "
-            f"[{W - 1}:0] (two's complement, Q{W - F}.{F}), upper bits ignored.",
+            f"Data beats follow WRITE_A / WRITE_B / WRITE_BV on the same stream, each beat "
+            f"{32 * D} bits = DBEAT={D} words of 32 bits, a word's value in its bits [{W - 1}:0] (two's "
+            f"complement, Q{W - F}.{F}), its upper bits ignored: WRITE_A n packs DBEAT words per beat "
+            f"(ceil(n/DBEAT) beats, addresses ila.. in order, the last beat's unused words ignored; "
+            f"the DBEAT words of a beat go to DBEAT different input banks in one cycle, any "
+            f"alignment); WRITE_BV n writes one word to every PE's local store at each of the "
+            f"addresses lsa..lsa+n-1, address-major and PE-minor, DBEAT PEs per beat (n*M/DBEAT "
+            f"beats); WRITE_B n (one PE or all, 255) takes word 0 of each of its n beats. An "
+            f"instruction beat carries the instruction in bits [31:0], the rest ignored. DBEAT is "
+            f"a generator parameter (0 = M, the default: one input-local-store line per beat; "
+            f"1 = the original 32-bit stream); the mapping tool packs its programs for it "
+            f"(`ChainParams.DBEAT`).",
             f"Input local store: {IL * M} words = {IL} lines x M={M} banks; word address a is "
             f"bank a mod M, line a div M. Addresses wrap modulo the store size (the mapping tool "
             f"never relies on it).",
@@ -1030,7 +1139,7 @@ def datasheet(p):
             "drain behind the wavefront into the result queue. An instruction that needs state "
             "still in use is held (s_axis_cmd_tready low) until it is free: MULT_ACC_DUMP until "
             "the engine issues its final step, WRITE_A until the engine is idle, WRITE_B until "
-            "the last step has passed every PE, SET_PARALLEL_MODE until every result is in the "
+            "the last step has passed every PE (WRITE_BV as WRITE_B), SET_PARALLEL_MODE until every result is in the "
             "smart memory, a smart-memory instruction until the command queue has room. "
             "SET_SM_ADDR / SET_PE_LS_ADDR / SET_INPUT_LS_ADDR / SET_RUN_STRIDE are copied by "
             "MULT_ACC_DUMP / MULT_ACC_RUN when it is handed over, so they never wait.",

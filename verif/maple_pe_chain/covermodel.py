@@ -17,7 +17,7 @@ from verif.funcov_tb import declare_flow
 COV = CoverModel("maple_pe_chain")
 NAMES = ["NOP", "SET_PARALLEL_MODE", "SET_SM_REDUCTION", "SM_CTRL", "DUMP_SM", "SET_SM_ADDR", "SET_PE_LS_ADDR",
          "SET_INPUT_LS_ADDR", "INC_INPUT_LS_ADDR", "WRITE_A", "WRITE_B", "MULT_ACC_DUMP", "MULT_ACC_RUN",
-         "SET_RUN_STRIDE"]
+         "SET_RUN_STRIDE", "WRITE_BV"]
 if not COV.points:
     COV.point("opcode", values=NAMES, doc="instruction accepted on s_axis_cmd")
     COV.point("mode", values=["column", "split", "replicate", "split_replicate", "bad"],
@@ -40,8 +40,8 @@ if not COV.points:
 class CmdDecoder:
     """Monitor callback: decode the accepted command stream."""
 
-    def __init__(self, M: int, LSD: int):
-        self.M, self.LSD = M, LSD
+    def __init__(self, M: int, LSD: int, DBEAT: int = 1):
+        self.M, self.LSD, self.D = M, LSD, DBEAT
         self.skip = 0
         self.S = 1
 
@@ -49,7 +49,7 @@ class CmdDecoder:
         self.skip, self.S = 0, 1
 
     def __call__(self, txn):
-        w = int(txn[0] if isinstance(txn, tuple) else txn)
+        w = int(txn[0] if isinstance(txn, tuple) else txn) & 0xFFFFFFFF
         if self.skip:
             self.skip -= 1
             return
@@ -76,8 +76,10 @@ class CmdDecoder:
                     COV.sample("sm_ctrl", n)
         elif op == 4:
             COV.sample("dump", "range" if x & 0x3FFF else "list")
-        elif op == 9:
-            self.skip = x & 0xFFFF
+        elif op == 9:                # WRITE_A: DBEAT words per beat
+            self.skip = -(-(x & 0xFFFF) // self.D)
+        elif op == 14:               # WRITE_BV: one word per PE per address, DBEAT per beat
+            self.skip = (x & 0xFFFF) * self.M // self.D
         elif op == 10:
             self.skip = x & 0xFFFF
             COV.sample("write_b", "broadcast" if (x >> 16) & 0xFF == 255 else "one_pe")

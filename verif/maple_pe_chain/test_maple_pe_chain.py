@@ -54,7 +54,7 @@ class TB:
         self.exp = self.sb.add_stream(self.mon, spec)
         self.model = mm.ChainModel(self.cp)
         self.fcov_on = fcov_enabled()                # functional coverage: decoded commands, result classes
-        self.cmd_dec = fcov.CmdDecoder(self.M, self.cp.LSD)
+        self.cmd_dec = fcov.CmdDecoder(self.M, self.cp.LSD, self.cp.DBEAT)
         if self.fcov_on:
             self.inmon.add_callback(lambda t: self.cmd_dec(t))
             self.shadow = fcov.shadow_model(self.cp)
@@ -300,7 +300,7 @@ async def instruction_corners(dut):
     A = tb.rand(L + 4)
     B = tb.rand((M, L))
     words = [mm.enc(mm.NOP), mm.i_mode(1, 1), mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, L + 4)]
-    words += [int(a) & 0xFFFFFFFF for a in A]
+    words += mm.pack_beats([int(a) & 0xFFFFFFFF for a in A], cp.DBEAT)
     for pe in range(M):
         words += [mm.enc(mm.SET_PE_LS_ADDR, 0), mm.i_write_b(L, pe)] + [int(v) & 0xFFFFFFFF for v in B[pe]]
     words += [mm.enc(mm.SM_CTRL, mm.SM_ERRCLR), mm.i_reduction(mm.OP_SEL, k, largest=False),
@@ -426,7 +426,7 @@ async def overlap_hazards(dut):
             mm.enc(mm.SM_CTRL, mm.SM_START)]
     for pe in range(M):
         prog += [mm.enc(mm.SET_PE_LS_ADDR, 0), mm.i_write_b(LSD, pe)] + data(tb.rand(LSD))
-    prog += [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, 4 * M)] + data(tb.rand(4 * M))
+    prog += [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, 4 * M)] + mm.pack_beats(data(tb.rand(4 * M)), cp.DBEAT)
     prog += at(0, 0, 0) + [mm.i_macc(1)] * 6                      # n = 1 back to back
     prog += at(M, 1, 4) + [mm.i_macc(3), mm.enc(mm.SET_PE_LS_ADDR, 2), mm.i_write_b(2, 0)] + data(tb.rand(2))
     # the word WRITE_A replaces is read by the pass's last step, one cycle after the write
@@ -442,7 +442,7 @@ async def overlap_hazards(dut):
     for pe in range(M):
         prog += [mm.enc(mm.SET_PE_LS_ADDR, 0), mm.i_write_b(1, pe)] + data([(pe + 1) * one // 4])
     prog += [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, npass)] + \
-        data([(p + 1) * one // 32 for p in range(npass)])
+        mm.pack_beats(data([(p + 1) * one // 32 for p in range(npass)]), cp.DBEAT)
     prog += [mm.enc(mm.SET_PE_LS_ADDR, 0)]
     for p in range(npass):
         prog += [mm.enc(mm.SET_INPUT_LS_ADDR, p), mm.enc(mm.SET_SM_ADDR, p * M),
@@ -521,7 +521,7 @@ async def mult_acc_run_strides(dut):
             mm.enc(mm.SM_CTRL, mm.SM_START)]
     for pe in range(M):
         prog += [mm.enc(mm.SET_PE_LS_ADDR, 0), mm.i_write_b(L, pe)] + data(tb.rand(L))
-    prog += [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, cp.ilw)] + data(tb.rand(cp.ilw))
+    prog += [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, cp.ilw)] + mm.pack_beats(data(tb.rand(cp.ilw)), cp.DBEAT)
     prog += [mm.i_stride(5, L - 3), mm.enc(mm.SET_INPUT_LS_ADDR, cp.ilw - 7), mm.enc(mm.SET_PE_LS_ADDR, 2),
              mm.enc(mm.SET_SM_ADDR, 0), mm.i_run(3, 6)]                       # 6 M results at 0 ..
     prog += [mm.enc(mm.SET_SM_ADDR, 6 * M), mm.i_run(2, 2, nres=1)]           # 6M, 6M+1
@@ -536,14 +536,57 @@ async def mult_acc_run_strides(dut):
     await tb.finish()
 
 
-def first_mac(prog) -> int:
-    """Stream position of a program's first MULT_ACC_DUMP / MULT_ACC_RUN (data words skipped)."""
+@sim_test(timeout_us={"default": 60, "*": 240})
+async def wide_data_beats(dut):
+    """The DBEAT-word data beats (issue 16) against the instruction-level model: WRITE_A at
+    every alignment of ila to the M banks with lengths that leave a partial last beat (its
+    unused words filled with garbage, which must be ignored), WRITE_BV from an lsa that wraps
+    past LSD, a WRITE_B (word 0 of a beat, garbage above it) between them, and a WRITE_BV /
+    WRITE_A right behind the MULT_ACC_DUMPs still reading those stores; every written word
+    then enters a dot product of a MAC pass over exactly the words written, into the RMW
+    store.  Bubbles on the stream, backpressure on the dump."""
+    tb = TB(dut, src_p=0.7, sink_p=0.6)
+    await tb.reset()
+    cp, M, L, W, D = tb.cp, tb.M, tb.cp.LSD, tb.W, tb.cp.DBEAT
+    rng = tb.rng
+
+    def beats(vals):
+        ws = [mm.data_word(int(v), W) for v in np.asarray(vals).ravel()]
+        out = mm.pack_beats(ws, D)
+        if len(ws) % D:                     # garbage in the unused words of the last beat
+            pad = sum(int(rng.integers(0, 1 << 32)) << (32 * j) for j in range(len(ws) % D, D))
+            out[-1] |= pad
+        return out
+
+    prog = [mm.i_mode(1, 1), mm.i_reduction(mm.OP_RMW), mm.enc(mm.SM_CTRL, mm.SM_CLEAR),
+            mm.enc(mm.SM_CTRL, mm.SM_START)]
+    sma = 0
+    for k in range(M + 1):
+        ila, n = (5 * k + 1) % (cp.ilw - 2 * M), M + 1 + k        # every alignment, partial last beats
+        A = tb.rand(n)
+        prog += [mm.enc(mm.SET_INPUT_LS_ADDR, ila), mm.enc(mm.WRITE_A, n)] + beats(A)
+        lsa = (L - 2 + k) % L                                       # WRITE_BV wraps past LSD
+        B = tb.rand((n, M))
+        prog += [mm.enc(mm.SET_PE_LS_ADDR, lsa), mm.enc(mm.WRITE_BV, n)] + beats(B)
+        if k == 1:                                                  # WRITE_B: word 0 of each beat only
+            prog += [mm.i_write_b(2, M - 1)] + [mm.data_word(int(v), W) | (int(rng.integers(1, 1 << 31)) << 32)
+                                                if D > 1 else mm.data_word(int(v), W) for v in tb.rand(2)]
+        prog += [mm.enc(mm.SET_SM_ADDR, sma), mm.i_macc(n, last=k == M)]
+        sma += M
+    prog += [mm.i_dump(0, sma)]
+    beats_out = await tb.run(prog)
+    assert len(beats_out) == sma and tb.model.errors == 0
+    await tb.finish()
+
+
+def first_mac(prog, cp) -> int:
+    """Stream position of a program's first MULT_ACC_DUMP / MULT_ACC_RUN (data beats skipped)."""
     pc = 0
     while pc < len(prog):
-        op, x = prog[pc] >> 28, prog[pc] & 0xFFFF
+        op = (prog[pc] & 0xFFFFFFFF) >> 28
         if op in (mm.MULT_ACC_DUMP, mm.MULT_ACC_RUN):
             return pc
-        pc += 1 + (x if op in (mm.WRITE_A, mm.WRITE_B) else 0)
+        pc += 1 + mm.data_beats(prog[pc], cp.M, cp.DBEAT)[0]
     raise AssertionError("program without a MAC instruction")
 
 
@@ -558,8 +601,8 @@ async def steady_mac_rate(tb) -> float:
     plan = mm.plan_matmul(n, d, m, "rmw", cp=cp)
     assert plan.n_a_blocks == 1 and plan.n_b_blocks == 1, "steady bench must load A and B once"
     prog = only(plan.programs(tb.rand((n, d)), tb.rand((d, m)), rmw_clear=False))
-    first = first_mac(prog)
-    steps = mm.mac_steps(prog)
+    first = first_mac(prog, cp)
+    steps = mm.mac_steps(prog, cp)
     i0, b0 = len(tb.inmon.times), len(tb.mon.times)
     await tb.run(prog)
     window = tb.mon.times[b0] - tb.inmon.times[i0 + first]
@@ -596,7 +639,7 @@ async def bench_throughput(dut):
         results = {"kmeans": len(beats) // 2, "topk": len(beats), "aggregation": len(beats)}[name]
         t = mm.bus_traffic(prog, len(beats), elements, results, tb.cp)
         cyc = tb.inmon.cycles - c0
-        steps = mm.mac_steps(prog)
+        steps = mm.mac_steps(prog, tb.cp)
         tot_cyc += cyc
         tot_steps += steps
         rows.append({"workload": name, "mode": plan.mode, "program_words": len(prog),
@@ -666,6 +709,27 @@ async def rounding_ties(dut):
 @pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
 def test_maple_pe_chain(cfg, sim):
     run_core(CORE, cfg, sim)
+
+
+@pytest.mark.parametrize("given,msg", [
+    ({"DBEAT": 8}, "DBEAT=8 must not exceed M=4"),
+    ({"M": 2, "DBEAT": 4}, "DBEAT=4 must not exceed M=2"),
+    ({"DBEAT": 3}, "must be 0 (= M) or a power of two"),
+    ({"DBEAT": 32}, "above its maximum"),
+])
+def test_maple_pe_chain_params(given, msg):
+    """Impossible data-beat widths are refused before any HDL is written, naming the
+    parameter; 0 (the default) means M, and every legal width builds its stream port."""
+    import re
+    from rtl_gen.common.params import ParamError
+    from rtl_gen.maple import maple_pe_chain as gen
+    from rtl_gen.registry import get
+    with pytest.raises(ParamError, match=re.escape(msg)):
+        get(CORE).resolve(given)
+    for d, width in ((0, 128), (1, 32), (2, 64), (4, 128)):
+        p = get(CORE).resolve({"DBEAT": d})
+        assert [q.width for q in gen.ports_of(p) if q.name == "s_axis_cmd_tdata"] == [width]
+        assert mm.ChainParams.from_params(p).DBEAT == width // 32
 
 
 # bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
