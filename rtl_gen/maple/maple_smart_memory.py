@@ -528,7 +528,8 @@ def build(p):
         @always_comb
         def dump_c():
             issue.next = (state == S_DUMP or bg) and dump_i != dump_n and \
-                (fcnt < 3 or (fcnt == 3 and not inflight)) and not (clearing and op_r == OP_RMW)
+                (fcnt < 3 or (fcnt == 3 and not inflight)) and \
+                not (clearing and op_r == OP_RMW and dump_addr >= clr_i)
             pop.next = fcnt != 0 and m_axis_out_tready
             if op_r == OP_SEL:
                 sel_src.next = lst[dump_slot]
@@ -844,8 +845,9 @@ def datasheet(p):
             "write leaves the RAM port free (DEPTH cycles when idle; STATUS.CLEARING, not BUSY): "
             "configuration, START, selection and min/max work meanwhile, an RMW element whose "
             "address the clear has not passed yet waits (`s_axis_in_tready` low; the clear "
-            "pointer only grows, so it waits at most DEPTH cycles), and an RMW DUMP starts "
-            "once the clear is over.  DUMP emits BASE..BASE+LEN-1 with the address as index.",
+            "pointer only grows, so it waits at most DEPTH cycles), and an RMW DUMP beat waits "
+            "only while its address is at or above the clear's pointer (a range below the "
+            "pointer dumps while the clear goes on).  DUMP emits BASE..BASE+LEN-1 with the address as index.",
             "An array is one START followed by elements up to tlast; the input is then disarmed "
             "until the next START.  Configuration writes and START/DUMP are accepted only when "
             "idle (not armed, not busy); CLEAR also aborts an armed store.  A rejected write "

@@ -375,8 +375,9 @@ async def background_clear(dut):
     """CTRL.CLEAR zeroes the RAM in the background: STATUS shows CLEARING and not BUSY, a
     configuration write meanwhile is accepted; an RMW array started during the clear is
     exact, its element at the top address waiting (tready low) until the clear has passed
-    it; a DUMP written during the clear starts after it (every word of a full RAM dumps
-    as 0); CLEARING drops once the clear is over."""
+    it; a DUMP written during the clear follows the clear's pointer (every word of a full
+    RAM dumps as 0; a short range at the bottom is out while the clear still runs, issue 16);
+    CLEARING drops once the clear is over."""
     tb = TB(dut, sink_p=0.7)
     await tb.reset()
     D, f = tb.DEPTH, tb.fmt
@@ -430,6 +431,17 @@ async def background_clear(dut):
     tb.expect(np.arange(D), np.zeros(D))
     await tb.dump()
     assert not await clearing(), "STATUS.CLEARING still set after the dump that waited for the clear"
+    # a short range at the bottom dumps behind the clear's pointer, before the clear is over
+    await fill()
+    await tb.wr(LEN, 4)
+    await tb.wr(CTRL, CLEAR)
+    tb.expect(np.arange(4), np.zeros(4))
+    await tb.dump()
+    if D >= 128:          # the clear takes D cycles, the register writes and 4 beats far fewer
+        assert await clearing(), "the 4-word dump at BASE 0 waited for the whole clear"
+    await tb.wr(LEN, D)
+    tb.expect(np.arange(D), np.zeros(D))
+    await tb.dump()
     await tb.finish()
 
 

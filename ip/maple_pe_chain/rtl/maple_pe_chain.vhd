@@ -1704,9 +1704,9 @@ end process maple_smart_memory0_rmw_c;
 
 maple_smart_memory0_sum_w <= (resize(maple_smart_memory0_old, 33) + maple_smart_memory0_r2_val);
 
-maple_smart_memory0_dump_c: process (maple_smart_memory0_bg, maple_smart_memory0_fcnt, maple_smart_memory0_smin, maple_smart_memory0_smax, maple_smart_memory0_dump_n, maple_smart_memory0_dump_slot, maple_smart_memory0_lst, m_axis_out_tready, maple_smart_memory0_dump_i, maple_smart_memory0_op_r, maple_smart_memory0_clearing, maple_smart_memory0_state, maple_smart_memory0_inflight) is
+maple_smart_memory0_dump_c: process (maple_smart_memory0_bg, maple_smart_memory0_fcnt, maple_smart_memory0_smin, maple_smart_memory0_dump_addr, maple_smart_memory0_smax, maple_smart_memory0_dump_n, maple_smart_memory0_dump_slot, maple_smart_memory0_clr_i, maple_smart_memory0_lst, m_axis_out_tready, maple_smart_memory0_dump_i, maple_smart_memory0_op_r, maple_smart_memory0_clearing, maple_smart_memory0_state, maple_smart_memory0_inflight) is
 begin
-    maple_smart_memory0_issue <= stdl(((maple_smart_memory0_state = 3) or bool(maple_smart_memory0_bg)) and (maple_smart_memory0_dump_i /= maple_smart_memory0_dump_n) and ((maple_smart_memory0_fcnt < 3) or ((maple_smart_memory0_fcnt = 3) and (not bool(maple_smart_memory0_inflight)))) and (not (bool(maple_smart_memory0_clearing) and (maple_smart_memory0_op_r = 2))));
+    maple_smart_memory0_issue <= stdl(((maple_smart_memory0_state = 3) or bool(maple_smart_memory0_bg)) and (maple_smart_memory0_dump_i /= maple_smart_memory0_dump_n) and ((maple_smart_memory0_fcnt < 3) or ((maple_smart_memory0_fcnt = 3) and (not bool(maple_smart_memory0_inflight)))) and (not (bool(maple_smart_memory0_clearing) and (maple_smart_memory0_op_r = 2) and (maple_smart_memory0_dump_addr >= maple_smart_memory0_clr_i))));
     maple_smart_memory0_pop <= stdl((maple_smart_memory0_fcnt /= 0) and bool(m_axis_out_tready));
     if (maple_smart_memory0_op_r = 0) then
         maple_smart_memory0_sel_src <= maple_smart_memory0_lst(to_integer(maple_smart_memory0_dump_slot));

@@ -1392,8 +1392,8 @@ end
 assign sum_w = (old + r2_val);
 
 
-always @(bg, fcnt, smin, smax, dump_n, dump_slot, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], m_axis_out_tready, dump_i, op_r, clearing, state, inflight) begin: dump_c
-    issue = (((state == 3) || bg) && (dump_i != dump_n) && ((fcnt < 3) || ((fcnt == 3) && (!inflight))) && (!(clearing && (op_r == 2))));
+always @(bg, fcnt, smin, dump_addr, smax, dump_n, dump_slot, clr_i, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], m_axis_out_tready, dump_i, op_r, clearing, state, inflight) begin: dump_c
+    issue = (((state == 3) || bg) && (dump_i != dump_n) && ((fcnt < 3) || ((fcnt == 3) && (!inflight))) && (!(clearing && (op_r == 2) && (dump_addr >= clr_i))));
     pop = ((fcnt != 0) && m_axis_out_tready);
     if ((op_r == 0)) begin
         sel_src = lst[dump_slot];

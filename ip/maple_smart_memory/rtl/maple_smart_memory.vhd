@@ -1264,9 +1264,9 @@ end process rmw_c;
 
 sum_w <= (resize(old, 33) + r2_val);
 
-dump_c: process (bg, fcnt, smin, smax, dump_n, dump_slot, lst, m_axis_out_tready, dump_i, op_r, clearing, state, inflight) is
+dump_c: process (bg, fcnt, smin, dump_addr, smax, dump_n, dump_slot, clr_i, lst, m_axis_out_tready, dump_i, op_r, clearing, state, inflight) is
 begin
-    issue <= stdl(((state = 3) or bool(bg)) and (dump_i /= dump_n) and ((fcnt < 3) or ((fcnt = 3) and (not bool(inflight)))) and (not (bool(clearing) and (op_r = 2))));
+    issue <= stdl(((state = 3) or bool(bg)) and (dump_i /= dump_n) and ((fcnt < 3) or ((fcnt = 3) and (not bool(inflight)))) and (not (bool(clearing) and (op_r = 2) and (dump_addr >= clr_i))));
     pop <= stdl((fcnt /= 0) and bool(m_axis_out_tready));
     if (op_r = 0) then
         sel_src <= lst(to_integer(dump_slot));
