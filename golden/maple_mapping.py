@@ -429,11 +429,20 @@ class Plan:
         per = -(-total // self.chains)
         return [(min(h * per, total), min((h + 1) * per, total)) for h in range(self.chains)]
 
-    def programs(self, A, B, rmw_clear: bool = True, rmw_dump: bool = True) -> list[list[int]]:
+    def programs(self, A, B, rmw_clear: bool = True, rmw_dump: bool = True,
+                 buffer: int = 0, continued: bool = False) -> list[list[int]]:
         """One instruction stream (with inline data) per chain.  For ``rmw``,
         ``rmw_clear`` / ``rmw_dump`` put the CLEAR before and the DUMP after the pass, so
-        several passes (e.g. CNN input-channel groups) can be concatenated and accumulate."""
-        self._clear, self._dump = rmw_clear, rmw_dump
+        several passes (e.g. CNN input-channel groups) can be concatenated and accumulate.
+        ``buffer`` (axis rows / rmw): 1 places A and B in the upper halves of the input and
+        PE local stores when they fit there (each half alone), so that concatenated programs
+        alternating ``buffer`` 0, 1, 0, ... load one half while the passes of the previous
+        program still read the other (the chain's writes wait only for the words still read).
+        ``continued``: the program follows one of a plan with the same mode and reduction
+        (e.g. the next input-channel group): no SET_PARALLEL_MODE / SET_SM_REDUCTION (the
+        chain would wait for every earlier result to reach the smart memory before them)."""
+        self._clear, self._dump, self._buffer = rmw_clear, rmw_dump, int(buffer) & 1
+        self._continued = bool(continued)
         A = np.asarray(A, dtype=np.int64)
         B = np.asarray(B, dtype=np.int64)
         if A.shape != (self.n, self.d) or B.shape != (self.d, self.m):
@@ -468,10 +477,10 @@ class Plan:
         """WRITE_A / WRITE_BV payload: the words packed DBEAT per beat."""
         return pack_beats(self._w(v), self.cp.DBEAT)
 
-    def _write_bv(self, imgs) -> list[int]:
-        """WRITE_BV of one local-store image per PE (equal lengths) from address 0."""
-        out = [] if self._st.get("lsa") == 0 else [enc(SET_PE_LS_ADDR, 0)]
-        self._st["lsa"] = 0
+    def _write_bv(self, imgs, base: int = 0) -> list[int]:
+        """WRITE_BV of one local-store image per PE (equal lengths) from address ``base``."""
+        out = [] if self._st.get("lsa") == base else [enc(SET_PE_LS_ADDR, base)]
+        self._st["lsa"] = base
         flat = np.stack([np.asarray(im, dtype=np.int64) for im in imgs], axis=1)   # address-major
         return out + [enc(WRITE_BV, flat.shape[0])] + self._wa(flat)
 
@@ -514,23 +523,28 @@ class Plan:
     def _head(self) -> list[int]:
         op = {"topk": OP_SEL, "minmax": OP_MINMAX, "rmw": OP_RMW}[self.reduction]
         self._st = {}          # set-up registers as the program leaves them (unknown at its start)
+        if getattr(self, "_continued", False):
+            return []
         return [i_mode(self.G, self.S), i_reduction(op, self.k, self.largest)]
 
     # ---- axis = cols: B column replicated, A rows stream, one array per column ----
-    def _write_a_cols(self, A, r0, r1) -> list[int]:
+    def _write_a_cols(self, A, r0, r1, g0: int = 0, g1: int | None = None) -> list[int]:
+        """WRITE_A of the row groups g0..g1-1 of the A block r0..r1 (all by default), at their
+        input-local-store address g0 * bcs * M."""
         M, S, RF, bcs = self.cp.M, self.S, self.rows_in_flight, self.b_col_size
         rows = r1 - r0
         groups = -(-rows // RF)
-        img = np.zeros(groups * bcs * M, dtype=np.int64)
-        for g in range(groups):
+        g1 = groups if g1 is None else g1
+        img = np.zeros((g1 - g0) * bcs * M, dtype=np.int64)
+        for g in range(g0, g1):
             for j in range(bcs):
                 for lane in range(M):
                     r = r0 + g * RF + lane // S
                     c = (lane % S) * bcs + j
                     if r < r1 and c < self.d:
-                        img[(g * bcs + j) * M + lane] = A[r, c]
-        self._st["ila"] = 0
-        return [enc(SET_INPUT_LS_ADDR, 0), enc(WRITE_A, len(img))] + self._wa(img)
+                        img[((g - g0) * bcs + j) * M + lane] = A[r, c]
+        self._st["ila"] = g0 * bcs * M
+        return [enc(SET_INPUT_LS_ADDR, g0 * bcs * M), enc(WRITE_A, len(img))] + self._wa(img)
 
     def _prog_cols(self, A, B) -> list[int]:
         M, S, RF, bcs = self.cp.M, self.S, self.rows_in_flight, self.b_col_size
@@ -539,8 +553,10 @@ class Plan:
         a_blocks = [(a, min(a + self.a_num_rows, self.n)) for a in range(0, self.n, self.a_num_rows)]
         a_once = len(a_blocks) == 1
         armed = False
-        if a_once:
-            prog += self._write_a_cols(A, *a_blocks[0])
+        # A resident (one block): its load is interleaved with the first column's passes, in
+        # chunks of row groups (the chain writes a chunk while the passes of the previous
+        # one run); the other columns reuse it
+        chunked = a_once and self.cp.DBEAT > 1
         for b0 in range(0, mloc, self.b_num_cols):
             b1 = min(b0 + self.b_num_cols, mloc)
             # WRITE_B: column c of the block at local-store words (c-b0)*bcs ..; PE i gets segment i % S
@@ -554,7 +570,8 @@ class Plan:
                 if not armed:
                     prog.append(enc(SM_CTRL, SM_START))
                 for ab, (r0, r1) in enumerate(a_blocks):
-                    if not a_once:
+                    first = c == 0
+                    if not a_once or (first and not chunked):
                         prog += self._write_a_cols(A, r0, r1)
                     groups = -(-(r1 - r0) // RF)
                     passes = []
@@ -563,7 +580,13 @@ class Plan:
                         nres = min(RF, self.n - row0)
                         last = ab == len(a_blocks) - 1 and g == groups - 1
                         passes.append((g * bcs * M, (c - b0) * bcs, row0, bcs, 0 if nres == RF else nres, last))
-                    prog += self._passes(passes)
+                    if first and chunked:
+                        ch = max(1, -(-groups // 4))
+                        for g0 in range(0, groups, ch):
+                            prog += self._write_a_cols(A, r0, r1, g0, min(g0 + ch, groups))
+                            prog += self._passes(passes[g0:g0 + ch])
+                    else:
+                        prog += self._passes(passes)
                 # the next column's array: dump and re-arm in one command
                 armed = c < mloc - 1
                 prog.append(enc(SM_CTRL, SM_DUMP | SM_START) if armed else i_dump())
@@ -575,6 +598,12 @@ class Plan:
         nloc = A.shape[0]
         rowlen = bcs * S                      # ILS words per A row
         prog = self._head()
+        ib = lb = 0
+        if getattr(self, "_buffer", 0):
+            rows_blk = min(self.a_num_rows, nloc)
+            nsets_max = -(-min(CPS * self.b_num_cols, self.m) // CPS)
+            if rows_blk * rowlen <= self.cp.ilw // 2 and nsets_max * bcs <= self.cp.LSD // 2:
+                ib, lb = self.cp.ilw // 2, self.cp.LSD // 2
         rmw = self.reduction == "rmw"
         armed = False
         if rmw and getattr(self, "_clear", True):
@@ -591,7 +620,7 @@ class Plan:
                     if c < b1:
                         img[st * bcs:(st + 1) * bcs] = self._seg(B[:, c], i % S)
                 imgs.append(img)
-            prog += self._write_bv(imgs)       # one word per PE per address, DBEAT PEs a cycle
+            prog += self._write_bv(imgs, lb)   # one word per PE per address, DBEAT PEs a cycle
             for r0 in range(0, nloc, self.a_num_rows):
                 r1 = min(r0 + self.a_num_rows, nloc)
                 img = np.zeros((r1 - r0) * rowlen, dtype=np.int64)
@@ -601,8 +630,8 @@ class Plan:
                             c = s * bcs + j
                             if c < self.d:
                                 img[(r - r0) * rowlen + j * S + s] = A[r, c]
-                prog += [enc(SET_INPUT_LS_ADDR, 0), enc(WRITE_A, len(img))] + self._wa(img)
-                self._st["ila"] = 0
+                prog += [enc(SET_INPUT_LS_ADDR, ib), enc(WRITE_A, len(img))] + self._wa(img)
+                self._st["ila"] = ib
                 if rmw:
                     prog.append(enc(SM_CTRL, SM_START))
                 passes = []
@@ -614,7 +643,8 @@ class Plan:
                         nres = min(CPS, b1 - c0)
                         last = st == nsets - 1 and (not rmw or r == r1 - 1)
                         sma = self.rmw_base + r * self.m + c0 if rmw else c0
-                        passes.append(((r - r0) * rowlen, st * bcs, sma, bcs, 0 if nres == CPS else nres, last))
+                        passes.append((ib + (r - r0) * rowlen, lb + st * bcs, sma, bcs, 0 if nres == CPS else nres,
+                                       last))
                     if not rmw:
                         # the next row's array: dump and re-arm in one command
                         armed = not (r == nloc - 1 and b1 == self.m)

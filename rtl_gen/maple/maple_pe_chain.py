@@ -26,7 +26,7 @@ Bit-exact with ``golden.maple_mapping.ChainModel``.
 """
 from __future__ import annotations
 
-from myhdl import ConcatSignal, always, always_comb, always_seq, block, concat, intbv
+from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, concat, intbv, modbv
 
 from golden import maple_mapping as ISA
 from rtl_gen.common.blocks import round_sat, sext
@@ -389,11 +389,15 @@ def build(p):
     W, F, M, LSD, IL, IDXW = p["W"], p["F"], p["M"], p["LSD"], p["ILS_LINES"], p["IDXW"]
     DBEAT = dbeat(p)
     NG = M // DBEAT                    # WRITE_BV beats per local-store address
+    ILW = IL * M
     wd = widths(p)
     MW, LAW, LNW, IAW, ACCW, WD = wd["MW"], wd["LAW"], wd["LNW"], wd["IAW"], wd["ACCW"], wd["WD"]
     LAT = M + 3 + pe_extra(W)   # last step issued -> every PE's store read and accumulate done
     RQ = result_queue_depth(M)
     RQW = log2(RQ)
+    SPW = max(IAW + 8, 16 + MW + 1)    # the engine's input-local-store read window span
+    SPL = max(LAW + 8, 17)             # ... and its local-store read window span
+    QW = log2(LAT) + 1
     sm_fn = _sm_block(p)
     AXW = SM.AXIL_AW
     GM_TAB = tuple((1 << t) - 1 if t <= MW else 0 for t in range(16))
@@ -475,6 +479,16 @@ def build(p):
         sp = sig_u(MW + 1, M)              # cycles since the last final step (saturates at M)
         quiet = sig_u(log2(LAT) + 1, LAT)  # cycles since the last step (saturates at LAT)
         reserved = sig_u(8)                # results committed and not yet taken by the smart memory
+        # read windows of the engine's instruction (double buffering: a WRITE_A / WRITE_B /
+        # WRITE_BV beat waits only while it writes a word the engine may still read)
+        sp_pend = sig_b()                  # the spans of the instruction just handed over: next cycle
+        h_np1 = sig_u(7)                   # its passes - 1
+        iw_span = sig_u(SPW)               # input local store: [p_ila, p_ila + iw_span] (mod ILW)
+        ls_lo = sig_u(LAW)                 # local store: [ls_lo, ls_lo + ls_span] (mod LSD)
+        ls_span = sig_u(SPL)
+        pv_lo = sig_u(LAW)                 # the previous instruction's local-store window, kept
+        pv_span = sig_u(SPL)               # LAT cycles after the hand-over (steps still in the PEs)
+        pq = sig_u(QW, LAT)
         # drain descriptor delay line (final step issued -> walker start)
         d1_v = sig_b()
         d1_sma = sig_u(IDXW)
@@ -527,7 +541,18 @@ def build(p):
         e_ok = sig_b()
         e_fin = sig_b()
         eng_free = sig_b()
-        chain_quiet = sig_b()
+        span_i_c = sig_u(SPW)
+        span_l_c = sig_u(SPL)
+        d_i = Signal(modbv(0)[IAW:])       # (wptr - window start) mod ILW, and mod LSD below
+        d_ix = sig_u(SPW)
+        d_c = Signal(modbv(0)[LAW:])
+        d_cx = sig_u(SPL)
+        d_p = Signal(modbv(0)[LAW:])
+        d_px = sig_u(SPL)
+        e_istx = sig_u(SPW)
+        ils_conf = sig_b()                 # this WRITE_A beat would write a word the engine may still read
+        ls_conf = sig_b()                  # this WRITE_B / WRITE_BV beat: a local-store word still read
+        nsh = sig_u(16 + MW)
         all_idle = sig_b()
         res_plus = sig_u(8)
         credit_ok = sig_b()
@@ -580,7 +605,8 @@ def build(p):
         bank_we_s = {b: sig_b() for b in range(M)}
         bank_wl = {b: sig_u(LNW) for b in range(M)}
         bank_wd = {b: sig_u(W) for b in range(M)}
-        insts = [sm, SM.zext(r_i, r_x), SM.zext(nres, nres_x), dstages]
+        insts = [sm, SM.zext(r_i, r_x), SM.zext(nres, nres_x), dstages,
+                 SM.zext(d_i, d_ix), SM.zext(d_c, d_cx), SM.zext(d_p, d_px), SM.zext(e_ist, e_istx)]
         for b in range(M):
             insts.append(bank_wr(ils_we, ils_lane, ils_wl, ils_wl1, wleft, s_axis_cmd_tdata, b, W, DBEAT,
                                  bank_we_s[b], bank_wl[b], bank_wd[b]))
@@ -618,9 +644,10 @@ def build(p):
 
         @always_comb
         def dec():
-            fire.next = s_axis_cmd_tvalid and (state == Q_FETCH or state == Q_WA or state == Q_WB or
-                                               state == Q_WV)
-            s_axis_cmd_tready.next = state == Q_FETCH or state == Q_WA or state == Q_WB or state == Q_WV
+            fire.next = s_axis_cmd_tvalid and (state == Q_FETCH or (state == Q_WA and not ils_conf) or
+                                               ((state == Q_WB or state == Q_WV) and not ls_conf))
+            s_axis_cmd_tready.next = state == Q_FETCH or (state == Q_WA and not ils_conf) or \
+                ((state == Q_WB or state == Q_WV) and not ls_conf)
             if state == Q_HOLD:
                 xw.next = ir
             else:
@@ -669,7 +696,6 @@ def build(p):
             e_last.next = j == nsteps - 1
             res_plus.next = reserved + nres
             eng_free.next = not e_act or e_done
-            chain_quiet.next = not e_act and quiet == LAT
             all_idle.next = not e_act and quiet == LAT and reserved == 0
             pop.next = oh_v and sm_tready
             load.next = rq_cnt != 0 and (not oh_v or (oh_v and sm_tready))
@@ -677,6 +703,24 @@ def build(p):
             cmd_free.next = not cq_v or cs == C_IDLE or (cs == C_B and bvalid and aw_last)
             awaddr.next = aw_a
             wdata.next = aw_d
+
+        @always_comb
+        def win_c():
+            nsh.next = concat(nsteps, intbv(0)[MW:])
+            d_i.next = wptr - p_ila
+            d_c.next = lptr - ls_lo
+            d_p.next = lptr - pv_lo
+
+        @always_comb
+        def win_c2():
+            span_i_c.next = h_np1 * e_ist + nsh - 1
+            span_l_c.next = h_np1 * e_lst + nsteps - 1
+
+        @always_comb
+        def win_c3():
+            ils_conf.next = e_act and (sp_pend or d_ix <= iw_span or d_i >= ILW - DBEAT + 1)
+            ls_conf.next = ((e_act or quiet != LAT) and (sp_pend or d_cx <= ls_span)) or \
+                (pq != LAT and d_px <= pv_span)
 
         @always_comb
         def eng_c2():
@@ -693,10 +737,6 @@ def build(p):
             # what an instruction waits for before it executes (held in ir meanwhile)
             if c_mac:
                 ok.next = eng_free or mac_bad
-            elif c_op == ISA.WRITE_A:
-                ok.next = not e_act
-            elif c_op == ISA.WRITE_B or c_op == ISA.WRITE_BV:
-                ok.next = chain_quiet
             elif c_op == ISA.SET_PARALLEL_MODE:
                 ok.next = all_idle
             elif c_op == ISA.SET_SM_REDUCTION or c_op == ISA.SM_CTRL or c_op == ISA.DUMP_SM:
@@ -828,6 +868,19 @@ def build(p):
                 quiet.next = 0
             elif quiet != LAT:
                 quiet.next = quiet + 1
+            # read windows: the spans of the instruction handed over last cycle, then shrinking
+            # (input local store) as its passes advance
+            if pq != LAT:
+                pq.next = pq + 1
+            if sp_pend:
+                sp_pend.next = False
+                ls_span.next = span_l_c
+                if e_fin and not p_one:
+                    iw_span.next = span_i_c - e_istx
+                else:
+                    iw_span.next = span_i_c
+            elif e_fin and not p_one:
+                iw_span.next = iw_span - e_istx
             if e_fin:
                 sp.next = 1
                 if p_one:
@@ -962,6 +1015,15 @@ def build(p):
                             p_lsa.next = lsa
                             e_ist.next = ist
                             e_lst.next = lst
+                            sp_pend.next = True
+                            h_np1.next = c_np - 1
+                            ls_lo.next = lsa
+                            pv_lo.next = ls_lo
+                            if sp_pend:
+                                pv_span.next = span_l_c
+                            else:
+                                pv_span.next = ls_span
+                            pq.next = 0
             elif state == Q_WA:
                 if fire:
                     wptr.next = wptr + DBEAT
@@ -1042,7 +1104,7 @@ def build(p):
                 cq_v.next = True
                 cq.next = xw
 
-        return (insts, dec, dec2, dec3, ds_c, run_c, eng_c, eng_c2, eng_c3, ok_c, go_c, tabs, addr_c, addr_c2, axw_c,
+        return (insts, dec, dec2, dec3, ds_c, run_c, eng_c, win_c, win_c2, win_c3, eng_c2, eng_c3, ok_c, go_c, tabs, addr_c, addr_c2, axw_c,
                 drain_c,
                 drain_c2, drain_c3, rs_c, rq_c, rq_ram, rq_rd, sm_c, main)
 
@@ -1138,8 +1200,16 @@ def datasheet(p):
             "MULT_ACC_DUMP goes to the issue engine and the sequencer fetches on; the results "
             "drain behind the wavefront into the result queue. An instruction that needs state "
             "still in use is held (s_axis_cmd_tready low) until it is free: MULT_ACC_DUMP until "
-            "the engine issues its final step, WRITE_A until the engine is idle, WRITE_B until "
-            "the last step has passed every PE (WRITE_BV as WRITE_B), SET_PARALLEL_MODE until every result is in the "
+            "the engine issues its final step; a WRITE_A data beat while it would write a word "
+            "of the engine's read window (input local store: from the current pass's first "
+            "word to the final pass's last, [p_ila, p_ila + (passes-1)*ila_stride + n*M - 1] "
+            "mod ILW, shrinking as the passes advance; the whole store in the cycle after a "
+            "hand-over); a WRITE_B / WRITE_BV beat while its local-store word is in the "
+            "window of the engine's instruction ([lsa, lsa + (passes-1)*lsa_stride + n - 1] "
+            "mod LSD, until its last step has passed every PE) or of the previous one for "
+            "LAT cycles after the hand-over -- so loads into the other half of a store "
+            "overlap the passes (double buffering, issue 16; the mapping tool alternates "
+            "halves: `Plan.programs(buffer=...)`), SET_PARALLEL_MODE until every result is in the "
             "smart memory, a smart-memory instruction until the command queue has room. "
             "SET_SM_ADDR / SET_PE_LS_ADDR / SET_INPUT_LS_ADDR / SET_RUN_STRIDE are copied by "
             "MULT_ACC_DUMP / MULT_ACC_RUN when it is handed over, so they never wait.",

@@ -165,7 +165,9 @@ def aggregation_program(tb, P, Fo, groups, dc, lim=1.0):
         A = tb.rand((P, dc), lim)
         B = tb.rand((dc, Fo), lim)
         plan = mm.plan_matmul(P, dc, Fo, "rmw", cp=tb.cp)
-        prog += only(plan.programs(A, B, rmw_clear=g == 0, rmw_dump=g == groups - 1))
+        # alternate halves of the stores: group g+1 loads while group g's passes run
+        prog += only(plan.programs(A, B, rmw_clear=g == 0, rmw_dump=g == groups - 1, buffer=g % 2,
+                                   continued=g > 0))
         parts.append(tb.fmt.dot(A[:, None, :], B.T[None, :, :]).ravel())
     agg = maple.cnn_aggregate(np.concatenate(parts), np.tile(np.arange(P * Fo), groups), tb.fmt,
                               depth=P * Fo)
@@ -576,6 +578,70 @@ async def wide_data_beats(dut):
     prog += [mm.i_dump(0, sma)]
     beats_out = await tb.run(prog)
     assert len(beats_out) == sma and tb.model.errors == 0
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 80, "*": 320})
+async def double_buffer_windows(dut):
+    """Loads overlapped with the passes that read the other half of a store (issue 16),
+    against the instruction-level model: a MULT_ACC_RUN reading the lower input words and
+    local-store words, then WRITE_A / WRITE_BV / WRITE_B beats into words that RUN still
+    reads (they must wait: its later passes read the old values) and into the other half
+    (they must go ahead while the RUN issues); then passes over everything, into the RMW
+    store.  Counts, from the DUT, WRITE_A / WRITE_BV beats taken while the engine was
+    active and beats held back by the window: both must occur."""
+    tb = TB(dut, src_p=1.0, sink_p=0.7)
+    await tb.reset()
+    cp, M, L, W, D = tb.cp, tb.M, tb.cp.LSD, tb.W, tb.cp.DBEAT
+    IW, H, LH = cp.ilw, cp.ilw // 2, L // 2
+    n = max(2, min(LH // 2, H // (4 * M)))      # passes of n steps over input words 0 .. n-1
+    PS = min(32, cp.DEPTH // 2)                 # ... PS of them, one result each
+
+    def data(vals):
+        return mm.pack_beats([mm.data_word(int(v), W) for v in np.asarray(vals).ravel()], D)
+
+    seen = {"overlap": 0, "held": 0}
+
+    async def watch():
+        while True:
+            await RisingEdge(tb.clk)
+            st, act = int(dut.state.value), int(dut.e_act.value)
+            if st in (mm_q.Q_WA, mm_q.Q_WV) and int(dut.s_axis_cmd_tvalid.value):
+                if int(dut.s_axis_cmd_tready.value):
+                    seen["overlap"] += act
+                else:
+                    seen["held"] += 1
+
+    from rtl_gen.maple import maple_pe_chain as mm_q
+    w = cocotb.start_soon(watch())
+    prog = [mm.i_mode(1, 1), mm.i_reduction(mm.OP_RMW), mm.enc(mm.SM_CTRL, mm.SM_CLEAR),
+            mm.enc(mm.SM_CTRL, mm.SM_START), mm.enc(mm.SET_PE_LS_ADDR, 0), mm.enc(mm.WRITE_BV, L)] + \
+        data(tb.rand((L, M)))
+    prog += [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, IW)] + data(tb.rand(IW))
+    # the RUN: PS passes of n steps over input words 0 .. n-1 and local-store words 0 .. n-1
+    prog += [mm.i_stride(0, 0), mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.SET_PE_LS_ADDR, 0),
+             mm.enc(mm.SET_SM_ADDR, 0), mm.i_run(n, PS, nres=1)]
+    # the other halves: go ahead while the RUN issues
+    prog += [mm.enc(mm.SET_INPUT_LS_ADDR, H), mm.enc(mm.WRITE_A, 4 * M)] + data(tb.rand(4 * M))
+    prog += [mm.enc(mm.SET_PE_LS_ADDR, LH), mm.enc(mm.WRITE_BV, 2)] + data(tb.rand((2, M)))
+    # words the RUN's later passes still read: wait
+    prog += [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, n)] + data(tb.rand(n))
+    prog += [mm.enc(mm.SET_PE_LS_ADDR, n - 1), mm.enc(mm.WRITE_BV, 1)] + data(tb.rand((1, M)))
+    prog += [mm.enc(mm.SET_PE_LS_ADDR, 0), mm.i_write_b(1, M - 1)] + [mm.data_word(int(tb.rand(())), W)]
+    # read everything back: the upper halves, then the rewritten lower words
+    sma = PS
+    for ila, lsa, k in ((H, LH, 2), (0, 0, n), (0, n - 1, 1)):
+        prog += [mm.enc(mm.SET_INPUT_LS_ADDR, ila), mm.enc(mm.SET_PE_LS_ADDR, lsa), mm.enc(mm.SET_SM_ADDR, sma),
+                 mm.i_macc(k, last=lsa == n - 1)]
+        sma += M
+    prog += [mm.i_dump(0, sma)]
+    beats = await tb.run(prog)
+    w.kill()
+    assert len(beats) == sma and tb.model.errors == 0
+    dut._log.info("double buffering: %d beats taken while the engine ran, %d cycles held by its window",
+                  seen["overlap"], seen["held"])
+    assert seen["overlap"] > 0, "no load beat went ahead while the engine read the other half"
+    assert seen["held"] > 0, "no load beat waited for the words the engine still read"
     await tb.finish()
 
 

@@ -58,6 +58,8 @@ wire [31:0] wdata;
 wire wready;
 reg fire;
 reg [3:0] state;
+wire ils_conf;
+wire ls_conf;
 reg [31:0] xw;
 reg [31:0] ir;
 reg err_r;
@@ -97,9 +99,8 @@ reg [7:0] reserved;
 reg [6:0] nres;
 wire eng_free;
 reg e_act;
-wire chain_quiet;
-reg [3:0] quiet;
 wire all_idle;
+reg [3:0] quiet;
 wire pop;
 reg oh_v;
 wire load;
@@ -111,6 +112,25 @@ wire cmd_free;
 reg cq_v;
 reg [7:0] aw_a;
 reg [31:0] aw_d;
+wire [17:0] nsh;
+wire [7:0] d_i;
+reg [7:0] wptr;
+wire [5:0] d_c;
+reg [5:0] lptr;
+reg [5:0] ls_lo;
+wire [5:0] d_p;
+reg [5:0] pv_lo;
+wire [18:0] span_i_c;
+reg [6:0] h_np1;
+wire [16:0] span_l_c;
+reg sp_pend;
+wire [18:0] d_ix;
+reg [18:0] iw_span;
+wire [16:0] d_cx;
+reg [16:0] ls_span;
+reg [3:0] pq;
+wire [16:0] d_px;
+reg [16:0] pv_span;
 wire credit_ok;
 wire mac_bad;
 reg [6:0] rall;
@@ -132,7 +152,6 @@ wire ils_we;
 wire ls_we;
 wire lv_we;
 wire [1:0] ils_lane;
-reg [7:0] wptr;
 wire [5:0] ils_wl;
 wire [6:0] ils_wl1s;
 wire [5:0] ils_rl;
@@ -163,6 +182,7 @@ reg f0;
 reg [1:0] lane0;
 reg [5:0] lsa0;
 reg [5:0] lsa_c;
+wire [18:0] e_istx;
 reg d1_v;
 reg [15:0] d1_sma;
 reg [6:0] d1_nres;
@@ -182,7 +202,6 @@ reg dl_last;
 reg [1:0] gmask;
 reg [15:0] sma;
 reg [5:0] lsa;
-reg [5:0] lptr;
 reg [7:0] lpe;
 reg [0:0] vgrp;
 reg [7:0] ist;
@@ -2314,6 +2333,22 @@ always @(posedge clk) begin: dstage4_r
 end
 
 
+
+assign d_ix = {11'h0, d_i};
+
+
+
+assign d_cx = {11'h0, d_c};
+
+
+
+assign d_px = {11'h0, d_p};
+
+
+
+assign e_istx = {11'h0, e_ist};
+
+
 always @(s_axis_cmd_tdata, bank_wr0_o) begin: bank_wr0_pick_chain0_c
     if ((bank_wr0_o == 0)) begin
         bank_wr0_pick_chain0_out = s_axis_cmd_tdata[32-1:0];
@@ -3495,9 +3530,9 @@ always @(round_sat0_sat1_fill, round_sat0_sat1_hi, round_sat0_r, round_sat0_sat1
 end
 
 
-always @(s_axis_cmd_tdata, err_r, ir, s_axis_cmd_tvalid, state) begin: dec
-    fire = (s_axis_cmd_tvalid && ((state == 0) || (state == 1) || (state == 2) || (state == 4)));
-    s_axis_cmd_tready = ((state == 0) || (state == 1) || (state == 2) || (state == 4));
+always @(s_axis_cmd_tdata, ils_conf, ls_conf, err_r, ir, s_axis_cmd_tvalid, state) begin: dec
+    fire = (s_axis_cmd_tvalid && ((state == 0) || ((state == 1) && (!ils_conf)) || (((state == 2) || (state == 4)) && (!ls_conf))));
+    s_axis_cmd_tready = ((state == 0) || ((state == 1) && (!ils_conf)) || (((state == 2) || (state == 4)) && (!ls_conf)));
     if ((state == 3)) begin
         xw = ir;
     end
@@ -3552,7 +3587,6 @@ assign sma_nx = (e_sma + nres_x);
 assign e_last = ($signed({1'b0, j}) == ($signed({1'b0, nsteps}) - 1));
 assign res_plus = (reserved + nres);
 assign eng_free = ((!e_act) || e_done);
-assign chain_quiet = ((!e_act) && (quiet == 10));
 assign all_idle = ((!e_act) && (quiet == 10) && (reserved == 0));
 assign pop = (oh_v && sm_tready);
 assign load = ((rq_cnt != 0) && ((!oh_v) || (oh_v && sm_tready)));
@@ -3560,6 +3594,23 @@ assign cmd_done = ((cs == 0) || ((cs == 4) && bvalid && aw_last));
 assign cmd_free = ((!cq_v) || (cs == 0) || ((cs == 4) && bvalid && aw_last));
 assign awaddr = aw_a;
 assign wdata = aw_d;
+
+
+
+assign nsh = {nsteps, 2'h0};
+assign d_i = (wptr - p_ila);
+assign d_c = (lptr - ls_lo);
+assign d_p = (lptr - pv_lo);
+
+
+
+assign span_i_c = (((h_np1 * e_ist) + nsh) - 1);
+assign span_l_c = (((h_np1 * e_lst) + nsteps) - 1);
+
+
+
+assign ils_conf = (e_act && (sp_pend || (d_ix <= iw_span) || ($signed({1'b0, d_i}) >= ((256 - 4) + 1))));
+assign ls_conf = (((e_act || (quiet != 10)) && (sp_pend || (d_cx <= ls_span))) || ((pq != 10) && (d_px <= pv_span)));
 
 
 
@@ -3572,15 +3623,9 @@ assign e_ok = (e_act && ((!e_last) || ((sp == 4) && credit_ok)));
 assign e_fin = (e_act && e_last && (sp == 4) && credit_ok);
 
 
-always @(c_op, cmd_free, e_act, eng_free, mac_bad, c_mac, chain_quiet, all_idle) begin: ok_c
+always @(c_op, cmd_free, eng_free, mac_bad, c_mac, all_idle) begin: ok_c
     if (c_mac) begin
         ok = (eng_free || mac_bad);
-    end
-    else if ((c_op == 9)) begin
-        ok = (!e_act);
-    end
-    else if (((c_op == 10) || (c_op == 14))) begin
-        ok = chain_quiet;
     end
     else if ((c_op == 1)) begin
         ok = all_idle;
@@ -3791,6 +3836,7 @@ always @(posedge clk) begin: main
         e_ist <= 0;
         lptr <= 0;
         sp <= 4;
+        ls_span <= 0;
         rall <= 4;
         lsa0 <= 0;
         p_ila <= 0;
@@ -3808,11 +3854,13 @@ always @(posedge clk) begin: main
         d1_v <= 0;
         d1_sma <= 0;
         wk_act <= 0;
+        iw_span <= 0;
         p_left <= 0;
         rq_rp <= 0;
         smask <= 0;
-        arvalid <= 0;
         wk_last <= 0;
+        ls_lo <= 0;
+        arvalid <= 0;
         pe_i <= 0;
         last_r <= 0;
         ila <= 0;
@@ -3822,9 +3870,12 @@ always @(posedge clk) begin: main
         nsteps <= 0;
         cs <= 0;
         lst <= 0;
+        pv_lo <= 0;
         d1_nres <= 0;
         cnt <= 0;
         state <= 0;
+        pv_span <= 0;
+        sp_pend <= 0;
         d1_last <= 0;
         lsa_c <= 0;
         p_lsa <= 0;
@@ -3833,7 +3884,9 @@ always @(posedge clk) begin: main
         e_sma <= 0;
         cq <= 0;
         cir <= 0;
+        h_np1 <= 0;
         cq_v <= 0;
+        pq <= 10;
         gval <= 1;
         lsa <= 0;
         oh_v <= 0;
@@ -3871,6 +3924,22 @@ always @(posedge clk) begin: main
         end
         else if ((quiet != 10)) begin
             quiet <= (quiet + 1);
+        end
+        if ((pq != 10)) begin
+            pq <= (pq + 1);
+        end
+        if (sp_pend) begin
+            sp_pend <= 1'b0;
+            ls_span <= span_l_c;
+            if ((e_fin && (!p_one))) begin
+                iw_span <= (span_i_c - e_istx);
+            end
+            else begin
+                iw_span <= span_i_c;
+            end
+        end
+        else if ((e_fin && (!p_one))) begin
+            iw_span <= (iw_span - e_istx);
         end
         if (e_fin) begin
             sp <= 1;
@@ -4045,6 +4114,17 @@ always @(posedge clk) begin: main
                         p_lsa <= lsa;
                         e_ist <= ist;
                         e_lst <= lst;
+                        sp_pend <= 1'b1;
+                        h_np1 <= (c_np - 1);
+                        ls_lo <= lsa;
+                        pv_lo <= ls_lo;
+                        if (sp_pend) begin
+                            pv_span <= span_l_c;
+                        end
+                        else begin
+                            pv_span <= ls_span;
+                        end
+                        pq <= 0;
                     end
                 end
             end

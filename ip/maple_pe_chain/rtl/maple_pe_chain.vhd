@@ -55,6 +55,8 @@ signal wdata: unsigned(31 downto 0);
 signal wready: std_logic;
 signal fire: std_logic;
 signal state: unsigned(3 downto 0);
+signal ils_conf: std_logic;
+signal ls_conf: std_logic;
 signal xw: unsigned(31 downto 0);
 signal ir: unsigned(31 downto 0);
 signal err_r: std_logic;
@@ -94,9 +96,8 @@ signal reserved: unsigned(7 downto 0);
 signal nres: unsigned(6 downto 0);
 signal eng_free: std_logic;
 signal e_act: std_logic;
-signal chain_quiet: std_logic;
-signal quiet: unsigned(3 downto 0);
 signal all_idle: std_logic;
+signal quiet: unsigned(3 downto 0);
 signal pop: std_logic;
 signal oh_v: std_logic;
 signal load: std_logic;
@@ -108,6 +109,25 @@ signal cmd_free: std_logic;
 signal cq_v: std_logic;
 signal aw_a: unsigned(7 downto 0);
 signal aw_d: unsigned(31 downto 0);
+signal nsh: unsigned(17 downto 0);
+signal d_i: unsigned(7 downto 0);
+signal wptr: unsigned(7 downto 0);
+signal d_c: unsigned(5 downto 0);
+signal lptr: unsigned(5 downto 0);
+signal ls_lo: unsigned(5 downto 0);
+signal d_p: unsigned(5 downto 0);
+signal pv_lo: unsigned(5 downto 0);
+signal span_i_c: unsigned(18 downto 0);
+signal h_np1: unsigned(6 downto 0);
+signal span_l_c: unsigned(16 downto 0);
+signal sp_pend: std_logic;
+signal d_ix: unsigned(18 downto 0);
+signal iw_span: unsigned(18 downto 0);
+signal d_cx: unsigned(16 downto 0);
+signal ls_span: unsigned(16 downto 0);
+signal pq: unsigned(3 downto 0);
+signal d_px: unsigned(16 downto 0);
+signal pv_span: unsigned(16 downto 0);
 signal credit_ok: std_logic;
 signal mac_bad: std_logic;
 signal rall: unsigned(6 downto 0);
@@ -129,7 +149,6 @@ signal ils_we: std_logic;
 signal ls_we: std_logic;
 signal lv_we: std_logic;
 signal ils_lane: unsigned(1 downto 0);
-signal wptr: unsigned(7 downto 0);
 signal ils_wl: unsigned(5 downto 0);
 signal ils_wl1s: unsigned(6 downto 0);
 signal ils_rl: unsigned(5 downto 0);
@@ -160,6 +179,7 @@ signal f0: std_logic;
 signal lane0: unsigned(1 downto 0);
 signal lsa0: unsigned(5 downto 0);
 signal lsa_c: unsigned(5 downto 0);
+signal e_istx: unsigned(18 downto 0);
 signal d1_v: std_logic;
 signal d1_sma: unsigned(15 downto 0);
 signal d1_nres: unsigned(6 downto 0);
@@ -179,7 +199,6 @@ signal dl_last: std_logic;
 signal gmask: unsigned(1 downto 0);
 signal sma: unsigned(15 downto 0);
 signal lsa: unsigned(5 downto 0);
-signal lptr: unsigned(5 downto 0);
 signal lpe: unsigned(7 downto 0);
 signal vgrp: unsigned(0 downto 0);
 signal ist: unsigned(7 downto 0);
@@ -2154,6 +2173,18 @@ begin
     end if;
 end process dstage4_r;
 
+
+d_ix <= unsigned'(to_unsigned(0, 11) & d_i);
+
+
+d_cx <= unsigned'(to_unsigned(0, 11) & d_c);
+
+
+d_px <= unsigned'(to_unsigned(0, 11) & d_p);
+
+
+e_istx <= unsigned'(to_unsigned(0, 11) & e_ist);
+
 bank_wr0_pick_chain0_c: process (s_axis_cmd_tdata_num, bank_wr0_o) is
 begin
     if (bank_wr0_o = 0) then
@@ -3256,10 +3287,10 @@ begin
     end if;
 end process round_sat0_sat1_clamp;
 
-dec: process (s_axis_cmd_tdata_num, err_r, ir, s_axis_cmd_tvalid, state) is
+dec: process (s_axis_cmd_tdata_num, ils_conf, ls_conf, err_r, ir, s_axis_cmd_tvalid, state) is
 begin
-    fire <= stdl(bool(s_axis_cmd_tvalid) and ((state = 0) or (state = 1) or (state = 2) or (state = 4)));
-    s_axis_cmd_tready <= stdl((state = 0) or (state = 1) or (state = 2) or (state = 4));
+    fire <= stdl(bool(s_axis_cmd_tvalid) and ((state = 0) or ((state = 1) and (not bool(ils_conf))) or (((state = 2) or (state = 4)) and (not bool(ls_conf)))));
+    s_axis_cmd_tready <= stdl((state = 0) or ((state = 1) and (not bool(ils_conf))) or (((state = 2) or (state = 4)) and (not bool(ls_conf))));
     if (state = 3) then
         xw <= ir;
     else
@@ -3308,7 +3339,6 @@ sma_nx <= (e_sma + nres_x);
 e_last <= stdl(signed(resize(j, 17)) = (signed(resize(nsteps, 17)) - 1));
 res_plus <= (reserved + nres);
 eng_free <= stdl((not bool(e_act)) or bool(e_done));
-chain_quiet <= stdl((not bool(e_act)) and (quiet = 10));
 all_idle <= stdl((not bool(e_act)) and (quiet = 10) and (reserved = 0));
 pop <= stdl(bool(oh_v) and bool(sm_tready));
 load <= stdl((rq_cnt /= 0) and ((not bool(oh_v)) or (bool(oh_v) and bool(sm_tready))));
@@ -3318,6 +3348,20 @@ awaddr <= aw_a;
 wdata <= aw_d;
 
 
+nsh <= unsigned'(nsteps & to_unsigned(0, 2));
+d_i <= (wptr - p_ila);
+d_c <= (lptr - ls_lo);
+d_p <= (lptr - pv_lo);
+
+
+span_i_c <= (((resize(h_np1, 11) * e_ist) + nsh) - 1);
+span_l_c <= (((resize(h_np1, 11) * e_lst) + nsteps) - 1);
+
+
+ils_conf <= stdl(bool(e_act) and (bool(sp_pend) or (d_ix <= iw_span) or (signed(resize(d_i, 9)) >= ((256 - 4) + 1))));
+ls_conf <= stdl(((bool(e_act) or (quiet /= 10)) and (bool(sp_pend) or (d_cx <= ls_span))) or ((pq /= 10) and (d_px <= pv_span)));
+
+
 credit_ok <= stdl(res_plus <= 16);
 mac_bad <= stdl((c_n = 0) or (c_n > 64) or (c_nr > rall) or (c_np = 0));
 
@@ -3325,14 +3369,10 @@ mac_bad <= stdl((c_n = 0) or (c_n > 64) or (c_nr > rall) or (c_np = 0));
 e_ok <= stdl(bool(e_act) and ((not bool(e_last)) or ((sp = 4) and bool(credit_ok))));
 e_fin <= stdl(bool(e_act) and bool(e_last) and (sp = 4) and bool(credit_ok));
 
-ok_c: process (c_op, cmd_free, e_act, eng_free, mac_bad, c_mac, chain_quiet, all_idle) is
+ok_c: process (c_op, cmd_free, eng_free, mac_bad, c_mac, all_idle) is
 begin
     if bool(c_mac) then
         ok <= stdl(bool(eng_free) or bool(mac_bad));
-    elsif (c_op = 9) then
-        ok <= stdl((not bool(e_act)));
-    elsif ((c_op = 10) or (c_op = 14)) then
-        ok <= chain_quiet;
     elsif (c_op = 1) then
         ok <= all_idle;
     elsif ((c_op = 2) or (c_op = 3) or (c_op = 4)) then
@@ -3526,6 +3566,7 @@ begin
             e_ist <= to_unsigned(0, 8);
             lptr <= to_unsigned(0, 6);
             sp <= to_unsigned(4, 3);
+            ls_span <= to_unsigned(0, 17);
             rall <= to_unsigned(4, 7);
             lsa0 <= to_unsigned(0, 6);
             p_ila <= to_unsigned(0, 8);
@@ -3543,11 +3584,13 @@ begin
             d1_v <= '0';
             d1_sma <= to_unsigned(0, 16);
             wk_act <= '0';
+            iw_span <= to_unsigned(0, 19);
             p_left <= to_unsigned(0, 7);
             rq_rp <= to_unsigned(0, 4);
             smask <= to_unsigned(0, 2);
-            arvalid <= '0';
             wk_last <= '0';
+            ls_lo <= to_unsigned(0, 6);
+            arvalid <= '0';
             pe_i <= to_unsigned(0, 2);
             last_r <= '0';
             ila <= to_unsigned(0, 8);
@@ -3557,9 +3600,12 @@ begin
             nsteps <= to_unsigned(0, 16);
             cs <= to_unsigned(0, 3);
             lst <= to_unsigned(0, 6);
+            pv_lo <= to_unsigned(0, 6);
             d1_nres <= to_unsigned(0, 7);
             cnt <= to_unsigned(0, 16);
             state <= to_unsigned(0, 4);
+            pv_span <= to_unsigned(0, 17);
+            sp_pend <= '0';
             d1_last <= '0';
             lsa_c <= to_unsigned(0, 6);
             p_lsa <= to_unsigned(0, 6);
@@ -3568,7 +3614,9 @@ begin
             e_sma <= to_unsigned(0, 16);
             cq <= to_unsigned(0, 32);
             cir <= to_unsigned(0, 32);
+            h_np1 <= to_unsigned(0, 7);
             cq_v <= '0';
+            pq <= to_unsigned(10, 4);
             gval <= to_unsigned(1, 8);
             lsa <= to_unsigned(0, 6);
             oh_v <= '0';
@@ -3603,6 +3651,20 @@ begin
                 quiet <= to_unsigned(0, 4);
             elsif (quiet /= 10) then
                 quiet <= (quiet + 1);
+            end if;
+            if (pq /= 10) then
+                pq <= (pq + 1);
+            end if;
+            if bool(sp_pend) then
+                sp_pend <= '0';
+                ls_span <= span_l_c;
+                if (bool(e_fin) and (not bool(p_one))) then
+                    iw_span <= (span_i_c - e_istx);
+                else
+                    iw_span <= span_i_c;
+                end if;
+            elsif (bool(e_fin) and (not bool(p_one))) then
+                iw_span <= (iw_span - e_istx);
             end if;
             if bool(e_fin) then
                 sp <= to_unsigned(1, 3);
@@ -3754,6 +3816,16 @@ begin
                             p_lsa <= lsa;
                             e_ist <= ist;
                             e_lst <= lst;
+                            sp_pend <= '1';
+                            h_np1 <= (c_np - 1);
+                            ls_lo <= lsa;
+                            pv_lo <= ls_lo;
+                            if bool(sp_pend) then
+                                pv_span <= span_l_c;
+                            else
+                                pv_span <= ls_span;
+                            end if;
+                            pq <= to_unsigned(0, 4);
                         end if;
                     end if;
                 end if;
