@@ -203,6 +203,21 @@ def bad_opcode(cfg: PUConfig, op: int, pc: int) -> tuple[Job, Memory]:
     return _job(cfg, p, al, f"opcode_{op}", {})
 
 
+def bad_instruction(cfg: PUConfig, words, pc: int, name: str = "bad_instruction") -> tuple[Job, Memory]:
+    """``pc`` NOPs, then the 8 instruction ``words`` as they are, then END (assembled with
+    a NOP in that slot, the words written over it in the memory image: no assembler
+    check, not even the program-level ones such as RESUME outside a LoadContext group)."""
+    al = _Alloc(cfg, 0)
+    p = Program(cfg, name)
+    for _ in range(pc + 1):
+        p.nop()
+    p.end()
+    job, mem = _job(cfg, p, al, name, {})
+    mem.write_bytes(job.prog_addr + I.HEADER_BYTES + 4 * I.INSTR_WORDS * pc,
+                    np.asarray([int(w) & 0xFFFFFFFF for w in words], dtype="<u4").tobytes())
+    return job, mem
+
+
 def every_register(cfg: PUConfig, rng) -> tuple[Job, Memory]:
     """R1-R15 written (LI) and read on both ALU ports (ADD Rk, Rk, R(16-k)), SUB, and BEQ
     taken and not taken; END stores the registers in the context."""

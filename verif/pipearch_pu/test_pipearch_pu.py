@@ -814,6 +814,36 @@ async def every_opcode_and_register(dut):
     await run_directed(tb, "every_register")
 
 
+@sim_test(timeout_us={"default": 100, "*": 1600})
+async def every_decode_error(dut):
+    """Every decode-time error class of the register machine's bench
+    (verif/pipearch_rm bad_instrs: reserved bits and words, RESUME outside LoadContext,
+    branch/JMP targets, fields out of range, rejected access words, vector/scalar
+    lengths, absent subroutines where the configuration lacks some, the lowest code
+    winning) as a PU program, 0-2 NOPs before it: Error with ERR_PC/ERR_CODE equal to
+    the ISS and to the class's code, same PC trace.  The PU's other tests only reach
+    E_OPCODE (and E_AXI: axi_error_responses)."""
+    from verif.pipearch_pu.cov_programs import bad_instruction
+    from verif.pipearch_rm.test_pipearch_rm import bad_instrs
+    tb = TB(dut)
+    await tb.reset()
+    pu = tb.pu
+    cases = bad_instrs(tb)
+    assert len({code for _, _, code in cases}) >= 6, cases
+    for k, (name, words, code) in enumerate(cases):
+        pc = k % 3
+        job, mem = bad_instruction(tb.cfg, words, pc, name="bad")
+        pu.put(mem, 0, job.end)
+        st, err, trace, _ = await pu.run(job)
+        r = job.start(iss_for(tb, mem.copy()))
+        assert r.error and (r.err_pc, r.err_code) == (pc, code), f"{name}: ISS {r.status} {r.err_code} at {r.err_pc}"
+        assert st & I.ST_ERROR and not st & I.ST_BUSY, f"{name}: STATUS {st:#x}"
+        assert (err & 0xFF, err >> 8 & 0xFF) == (pc, code), \
+            f"{name}: ERROR {I.ERROR_NAMES.get(err >> 8 & 0xFF)} at PC {err & 0xFF}, expected {I.ERROR_NAMES[code]} at {pc}"
+        assert trace == list(r.pc_trace), f"{name}: PC trace {trace} != ISS {list(r.pc_trace)}"
+    dut._log.info("%d decode errors equal to the ISS", len(cases))
+
+
 def memory_ends_at(pu, limit):
     """The AxiRam answers SLVERR (cocotbext-axi: the access raised) on every read or write
     beat at a byte address >= ``limit``: a main memory of ``limit`` bytes, as the ISS's
