@@ -23,9 +23,11 @@ if not COV.points:
     COV.point("sub_mode", values=list(MODES.values()),
               doc="every subroutine instruction (and its mode flag) the DUT fetched in a run")
     COV.point("end", values=["done", "error", "suspended"], doc="STATUS at the end of a run")
-    COV.point("error_code", values=[I.ERROR_NAMES[I.E_OPCODE]],
-              doc="ERROR.CODE reported by the DUT (every code is covered at the register-machine level, "
-                  "pipearch_rm; the PU level checks the decode -> STATUS/ERROR path with one)")
+    COV.point("error_code", values=[I.ERROR_NAMES[c] for c in (I.E_OPCODE, I.E_RESERVED, I.E_FIELD, I.E_ACCESS,
+                                                                 I.E_LENGTH, I.E_RESUME, I.E_TARGET, I.E_AXI)],
+              doc="ERROR.CODE reported by the DUT: every decode-time class (E_ABSENT needs a PU without some "
+                  "subroutine, which no configuration is) and E_AXI (an AXI error response); header, context "
+                  "and PC-range codes are covered at the register-machine level, pipearch_rm")
     COV.point("resume", values=["resumed_to_done", "resumed_suspended_again"],
               doc="a START of a suspended context (its run ends DONE, or suspended again)")
     COV.point("ctrl", values=["start", "switch"], doc="CTRL command written by the host")
