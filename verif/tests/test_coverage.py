@@ -93,6 +93,12 @@ def test_unreachable_line_is_reported_uncovered_and_fails_unwaived(cov_env):
         assert w["ok"] and not w["unwaived"]
         assert "waived: unreachable by construction" in \
             coverage.write_report(CORE, [w], tmp_path / "rep", runs=1).read_text()
+        # a known-gap reason is shown but does not clear the gate (the line stays unwaived)
+        g = coverage.analyse(CORE, coverage.parse_dat(coverage.merge(CORE)), waivers=[],
+                             gaps=coverage.read_waivers(CORE, wf))[0]
+        assert not g["ok"] and unc[probe_line]["line"] in {u["line"] for u in g["unwaived"]}
+        assert "GAP: unreachable by construction" in \
+            coverage.write_report(CORE, [g], tmp_path / "rep", runs=1).read_text()
     finally:
         coverage.TARGET = old
     wf.write_text("COV_PROBE\n")
