@@ -630,8 +630,16 @@ class Plan:
                             c = s * bcs + j
                             if c < self.d:
                                 img[(r - r0) * rowlen + j * S + s] = A[r, c]
-                prog += [enc(SET_INPUT_LS_ADDR, ib), enc(WRITE_A, len(img))] + self._wa(img)
-                self._st["ila"] = ib
+                # per-row reductions with DBEAT > 1: the block is loaded in 4 chunks of rows,
+                # chunk k+1 right after the first row of chunk k (it overlaps chunk k's rows)
+                ch = -(-(r1 - r0) // 4) if not rmw and self.cp.DBEAT > 1 and r1 - r0 >= 8 else r1 - r0
+
+                def wr_rows(a, b):
+                    self._st["ila"] = ib + (a - r0) * rowlen
+                    return [enc(SET_INPUT_LS_ADDR, ib + (a - r0) * rowlen), enc(WRITE_A, (b - a) * rowlen)] + \
+                        self._wa(img[(a - r0) * rowlen:(b - r0) * rowlen])
+
+                prog += wr_rows(r0, min(r0 + ch, r1))
                 if rmw:
                     prog.append(enc(SM_CTRL, SM_START))
                 passes = []
@@ -650,6 +658,8 @@ class Plan:
                         armed = not (r == nloc - 1 and b1 == self.m)
                         prog += self._passes(passes) + [enc(SM_CTRL, SM_DUMP | SM_START) if armed else i_dump()]
                         passes = []
+                    if (r - r0) % ch == 0 and r + ch < r1:
+                        prog += wr_rows(r + ch, min(r + 2 * ch, r1))
                 prog += self._passes(passes)
         if rmw and getattr(self, "_dump", True):
             prog.append(i_dump(self.rmw_base, nloc * self.m))

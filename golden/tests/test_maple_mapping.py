@@ -343,3 +343,18 @@ def test_overlapped_programs_equal_plain(dbeat):
     assert a.run(progs[0]) == b.run(progs[1]) and len(a.beats) == 32
     n_wa = sum(o.startswith("WRITE_A") for o in mm.mnemonics(progs[0], cp))
     assert n_wa == (4 if dbeat > 1 else 1), n_wa
+
+
+def test_kmeans_chunked_load_equals_plain():
+    """A per-row (K-means) program with DBEAT > 1 loads its A block in 4 chunks, each
+    right after the first row of the previous chunk: same elements and dump as the DBEAT = 1
+    program that loads the block at once."""
+    rng = np.random.default_rng(5)
+    cp, plain = mm.ChainParams(DBEAT=4), mm.ChainParams(DBEAT=1)
+    f = cp.fmt
+    A, B = rand(rng, (16, 4), f), rand(rng, (4, 8), f)
+    progs = [mm.plan_matmul(16, 4, 8, "minmax", axis="rows", cp=c).programs(A, B)[0] for c in (cp, plain)]
+    a, b = mm.ChainModel(cp), mm.ChainModel(plain)
+    assert a.run(progs[0]) == b.run(progs[1]) and a.elements == b.elements and len(a.beats) == 32
+    assert sum(o.startswith("WRITE_A") for o in mm.mnemonics(progs[0], cp)) == 4
+    assert sum(o.startswith("WRITE_A") for o in mm.mnemonics(progs[1], plain)) == 1

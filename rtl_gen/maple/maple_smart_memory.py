@@ -376,6 +376,7 @@ def build(p):
         rmis = sig_b()
         idle_ok = sig_b()
         pend_go = sig_b()
+        fast_re = sig_b()           # min/max: a queued DUMP + START runs at the array's tlast
         rmw_hold = sig_b()          # an RMW element ahead of the clear pointer waits
         clr_go = sig_b()            # the clear writes this cycle (the RMW write has the port first)
         busy_s = sig_b()
@@ -427,6 +428,7 @@ def build(p):
                 and not bg and not pend
             pend_go.next = pend and state == S_IDLE and fcnt == 0 and not inflight and not r1_valid \
                 and not r2_valid and not bg
+            fast_re.next = pend and op_r == OP_MINMAX and fcnt == 0 and not inflight and not bg
             blsum.next = base_r + len_r
 
         @always_comb
@@ -593,7 +595,27 @@ def build(p):
                     else:
                         ins.next = ins + 1
                 if s_axis_in_tlast:
-                    state.next = S_IDLE
+                    if fast_re:
+                        # the queued DUMP + START at once: the extremes (this element included)
+                        # copied for the background dump, the store stays armed
+                        pend.next = False
+                        dump_i.next = 0
+                        dump_n.next = 2
+                        rearm.next = True
+                        bg.next = True
+                        if not have or nmin:
+                            smin.next = s_axis_in_tdata
+                        else:
+                            smin.next = min_pk
+                        if not have or nmax:
+                            smax.next = s_axis_in_tdata
+                        else:
+                            smax.next = max_pk
+                        count.next = 0
+                        have.next = False
+                        ins.next = 0
+                    else:
+                        state.next = S_IDLE
             # RAM clear, in the background: one word per cycle the RMW write leaves free
             if clr_go:
                 if clr_i == DEPTH - 1:
@@ -857,7 +879,9 @@ def datasheet(p):
             "next array streams in; BUSY until that dump is out), selection and RMW once the "
             "dump is out.  It may be written while the store is armed or busy: it is queued "
             "(STATUS.PENDING, BUSY) and runs in the first cycle the store is idle (one cycle "
-            "after the write when it already is); a second one while one is queued is refused "
+            "after the write when it already is) -- for min/max in the cycle of the array's "
+            "tlast itself when the previous background dump is out (the store stays armed, "
+            "no gap between arrays); a second one while one is queued is refused "
             "(code 4), CLEAR drops it.  `maple_pe_chain` writes it for the next row / column "
             "while the current array still streams in, so the store re-arms at its tlast.",
             "Memories: the LIST is KMAX registers (read by the dump through a mux) plus the "

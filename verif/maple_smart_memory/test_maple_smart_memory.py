@@ -370,6 +370,42 @@ async def dump_start_rearm(dut):
     await tb.finish()
 
 
+@sim_test(timeout_us={"default": 40, "*": 160})
+async def minmax_rearm_without_gap(dut):
+    """Issue 16: a DUMP + START queued for a min/max array runs in the cycle of the array's
+    tlast (the store stays armed), so two arrays streamed back to back with no bubble are
+    taken without a single cycle of tready low between them; both dumps exact (the first
+    includes its tlast element, the copy taken in that cycle)."""
+    tb = TB(dut)
+    await tb.reset()
+    held = [0]
+
+    async def count():
+        while True:
+            await RisingEdge(tb.clk)
+            if int(dut.s_axis_in_tvalid.value) and not int(dut.s_axis_in_tready.value):
+                held[0] += 1
+
+    await tb.config(MINMAX)
+    await tb.wr(CTRL, START)
+    await tb.wr(CTRL, START | DUMP)                        # queued: runs at the first array's tlast
+    v1, i1 = tb.rand_vals(7, -1000, 1000), tb.rng.permutation(7)
+    v2, i2 = tb.rand_vals(6, -1000, 1000), tb.rng.permutation(6) + 20
+    v1[-1] = 2000                                          # the tlast element is the first array's max
+    for v, i in ((v1, i1), (v2, i2)):
+        (imn, vmn), (imx, vmx) = maple.min_max_with_index(v, i)
+        tb.expect([imn, imx], [vmn, vmx])
+    c = cocotb.start_soon(count())
+    tb.send(v1, i1)
+    tb.send(v2, i2)                                        # right behind, no bubble
+    await tb.src.drain()
+    await tb.wait_idle()
+    c.kill()
+    assert held[0] == 0, f"{held[0]} cycles of tready low between two min/max arrays"
+    await tb.dump()
+    await tb.finish()
+
+
 @sim_test(timeout_us={"default": 60, "*": 240})
 async def background_clear(dut):
     """CTRL.CLEAR zeroes the RAM in the background: STATUS shows CLEARING and not BUSY, a

@@ -237,6 +237,7 @@ reg [8:0] maple_smart_memory0_dump_n;
 wire [3:0] maple_smart_memory0_dump_slot;
 reg maple_smart_memory0_err;
 reg [3:0] maple_smart_memory0_err_code;
+wire maple_smart_memory0_fast_re;
 reg [2:0] maple_smart_memory0_fcnt;
 wire maple_smart_memory0_fire;
 reg [7:0] maple_smart_memory0_fw2_addr;
@@ -1735,6 +1736,7 @@ assign maple_smart_memory0_clr_go = (maple_smart_memory0_clearing && (!maple_sma
 assign maple_smart_memory0_armed_s = ((maple_smart_memory0_state == 1) || (maple_smart_memory0_state == 2));
 assign maple_smart_memory0_idle_ok = ((maple_smart_memory0_state == 0) && (maple_smart_memory0_fcnt == 0) && (!maple_smart_memory0_inflight) && (!maple_smart_memory0_r1_valid) && (!maple_smart_memory0_r2_valid) && (!maple_smart_memory0_bg) && (!maple_smart_memory0_pend));
 assign maple_smart_memory0_pend_go = (maple_smart_memory0_pend && (maple_smart_memory0_state == 0) && (maple_smart_memory0_fcnt == 0) && (!maple_smart_memory0_inflight) && (!maple_smart_memory0_r1_valid) && (!maple_smart_memory0_r2_valid) && (!maple_smart_memory0_bg));
+assign maple_smart_memory0_fast_re = (maple_smart_memory0_pend && (maple_smart_memory0_op_r == 1) && (maple_smart_memory0_fcnt == 0) && (!maple_smart_memory0_inflight) && (!maple_smart_memory0_bg));
 assign maple_smart_memory0_blsum = (maple_smart_memory0_base_r + maple_smart_memory0_len_r);
 
 
@@ -1900,8 +1902,8 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_fw2_addr <= 0;
         maple_smart_memory0_fw_data <= 0;
         maple_smart_memory0_min_pk <= 0;
-        maple_smart_memory0_fw_valid <= 0;
         maple_smart_memory0_state <= 0;
+        maple_smart_memory0_fw_valid <= 0;
         maple_smart_memory0_bg <= 0;
         maple_smart_memory0_fw2_data <= 0;
         maple_smart_memory0_ram_q <= 0;
@@ -1965,7 +1967,31 @@ always @(posedge clk) begin: maple_smart_memory0_main
                 end
             endcase
             if (sm_tlast) begin
-                maple_smart_memory0_state <= 0;
+                if (maple_smart_memory0_fast_re) begin
+                    maple_smart_memory0_pend <= 1'b0;
+                    maple_smart_memory0_dump_i <= 0;
+                    maple_smart_memory0_dump_n <= 2;
+                    maple_smart_memory0_rearm <= 1'b1;
+                    maple_smart_memory0_bg <= 1'b1;
+                    if (((!maple_smart_memory0_have) || maple_smart_memory0_nmin)) begin
+                        maple_smart_memory0_smin <= sm_tdata;
+                    end
+                    else begin
+                        maple_smart_memory0_smin <= maple_smart_memory0_min_pk;
+                    end
+                    if (((!maple_smart_memory0_have) || maple_smart_memory0_nmax)) begin
+                        maple_smart_memory0_smax <= sm_tdata;
+                    end
+                    else begin
+                        maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
+                    end
+                    maple_smart_memory0_count <= 0;
+                    maple_smart_memory0_have <= 1'b0;
+                    maple_smart_memory0_ins <= 0;
+                end
+                else begin
+                    maple_smart_memory0_state <= 0;
+                end
             end
         end
         if (maple_smart_memory0_clr_go) begin

@@ -234,6 +234,7 @@ signal maple_smart_memory0_dump_n: unsigned(8 downto 0);
 signal maple_smart_memory0_dump_slot: unsigned(3 downto 0);
 signal maple_smart_memory0_err: std_logic;
 signal maple_smart_memory0_err_code: unsigned(3 downto 0);
+signal maple_smart_memory0_fast_re: std_logic;
 signal maple_smart_memory0_fcnt: unsigned(2 downto 0);
 signal maple_smart_memory0_fire: std_logic;
 signal maple_smart_memory0_fw2_addr: unsigned(7 downto 0);
@@ -1635,6 +1636,7 @@ maple_smart_memory0_clr_go <= stdl(bool(maple_smart_memory0_clearing) and (not b
 maple_smart_memory0_armed_s <= stdl((maple_smart_memory0_state = 1) or (maple_smart_memory0_state = 2));
 maple_smart_memory0_idle_ok <= stdl((maple_smart_memory0_state = 0) and (maple_smart_memory0_fcnt = 0) and (not bool(maple_smart_memory0_inflight)) and (not bool(maple_smart_memory0_r1_valid)) and (not bool(maple_smart_memory0_r2_valid)) and (not bool(maple_smart_memory0_bg)) and (not bool(maple_smart_memory0_pend)));
 maple_smart_memory0_pend_go <= stdl(bool(maple_smart_memory0_pend) and (maple_smart_memory0_state = 0) and (maple_smart_memory0_fcnt = 0) and (not bool(maple_smart_memory0_inflight)) and (not bool(maple_smart_memory0_r1_valid)) and (not bool(maple_smart_memory0_r2_valid)) and (not bool(maple_smart_memory0_bg)));
+maple_smart_memory0_fast_re <= stdl(bool(maple_smart_memory0_pend) and (maple_smart_memory0_op_r = 1) and (maple_smart_memory0_fcnt = 0) and (not bool(maple_smart_memory0_inflight)) and (not bool(maple_smart_memory0_bg)));
 maple_smart_memory0_blsum <= (resize(maple_smart_memory0_base_r, 10) + maple_smart_memory0_len_r);
 
 
@@ -1790,8 +1792,8 @@ begin
             maple_smart_memory0_fw2_addr <= to_unsigned(0, 8);
             maple_smart_memory0_fw_data <= to_signed(0, 32);
             maple_smart_memory0_min_pk <= to_unsigned(0, 48);
-            maple_smart_memory0_fw_valid <= '0';
             maple_smart_memory0_state <= to_unsigned(0, 3);
+            maple_smart_memory0_fw_valid <= '0';
             maple_smart_memory0_bg <= '0';
             maple_smart_memory0_fw2_data <= to_signed(0, 32);
             maple_smart_memory0_ram_q <= to_signed(0, 32);
@@ -1849,7 +1851,28 @@ begin
                         end if;
                 end case;
                 if bool(sm_tlast) then
-                    maple_smart_memory0_state <= to_unsigned(0, 3);
+                    if bool(maple_smart_memory0_fast_re) then
+                        maple_smart_memory0_pend <= '0';
+                        maple_smart_memory0_dump_i <= to_unsigned(0, 9);
+                        maple_smart_memory0_dump_n <= to_unsigned(2, 9);
+                        maple_smart_memory0_rearm <= '1';
+                        maple_smart_memory0_bg <= '1';
+                        if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmin)) then
+                            maple_smart_memory0_smin <= sm_tdata;
+                        else
+                            maple_smart_memory0_smin <= maple_smart_memory0_min_pk;
+                        end if;
+                        if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmax)) then
+                            maple_smart_memory0_smax <= sm_tdata;
+                        else
+                            maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
+                        end if;
+                        maple_smart_memory0_count <= to_unsigned(0, 9);
+                        maple_smart_memory0_have <= '0';
+                        maple_smart_memory0_ins <= to_unsigned(0, 32);
+                    else
+                        maple_smart_memory0_state <= to_unsigned(0, 3);
+                    end if;
                 end if;
             end if;
             if bool(maple_smart_memory0_clr_go) then

@@ -107,6 +107,7 @@ reg [8:0] dump_n;
 wire [3:0] dump_slot;
 reg err;
 reg [3:0] err_code;
+wire fast_re;
 reg [2:0] fcnt;
 wire fire;
 reg [7:0] fw2_addr;
@@ -1295,6 +1296,7 @@ assign clr_go = (clearing && (!r2_valid));
 assign armed_s = ((state == 1) || (state == 2));
 assign idle_ok = ((state == 0) && (fcnt == 0) && (!inflight) && (!r1_valid) && (!r2_valid) && (!bg) && (!pend));
 assign pend_go = (pend && (state == 0) && (fcnt == 0) && (!inflight) && (!r1_valid) && (!r2_valid) && (!bg));
+assign fast_re = (pend && (op_r == 1) && (fcnt == 0) && (!inflight) && (!bg));
 assign blsum = (base_r + len_r);
 
 
@@ -1460,8 +1462,8 @@ always @(posedge clk) begin: main
         fw2_addr <= 0;
         fw_data <= 0;
         min_pk <= 0;
-        fw_valid <= 0;
         state <= 0;
+        fw_valid <= 0;
         bg <= 0;
         fw2_data <= 0;
         ram_q <= 0;
@@ -1525,7 +1527,31 @@ always @(posedge clk) begin: main
                 end
             endcase
             if (s_axis_in_tlast) begin
-                state <= 0;
+                if (fast_re) begin
+                    pend <= 1'b0;
+                    dump_i <= 0;
+                    dump_n <= 2;
+                    rearm <= 1'b1;
+                    bg <= 1'b1;
+                    if (((!have) || nmin)) begin
+                        smin <= s_axis_in_tdata;
+                    end
+                    else begin
+                        smin <= min_pk;
+                    end
+                    if (((!have) || nmax)) begin
+                        smax <= s_axis_in_tdata;
+                    end
+                    else begin
+                        smax <= max_pk;
+                    end
+                    count <= 0;
+                    have <= 1'b0;
+                    ins <= 0;
+                end
+                else begin
+                    state <= 0;
+                end
             end
         end
         if (clr_go) begin

@@ -87,6 +87,7 @@ signal dump_n: unsigned(8 downto 0);
 signal dump_slot: unsigned(3 downto 0);
 signal err: std_logic;
 signal err_code: unsigned(3 downto 0);
+signal fast_re: std_logic;
 signal fcnt: unsigned(2 downto 0);
 signal fire: std_logic;
 signal fw2_addr: unsigned(7 downto 0);
@@ -1176,6 +1177,7 @@ clr_go <= stdl(bool(clearing) and (not bool(r2_valid)));
 armed_s <= stdl((state = 1) or (state = 2));
 idle_ok <= stdl((state = 0) and (fcnt = 0) and (not bool(inflight)) and (not bool(r1_valid)) and (not bool(r2_valid)) and (not bool(bg)) and (not bool(pend)));
 pend_go <= stdl(bool(pend) and (state = 0) and (fcnt = 0) and (not bool(inflight)) and (not bool(r1_valid)) and (not bool(r2_valid)) and (not bool(bg)));
+fast_re <= stdl(bool(pend) and (op_r = 1) and (fcnt = 0) and (not bool(inflight)) and (not bool(bg)));
 blsum <= (resize(base_r, 10) + len_r);
 
 
@@ -1331,8 +1333,8 @@ begin
             fw2_addr <= to_unsigned(0, 8);
             fw_data <= to_signed(0, 32);
             min_pk <= to_unsigned(0, 48);
-            fw_valid <= '0';
             state <= to_unsigned(0, 3);
+            fw_valid <= '0';
             bg <= '0';
             fw2_data <= to_signed(0, 32);
             ram_q <= to_signed(0, 32);
@@ -1390,7 +1392,28 @@ begin
                         end if;
                 end case;
                 if bool(s_axis_in_tlast) then
-                    state <= to_unsigned(0, 3);
+                    if bool(fast_re) then
+                        pend <= '0';
+                        dump_i <= to_unsigned(0, 9);
+                        dump_n <= to_unsigned(2, 9);
+                        rearm <= '1';
+                        bg <= '1';
+                        if ((not bool(have)) or bool(nmin)) then
+                            smin <= s_axis_in_tdata_num;
+                        else
+                            smin <= min_pk;
+                        end if;
+                        if ((not bool(have)) or bool(nmax)) then
+                            smax <= s_axis_in_tdata_num;
+                        else
+                            smax <= max_pk;
+                        end if;
+                        count <= to_unsigned(0, 9);
+                        have <= '0';
+                        ins <= to_unsigned(0, 32);
+                    else
+                        state <= to_unsigned(0, 3);
+                    end if;
                 end if;
             end if;
             if bool(clr_go) then
