@@ -430,7 +430,7 @@ class Plan:
         return [(min(h * per, total), min((h + 1) * per, total)) for h in range(self.chains)]
 
     def programs(self, A, B, rmw_clear: bool = True, rmw_dump: bool = True,
-                 buffer: int = 0, continued: bool = False) -> list[list[int]]:
+                 buffer: int = 0, continued: bool = False, keep_armed: bool = False) -> list[list[int]]:
         """One instruction stream (with inline data) per chain.  For ``rmw``,
         ``rmw_clear`` / ``rmw_dump`` put the CLEAR before and the DUMP after the pass, so
         several passes (e.g. CNN input-channel groups) can be concatenated and accumulate.
@@ -440,9 +440,13 @@ class Plan:
         program still read the other (the chain's writes wait only for the words still read).
         ``continued``: the program follows one of a plan with the same mode and reduction
         (e.g. the next input-channel group): no SET_PARALLEL_MODE / SET_SM_REDUCTION (the
-        chain would wait for every earlier result to reach the smart memory before them)."""
+        chain would wait for every earlier result to reach the smart memory before them).
+        An RMW program is one smart-memory array (one START, tlast on its final pass);
+        ``keep_armed`` leaves it open (no tlast) for a ``continued`` program that follows
+        (no START), so concatenated groups never wait for a START handshake."""
         self._clear, self._dump, self._buffer = rmw_clear, rmw_dump, int(buffer) & 1
         self._continued = bool(continued)
+        self._keep_armed = bool(keep_armed)
         A = np.asarray(A, dtype=np.int64)
         B = np.asarray(B, dtype=np.int64)
         if A.shape != (self.n, self.d) or B.shape != (self.d, self.m):
@@ -608,6 +612,7 @@ class Plan:
         armed = False
         if rmw and getattr(self, "_clear", True):
             prog.append(enc(SM_CTRL, SM_CLEAR))
+        rmw_armed = getattr(self, "_continued", False)      # RMW: one array for the program
         cols_per_block = CPS * self.b_num_cols
         for b0 in range(0, self.m, cols_per_block):
             b1 = min(b0 + cols_per_block, self.m)
@@ -640,8 +645,9 @@ class Plan:
                         self._wa(img[(a - r0) * rowlen:(b - r0) * rowlen])
 
                 prog += wr_rows(r0, min(r0 + ch, r1))
-                if rmw:
+                if rmw and not rmw_armed:
                     prog.append(enc(SM_CTRL, SM_START))
+                    rmw_armed = True
                 passes = []
                 for r in range(r0, r1):
                     if not rmw and not armed:
@@ -649,7 +655,8 @@ class Plan:
                     for st in range(nsets):
                         c0 = b0 + st * CPS
                         nres = min(CPS, b1 - c0)
-                        last = st == nsets - 1 and (not rmw or r == r1 - 1)
+                        last = st == nsets - 1 and (not rmw or (r == nloc - 1 and b1 == self.m and
+                                                                not getattr(self, "_keep_armed", False)))
                         sma = self.rmw_base + r * self.m + c0 if rmw else c0
                         passes.append((ib + (r - r0) * rowlen, lb + st * bcs, sma, bcs, 0 if nres == CPS else nres,
                                        last))

@@ -329,13 +329,15 @@ def test_overlapped_programs_equal_plain(dbeat):
     for g in range(4):
         A, B = rand(rng, (4, 4), f), rand(rng, (4, 3), f)
         p = mm.plan_matmul(4, 4, 3, "rmw", cp=cp)
-        fast += p.programs(A, B, rmw_clear=g == 0, rmw_dump=g == 3, buffer=g % 2, continued=g > 0)[0]
+        fast += p.programs(A, B, rmw_clear=g == 0, rmw_dump=g == 3, buffer=g % 2, continued=g > 0,
+                           keep_armed=g < 3)[0]
         q = mm.plan_matmul(4, 4, 3, "rmw", cp=plain_cp)
         plain += q.programs(A, B, rmw_clear=g == 0, rmw_dump=g == 3)[0]
     a, b = mm.ChainModel(cp), mm.ChainModel(plain_cp)
     assert a.run(fast) == b.run(plain) and a.elements == b.elements and len(a.beats) == 12
     ops = mm.mnemonics(fast, cp)
     assert sum(o.startswith("SET_PARALLEL_MODE") for o in ops) == 1
+    assert sum(o == "SM_CTRL 0x1" for o in ops) == 1           # one START: one array for all groups
     assert f"SET_INPUT_LS_ADDR 0x{cp.ilw // 2:x}" in ops and f"SET_PE_LS_ADDR 0x{cp.LSD // 2:x}" in ops
     Mi, U = rand(rng, (64, 4), f), rand(rng, (4, 2), f)
     progs = [mm.plan_matmul(64, 4, 2, "topk", axis="cols", k=16, cp=c).programs(Mi, U)[0] for c in (cp, plain_cp)]

@@ -167,7 +167,7 @@ def aggregation_program(tb, P, Fo, groups, dc, lim=1.0):
         plan = mm.plan_matmul(P, dc, Fo, "rmw", cp=tb.cp)
         # alternate halves of the stores: group g+1 loads while group g's passes run
         prog += only(plan.programs(A, B, rmw_clear=g == 0, rmw_dump=g == groups - 1, buffer=g % 2,
-                                   continued=g > 0))
+                                   continued=g > 0, keep_armed=g < groups - 1))
         parts.append(tb.fmt.dot(A[:, None, :], B.T[None, :, :]).ravel())
     agg = maple.cnn_aggregate(np.concatenate(parts), np.tile(np.arange(P * Fo), groups), tb.fmt,
                               depth=P * Fo)
