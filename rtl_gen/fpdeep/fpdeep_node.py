@@ -10,13 +10,19 @@ The node owns S_IC input channels of a layer of S_OC output channels:
             node, bias/round/ReLU -> m_axis_act.  Every accepted pixel beat is also written
             into the activation RAM, region ``cfg_fsample`` (one region per sample).
     BWD op  s_axis_berr (the S_OC-channel output-error map) is broadcast to fpdeep_eb, to
-            fpdeep_pg and (unless cfg_bend) through a 2-entry FIFO to m_axis_berr for the
-            next node of the error chain; the activation RAM region ``cfg_bsample`` is read
-            back into fpdeep_pg.  EB's errors of this node's input channels leave on
+            an error-map buffer in front of fpdeep_pg (two error rows and a margin, so EB
+            is not held while PG's activation line buffer fills) and (unless cfg_bend)
+            through a 2-entry FIFO to m_axis_berr for the next node of the error chain; the
+            activation RAM region ``cfg_bsample`` is read back into fpdeep_pg.  EB's errors of this node's input channels leave on
             m_axis_ein.  PG is started by the first BWD op of a mini-batch (cfg_batch,
             cfg_lr); after cfg_batch BWD ops it takes the SGD step, writes the updated
             filters and biases back into FP and EB, and streams them out on m_axis_pw /
             m_axis_pb (the readback port).
+
+Ops are pipelined: a FWD op may start once FP has taken the previous map's pixels (FP holds
+two maps), a BWD op once the previous one's error map and activations are in and EB can
+take another map; at most two ops of each kind are in flight, and their done pulses come in
+order.  Filter and bias beats reach FP and EB through a register (``preg``).
 
 The parameter store is the three filter registers of FP, EB and PG (the engines read all
 filters in parallel, so they live in registers): host loads on s_axis_w / s_axis_b are
@@ -120,11 +126,14 @@ def ports_of(p: dict) -> list[Port]:
         Port("cfg_bend", "in", 1, "BWD: end of the error chain (the error map is not forwarded on m_axis_berr)"),
         Port("cfg_batch", "in", wd["fb"], "BWD starting a mini-batch: samples, 1..MAX_BATCH"),
         Port("cfg_lr", "in", W, "BWD starting a mini-batch: lr_q = to_fixed(lr / batch), Q(W,F), > 0"),
-        Port("fwd_busy", "out", 1, "a FWD op runs, or the parameter update is pending (no FWD accepted)"),
+        Port("fwd_busy", "out", 1, "no FWD start accepted: FP still takes the last map's pixels (or holds "
+                                   "two maps), or the parameter update is pending"),
         Port("fwd_done", "out", 1, "one-cycle pulse: FWD op finished (last output accepted) or invalid"),
-        Port("bwd_busy", "out", 1, "a BWD op runs (including the update after the last sample)"),
-        Port("bwd_done", "out", 1, "one-cycle pulse: BWD op finished (errors out, sample folded into the "
-                                   "gradient buffer, after the last sample the update written back) or invalid"),
+        Port("bwd_busy", "out", 1, "no BWD start accepted: the last op's error map or activations are not "
+                                   "all in, EB holds two maps, two ops are in flight, or the update is pending"),
+        Port("bwd_done", "out", 1, "one-cycle pulse, in start order: BWD op finished (its error map taken, "
+                                   "its input errors out; after the last sample the update written back) or "
+                                   "invalid"),
         Port("cfg_err", "out", 1, "the last initiation was invalid (sticky until the next valid start)"),
         Port("row_err", "out", 1, "an input tlast disagreed with the row end (FP/EB/PG, sticky per op)"),
         Port("psum_err", "out", 1, "an s_axis_psum_in tlast disagreed with the output row ends (sticky per op)"),
@@ -262,6 +271,78 @@ def fifo2(clk, rst, din, din_last, push, not_full, m_tdata, m_tvalid, m_tready, 
 
 
 @block
+def preg(clk, rst, d, v, r, q, qv):
+    """Parameter pipeline register in front of FP / EB (whose filter/bias tready is the
+    constant 1): the beat a broadcast branch hands over (v and r) reaches the stage one
+    cycle later, so no broadcast or busy logic of the node reaches into the stage's window
+    handshake in the same cycle."""
+    @always_seq(clk.posedge, reset=rst)
+    def rg():
+        qv.next = v and r
+        if v:
+            q.next = d
+
+    return rg
+
+
+@block
+def efifo(clk, rst, din, din_last, push, not_full, m_tdata, m_tvalid, m_tready, m_tlast, empty, depth):
+    """Error-map buffer in front of PG: ``depth`` entries (a power of two) of distributed
+    RAM, registered not-full flag, first-word-fall-through read."""
+    w = len(din)
+    ab = max(1, (depth - 1).bit_length())
+    mem = [sig_u(w + 1) for _ in range(depth)]
+    wp, rp = sig_u(ab), sig_u(ab)
+    cnt = sig_u(ab + 1)
+    wd, q = sig_u(w + 1), sig_u(w + 1)
+    pop = sig_b()
+
+    @always_comb
+    def cat():
+        wd.next = concat(din_last, din)
+
+    @always(clk.posedge)
+    def ram():
+        if push:
+            mem[wp].next = wd
+
+    @always_comb
+    def rd():
+        q.next = mem[rp]
+
+    @always_comb
+    def outs():
+        pop.next = cnt != 0 and m_tready
+        m_tdata.next = q[w:]
+        m_tlast.next = q[w]
+        m_tvalid.next = cnt != 0
+        empty.next = cnt == 0
+
+    @always_seq(clk.posedge, reset=rst)
+    def ptr():
+        if push:
+            if wp == depth - 1:
+                wp.next = 0
+            else:
+                wp.next = wp + 1
+        if pop:
+            if rp == depth - 1:
+                rp.next = 0
+            else:
+                rp.next = rp + 1
+        if push and not pop:
+            cnt.next = cnt + 1
+            not_full.next = cnt < depth - 1
+        elif pop and not push:
+            cnt.next = cnt - 1
+            not_full.next = True
+        else:
+            not_full.next = cnt < depth
+
+    return cat, ram, rd, outs, ptr
+
+
+@block
 def act_ram(clk, we, wa, wd, ra, rd, depth):
     """Activation RAM: simple dual port, synchronous read (block RAM)."""
     mem = [sig_u(len(wd)) for _ in range(depth)]
@@ -313,6 +394,9 @@ def block_fn(p):
     NW, BW, XD = K * K * W, S_OC * W, S_IC * W
     WM1 = W - 1
     EMW, EMH = MAXW + K - 1, MAXH + K - 1      # largest error map (never exceeded when valid)
+    # error-map buffer in front of PG: two error rows and a margin, so EB takes the map
+    # while PG's activation line buffer still fills (PG lags EB by about a row)
+    EQD = 1 << (2 * EMW + 7).bit_length()
 
     @block
     def fpdeep_node(clk, rst, fwd_start, bwd_start, cfg_width, cfg_height, cfg_pad, cfg_first, cfg_last,
@@ -379,6 +463,9 @@ def block_fn(p):
         fpw_d, fpw_v, fpw_r = sig_u(NW), sig_b(), sig_b()
         fpb_d, fpb_v, fpb_r = sig_u(BW), sig_b(), sig_b()
         ebw_d, ebw_v, ebw_r = sig_u(NW), sig_b(), sig_b()
+        # registered copies actually seen by FP and EB (preg)
+        fpw_q, fpw_qv, fpb_q, fpb_qv = sig_u(NW), sig_b(), sig_u(BW), sig_b()
+        ebw_q, ebw_qv = sig_u(NW), sig_b()
         pgx_d, pgx_v, pgx_r, pgx_l = sig_u(XD), sig_b(), sig_b(), sig_b()
         # EB's error-chain ports are not used by the node (one EB run covers all S_OC
         # output channels): psum in tied off, psum out must never be valid (checked)
@@ -390,6 +477,8 @@ def block_fn(p):
         one, zero = sig_b(True), sig_b()
         eb_err_d, eb_err_v, eb_err_r, eb_err_l = sig_u(S_OC * W), sig_b(), sig_b(), sig_b()
         pge_v, pge_r = sig_b(), sig_b()
+        pge_d, pge_l = sig_u(S_OC * W), sig_b()
+        pgq_v, pgq_nf, pgq_push, pgq_empty = sig_b(), sig_b(), sig_b(), sig_b()
         chn_v, chn_nf = sig_b(), sig_b()
         pgw_d, pgw_v, pgw_r, pgw_l = sig_u(NW), sig_b(), sig_b(), sig_b()
         pgb_d, pgb_v, pgb_r, pgb_l = sig_u(BW), sig_b(), sig_b(), sig_b()
@@ -397,14 +486,14 @@ def block_fn(p):
 
         fpi = fp_fn(clk, rst, fp_start, cfg_width, cfg_height, cfg_pad, cfg_first, cfg_last, cfg_relu,
                     fp_busy, fp_done, fp_cerr, fp_rerr, fp_perr,
-                    fpw_d, fpw_v, fpw_r, fpb_d, fpb_v, fpb_r,
+                    fpw_q, fpw_qv, fpw_r, fpb_q, fpb_qv, fpb_r,
                     s_axis_pix_tdata, s_axis_pix_tvalid, s_axis_pix_tready, s_axis_pix_tlast,
                     s_axis_psum_in_tdata, s_axis_psum_in_tvalid, s_axis_psum_in_tready, s_axis_psum_in_tlast,
                     m_axis_psum_out_tdata, m_axis_psum_out_tvalid, m_axis_psum_out_tready, m_axis_psum_out_tlast,
                     m_axis_act_tdata, m_axis_act_tvalid, m_axis_act_tready, m_axis_act_tlast)
         ebi = eb_fn(clk, rst, eb_start, eb_cw, eb_ch, cfg_pad, one, one,
                     eb_busy, eb_done, eb_cerr, eb_rerr, eb_perr,
-                    ebw_d, ebw_v, ebw_r,
+                    ebw_q, ebw_qv, ebw_r,
                     s_axis_berr_tdata, eb_err_v, eb_err_r, s_axis_berr_tlast,
                     ebp_in, ebp_in_v, ebp_in_r, ebp_in_l,
                     ebp_d, ebp_v, ebp_r, ebp_l,
@@ -413,23 +502,26 @@ def block_fn(p):
                     pg_busy, pg_done, pg_cerr, pg_rerr,
                     s_axis_w_tdata, pgsw_v, pgsw_r, s_axis_b_tdata, pgsb_v, pgsb_r,
                     pgx_d, pgx_v, pgx_r, pgx_l,
-                    s_axis_berr_tdata, pge_v, pge_r, s_axis_berr_tlast,
+                    pge_d, pge_v, pge_r, pge_l,
                     pgw_d, pgw_v, pgw_r, pgw_l, pgb_d, pgb_v, pgb_r, pgb_l)
-        insts += [fpi, ebi, pgi]
+        insts += [fpi, ebi, pgi, preg(clk, rst, fpw_d, fpw_v, fpw_r, fpw_q, fpw_qv),
+                  preg(clk, rst, fpb_d, fpb_v, fpb_r, fpb_q, fpb_qv),
+                  preg(clk, rst, ebw_d, ebw_v, ebw_r, ebw_q, ebw_qv)]
 
         # ---- parameter store: host loads broadcast to FP, EB and PG ------------------
         host_en = sig_b()
         hw_v, hw_r, hw_f = sig_b(), sig_b(), sig_b()
         hb_v, hb_r, hb_f = sig_b(), sig_b(), sig_b()
         hfw_v, heb_v, hfb_v = sig_b(), sig_b(), sig_b()
-        fwd_busy_r, bwd_busy_r, upd_pend = sig_b(), sig_b(), sig_b()
-        # FP / EB have a map in flight (start .. done): fwd_busy_r and eb_act, whatever the
-        # sub-blocks' busy means (it may drop once a map's input is in)
-        eb_act = sig_b()
+        upd_pend = sig_b()
+        # ops in flight (accepted .. done), up to two each: FP maps (nf_out), BWD ops
+        # (nb_out), EB maps (eb_n); fbusy_r / bbusy_r block the next start (registered)
+        nf_out, nb_out, eb_n = sig_u(2), sig_u(2), sig_u(2)
+        fbusy_r, bbusy_r = sig_b(), sig_b()
 
         @always_comb
         def hosten():
-            host_en.next = not (fp_busy or eb_busy or pg_busy or fwd_busy_r or bwd_busy_r or eb_act)
+            host_en.next = not (fp_busy or eb_busy or pg_busy or nf_out != 0 or nb_out != 0 or eb_n != 0)
             hw_v.next = s_axis_w_tvalid and host_en
             hb_v.next = s_axis_b_tvalid and host_en
             s_axis_w_tready.next = hw_r and host_en
@@ -446,8 +538,8 @@ def block_fn(p):
 
         @always_comb
         def idles():
-            fp_idle.next = not fwd_busy_r
-            eb_idle.next = not eb_act
+            fp_idle.next = nf_out == 0
+            eb_idle.next = eb_n == 0
 
         insts.append(fork(clk, rst, pgw_v, pgw_r, uw_f, [fp_idle, eb_idle, one], [ufw_v, ueb_v, m_axis_pw_tvalid],
                           [fpw_r, ebw_r, m_axis_pw_tready]))
@@ -483,7 +575,7 @@ def block_fn(p):
 
         @always_comb
         def wport():
-            we.next = fwd_busy_r and s_axis_pix_tvalid and s_axis_pix_tready
+            we.next = nf_out != 0 and s_axis_pix_tvalid and s_axis_pix_tready
             wdat.next = concat(s_axis_pix_tlast, s_axis_pix_tdata)
 
         # ---- read-back into PG: RAM -> 2-entry prefetch FIFO -> s_axis_x -------------
@@ -546,13 +638,16 @@ def block_fn(p):
             s_axis_berr_tready.next = e_r and e_open
             chn_rdy.next = chn_nf or bend_r        # end of the chain: the copy is dropped
 
-        insts.append(fork(clk, rst, e_v, e_r, e_f, [one, one, one], [eb_err_v, pge_v, chn_v],
-                          [eb_err_r, pge_r, chn_rdy]))
+        insts.append(fork(clk, rst, e_v, e_r, e_f, [one, one, one], [eb_err_v, pgq_v, chn_v],
+                          [eb_err_r, pgq_nf, chn_rdy]))
+        insts.append(efifo(clk, rst, s_axis_berr_tdata, s_axis_berr_tlast, pgq_push, pgq_nf,
+                           pge_d, pge_v, pge_r, pge_l, pgq_empty, EQD))
         chn_push = sig_b()
 
         @always_comb
         def cpush():
             chn_push.next = chn_v and chn_nf and not bend_r
+            pgq_push.next = pgq_v and pgq_nf
 
         insts.append(fifo2(clk, rst, s_axis_berr_tdata, s_axis_berr_tlast, chn_push, chn_nf,
                            m_axis_berr_tdata, m_axis_berr_tvalid, m_axis_berr_tready, m_axis_berr_tlast))
@@ -560,14 +655,14 @@ def block_fn(p):
         # ---- control ----------------------------------------------------------------------
         fwd_acc, bwd_acc, blast = sig_b(), sig_b(), sig_b()
         bcnt, bat_m1 = sig_u(wd["fb"]), sig_u(wd["fb"])
-        eb_seen = sig_b()
         nerr = sig_b()
         fdone_i, bdone_i, bfin = sig_b(), sig_b(), sig_b()
+        ebd = sig_u(2)          # EB maps done, not yet reported as bwd_done
         ebp_bad = sig_b()
 
         @always_comb
         def acc():
-            fwd_acc.next = fwd_start and not fwd_busy_r and not upd_pend and not (bwd_acc and blast)
+            fwd_acc.next = fwd_start and not fbusy_r and not upd_pend and not (bwd_acc and blast)
             fp_start.next = fwd_acc and not fbad
             eb_start.next = bwd_acc and not bbad
             pg_start.next = bwd_acc and not bbad and not pg_busy
@@ -575,7 +670,7 @@ def block_fn(p):
 
         @always_comb
         def acc2():
-            bwd_acc.next = bwd_start and not bwd_busy_r
+            bwd_acc.next = bwd_start and not bbusy_r
             if pg_busy:
                 blast.next = bcnt == bat_m1
             else:
@@ -583,23 +678,30 @@ def block_fn(p):
 
         @always_comb
         def fin():
-            bfin.next = bwd_busy_r and eb_seen and not e_open and not upd_pend
+            # the oldest BWD op is done: its EB map is out and its error map taken (with two
+            # ops in flight the older one's is), the last op of a mini-batch after the update;
+            # never in the cycle an invalid BWD start is answered
+            bfin.next = ebd != 0 and (nb_out == 2 or not (e_open or upd_pend)) and not (bwd_acc and bbad)
 
         @always_seq(clk.posedge, reset=rst)
         def ctl():
-            fdone_i.next = False
             bdone_i.next = False
-            # FWD
+            # FWD: the next map may start once FP has taken the pixels of the last (FP holds
+            # two maps); an invalid start's done waits for a cycle without FP's done
+            fbusy_r.next = fp_busy or fp_start
+            if fdone_i and not (nf_out != 0 and fp_done):
+                fdone_i.next = False
             if fwd_acc:
                 if fbad:
                     nerr.next = True
                     fdone_i.next = True
                 else:
                     nerr.next = False
-                    fwd_busy_r.next = True
                     wa.next = fbase
-            elif fwd_busy_r and fp_done:
-                fwd_busy_r.next = False
+            if fp_start and not (nf_out != 0 and fp_done):
+                nf_out.next = nf_out + 1
+            elif nf_out != 0 and fp_done and not fp_start:
+                nf_out.next = nf_out - 1
             if we:
                 wa.next = wa + 1
             # BWD
@@ -609,9 +711,7 @@ def block_fn(p):
                     bdone_i.next = True
                 else:
                     nerr.next = False
-                    bwd_busy_r.next = True
                     e_open.next = True
-                    eb_seen.next = False
                     bend_r.next = cfg_bend
                     ec.next = 0
                     er.next = 0
@@ -631,15 +731,24 @@ def block_fn(p):
                         e_open.next = False
                 else:
                     ec.next = ec + 1
-            if eb_done:
-                eb_seen.next = True
-                eb_act.next = False
-            if eb_start:
-                eb_act.next = True
+            # BWD: the next op may start once this one's error map and activations are in,
+            # EB can take another map, at most two ops are in flight, and no update is pending
+            bbusy_r.next = eb_start or e_open or rd_on or eb_busy or upd_pend or nb_out == 2
+            if eb_start and not eb_done:
+                eb_n.next = eb_n + 1
+            elif eb_done and not eb_start:
+                eb_n.next = eb_n - 1
+            if eb_done and not bfin:
+                ebd.next = ebd + 1
+            elif bfin and not eb_done:
+                ebd.next = ebd - 1
+            if eb_start and not bfin:
+                nb_out.next = nb_out + 1
+            elif bfin and not eb_start:
+                nb_out.next = nb_out - 1
             if pg_done:
                 upd_pend.next = False
             if bfin:
-                bwd_busy_r.next = False
                 bdone_i.next = True
             # EB's chain output is unused (cfg_last = 1 always): a beat on it is flagged; its
             # data and tlast are part of the condition so that nothing of EB is left unread
@@ -650,18 +759,18 @@ def block_fn(p):
 
         @always_comb
         def pgw():
-            pg_work.next = pg_busy and bwd_busy_r and (e_open or upd_pend)
+            pg_work.next = pg_busy and nb_out != 0 and (e_open or not pgq_empty or upd_pend)
 
         @always_comb
         def outs():
-            fwd_busy.next = fwd_busy_r or upd_pend
-            bwd_busy.next = bwd_busy_r
-            fwd_done.next = fdone_i or (fwd_busy_r and fp_done)
+            fwd_busy.next = fbusy_r or upd_pend
+            bwd_busy.next = bbusy_r
+            fwd_done.next = fdone_i or (nf_out != 0 and fp_done)
             bwd_done.next = bdone_i
             cfg_err.next = nerr or fp_cerr or eb_cerr or pg_cerr
             row_err.next = fp_rerr or eb_rerr or pg_rerr
             psum_err.next = fp_perr or eb_perr or ebp_bad or ebp_in_r
-            stage_busy.next = concat(pg_work, eb_act, fwd_busy_r)
+            stage_busy.next = concat(pg_work, eb_n != 0, nf_out != 0)
             ebp_in_v.next = zero
             ebp_in_l.next = zero
             ebp_in.next = 0
@@ -693,8 +802,9 @@ def datasheet(p):
                 "mini-batch, PG's fold, update and write-back (S_OC*S_IC+1 parameter beats)",
         throughput="FP, EB and PG each one map position per cycle; a FWD op and a BWD op run concurrently "
                    "(sample b+1 forward while sample b goes backward); a sample costs at least H*W cycles (FP "
-                   "and PG take H*W input beats, EB gives H*W outputs); EB and PG take the error map beat by "
-                   "beat together (one broadcast), so the slower of the two sets the pace. Cycles per sample "
+                   "and PG take H*W input beats, EB gives H*W outputs); PG takes the error map through its own "
+                   "buffer (EB is not held while PG's line buffer fills), and consecutive FWD ops (and BWD "
+                   "ops) overlap one map's tail with the next one's head (two in flight). Cycles per sample "
                    "and the idle fraction of each stage are measured by the node's bench_throughput (`make "
                    "bench`) and, for chains of 2-4 nodes, by verif/fpdeep_node_chain's bench_throughput",
         fields=[("cfg_width", str(wd["fw"]), f"input-map width W, 1..{p['MAX_WIDTH']}"),
@@ -738,7 +848,10 @@ def datasheet(p):
             "MAX_BATCH, and for a BWD op opening a mini-batch: batch 0 or > MAX_BATCH, lr_q <= 0) sets "
             "cfg_err and pulses the op's done; nothing is consumed. A FWD start while fwd_busy (a FWD op or "
             "the pending update of a mini-batch whose last BWD op runs) is ignored; so is a BWD start "
-            "while bwd_busy.",
+            "while bwd_busy. busy drops before the op's done when the next op may already start "
+            "(pipelined ops, done pulses in start order); a BWD op's done means its input errors are "
+            "out (PG folds its sample from the error buffer; the mini-batch's last done follows the "
+            "update).",
             "The map size must be the same for all samples of a mini-batch (PG samples it once). "
             "Errors on s_axis_berr are the layer's output errors with the activation derivative already "
             "applied (as for `fpdeep_eb`).",

@@ -2,9 +2,11 @@
 N nodes (the wrapper of verif/fpdeep_node_chain, per-node ports prefixed ``n<i>_``).
 
 Stimulus of a whole mini-batch is queued at once (a node takes exactly H*W pixels per FWD
-op and Ho*Wo error beats per BWD op); the testbench only issues the starts, in one of three
-schedules: ``seq`` (FWD b, BWD b, ...), ``overlap`` (BWD b together with FWD b+1) and
-``fwd_first`` (every FWD, then every BWD).  Expectations come from
+op and Ho*Wo error beats per BWD op); the testbench only issues the starts, in one of four
+schedules: ``seq`` (FWD b, BWD b, ...), ``overlap`` (BWD b together with FWD b+1),
+``fwd_first`` (every FWD, then every BWD) and ``stream`` (each start as soon as every node's
+busy is low: FWD b+1 while FWD b drains, BWD b once FWD b is done, up to two ops of a kind
+in flight).  Expectations come from
 ``golden.conv.icp_chain_minibatch`` (and ``fp_node`` for a single node in the middle of a
 chain); every output stream is scoreboarded bit-exactly.
 """
@@ -15,7 +17,7 @@ import importlib
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
 from golden import conv
 from golden.fixedpoint import QFormat
@@ -71,6 +73,7 @@ class NodeTB:
         self.bdone = [0] * self.N
         self.cycle = 0
         self.busy_log = None            # list of per-cycle stage_busy tuples while measuring
+        self.done_log = None            # (cycle index in busy_log, node, "f"/"b") while measuring
         cocotb.start_soon(self._watch())
         # functional coverage (verif/fpdeep_node_cov.py): the node's own model, or the chain's
         core = "fpdeep_node" if self.single else "fpdeep_node_chain"
@@ -108,9 +111,13 @@ class NodeTB:
                 v = self.sig(i, "fwd_done").value
                 if v.is_resolvable and int(v):
                     self.fdone[i] += 1
+                    if self.done_log is not None and self.busy_log is not None:
+                        self.done_log.append((len(self.busy_log), i, "f"))
                 v = self.sig(i, "bwd_done").value
                 if v.is_resolvable and int(v):
                     self.bdone[i] += 1
+                    if self.done_log is not None and self.busy_log is not None:
+                        self.done_log.append((len(self.busy_log), i, "b"))
             if self.busy_log is not None:
                 self.busy_log.append(tuple(int(self.sig(i, "stage_busy").value) for i in range(self.N)))
 
@@ -301,6 +308,23 @@ class NodeTB:
             for s in range(B):
                 await self.start(bwd=s, fields=fields)
                 await self.wait_counts(b=b0 + s + 1)
+        elif schedule == "stream":
+            fs = bs = 0
+            for _ in range(B * 20000):            # bounded: every op of the batch started
+                if bs >= B:
+                    break
+                await FallingEdge(self.clk)
+                fidle = all(int(self.sig(i, "fwd_busy").value) == 0 for i in range(self.N))
+                bidle = all(int(self.sig(i, "bwd_busy").value) == 0 for i in range(self.N))
+                nf = fs if fs < B and fidle else None
+                nb = bs if bs < min(self.fdone) - f0 and bidle else None
+                if nf is None and nb is None:
+                    continue
+                await self.start(fwd=nf, bwd=nb, fields=fields)
+                fs += nf is not None
+                bs += nb is not None
+            assert bs >= B, f"stream schedule: only {fs} FWD / {bs} BWD ops started"
+            await self.wait_counts(f=f0 + B, b=b0 + B)
         elif schedule == "overlap":
             await self.start(fwd=0, fields=fields)
             await self.wait_counts(f=f0 + 1)
@@ -317,22 +341,38 @@ class NodeTB:
         if flags:
             self.check_flags()
 
-    async def measure_idle(self, pad: int) -> dict:
-        """Benchmark one maximum-size mini-batch (MAX_BATCH samples, overlapped schedule) and
-        return the idle-stage fractions: per node and stage (FP, EB, PG) the fraction of the
-        cycles from the first start to the last done in which the stage has no map (FP, EB)
-        or no sample / update (PG), from the nodes' stage_busy outputs."""
+    async def measure_idle(self, pad: int, schedule: str = "stream") -> dict:
+        """Benchmark one maximum-size mini-batch (MAX_BATCH samples, ``stream`` schedule: every
+        start as soon as the nodes take it) and return the cycles per sample and the
+        idle-stage fractions: per node and stage (FP, EB, PG) the fraction of the cycles from
+        the first start to the last done in which the stage has no map (FP, EB) or no sample /
+        update (PG), from the nodes' stage_busy outputs.  Steady state (MAX_BATCH >= 3): the
+        cycles between the first and the second-to-last sample's bwd_done (every node's) per
+        sample, and the idle fractions within that window (the first sample's FWD, which
+        nothing overlaps, and the last sample's update excluded)."""
         h, w, B = self.p["MAX_HEIGHT"], self.p["MAX_WIDTH"], self.p["MAX_BATCH"]
         xs, es = self.rand_batch(B, h, w, pad)
         lr = self.rand_lr()
         self.queue_batch(xs, es, pad, lr)
-        self.busy_log = []
-        await self.run_batch(B, h, w, pad, lr, True, "overlap")
+        self.busy_log, self.done_log = [], []
+        await self.run_batch(B, h, w, pad, lr, True, schedule)
         log, self.busy_log = self.busy_log, None
+        dl, self.done_log = self.done_log, None
         cyc = len(log)
         idle = {st: [sum(1 for c in log if not (c[i] >> bit) & 1) / cyc for i in range(self.N)]
                 for bit, st in enumerate(("fp", "eb", "pg"))}
-        return dict(cycles=cyc, samples=B, cycles_per_sample=cyc / B,
+        steady = {}
+        if B >= 3:
+            # cycle at which the k-th sample's bwd_done has come from every node
+            tb_ = [max(sorted(c for c, i, k in dl if i == n and k == "b")[s] for n in range(self.N))
+                   for s in range(B)]
+            t0, t1 = tb_[0], tb_[B - 2]
+            win = log[t0:t1]
+            steady = dict(steady_cycles_per_sample=round((t1 - t0) / (B - 2), 3),
+                          **{f"steady_idle_{st}": round(sum(sum(1 for c in win if not (c[i] >> bit) & 1)
+                                                            for i in range(self.N)) / (self.N * len(win)), 4)
+                             for bit, st in enumerate(("fp", "eb", "pg"))})
+        return dict(cycles=cyc, samples=B, cycles_per_sample=cyc / B, schedule=schedule, **steady,
                     # lower bound: FP and PG take H*W input beats and EB gives H*W outputs, one per cycle
                     ideal_cycles_per_sample=h * w,
                     **{f"idle_{st}": round(sum(v) / len(v), 4) for st, v in idle.items()},

@@ -188,9 +188,9 @@ wire pg_busy;
 wire host_en;
 reg fp_busy;
 reg eb_busy;
-reg fwd_busy_r;
-reg bwd_busy_r;
-reg eb_act;
+reg [1:0] nf_out;
+reg [1:0] nb_out;
+reg [1:0] eb_n;
 wire hw_v;
 wire hb_v;
 wire hw_r;
@@ -239,23 +239,28 @@ reg chn_nf;
 reg bend_r;
 wire chn_push;
 wire chn_v;
+wire pgq_push;
+wire pgq_v;
+reg pgq_nf;
 wire fwd_acc;
+reg fbusy_r;
 reg upd_pend;
 reg bwd_acc;
 reg blast;
 wire fp_start;
 wire eb_start;
 wire pg_start;
+reg bbusy_r;
 reg [2:0] bcnt;
 reg [2:0] bat_m1;
 wire bfin;
-reg eb_seen;
-reg fdone_i;
+reg [1:0] ebd;
 reg bdone_i;
+reg fdone_i;
+reg fp_done;
 reg nerr;
 reg [7:0] wa;
 reg [7:0] fbase;
-reg fp_done;
 reg [3:0] ec;
 reg [3:0] er;
 reg [3:0] ewm1;
@@ -268,6 +273,7 @@ reg ebp_l;
 reg [95:0] ebp_d;
 reg ebp_bad;
 wire pg_work;
+wire pgq_empty;
 reg fp_cerr;
 reg eb_cerr;
 reg pg_cerr;
@@ -282,8 +288,10 @@ wire zero;
 wire ebp_in_l;
 wire [95:0] ebp_in;
 reg [143:0] fpdeep_fp0_s_axis_w_tdata;
+reg fpdeep_fp0_s_axis_w_tvalid;
 wire fpdeep_fp0_s_axis_w_tready;
 reg [31:0] fpdeep_fp0_s_axis_b_tdata;
+reg fpdeep_fp0_s_axis_b_tvalid;
 wire fpdeep_fp0_s_axis_b_tready;
 reg fpdeep_fp0_lb_done_unused;
 wire fpdeep_fp0_lb_busy;
@@ -746,6 +754,7 @@ reg [1:0] fpdeep_fp0_chain_output0_out_fifo22_u0;
 reg [1:0] fpdeep_fp0_chain_output0_out_fifo22_u1;
 wire fpdeep_eb0_cfg_first;
 reg [143:0] fpdeep_eb0_s_axis_w_tdata;
+reg fpdeep_eb0_s_axis_w_tvalid;
 wire fpdeep_eb0_s_axis_w_tready;
 wire fpdeep_eb0_s_axis_err_tvalid;
 wire fpdeep_eb0_s_axis_err_tready;
@@ -1210,8 +1219,10 @@ wire fpdeep_pg0_s_axis_w_tvalid;
 wire fpdeep_pg0_s_axis_w_tready;
 wire fpdeep_pg0_s_axis_b_tvalid;
 wire fpdeep_pg0_s_axis_b_tready;
+wire [31:0] fpdeep_pg0_s_axis_err_tdata;
 wire fpdeep_pg0_s_axis_err_tvalid;
 wire fpdeep_pg0_s_axis_err_tready;
+wire fpdeep_pg0_s_axis_err_tlast;
 reg fpdeep_pg0_m_axis_w_tvalid;
 wire fpdeep_pg0_m_axis_w_tready;
 reg fpdeep_pg0_m_axis_b_tvalid;
@@ -2400,6 +2411,9 @@ reg fpdeep_pg0_out_fifo27_l0;
 reg fpdeep_pg0_out_fifo27_l1;
 reg [0:0] fpdeep_pg0_out_fifo27_u0;
 reg [0:0] fpdeep_pg0_out_fifo27_u1;
+reg [143:0] preg0_d;
+reg [31:0] preg1_d;
+reg [143:0] preg2_d;
 wire fork0_s_fire;
 wire [2:0] fork0_okv;
 wire fork0_fork_branch0_ok;
@@ -2435,6 +2449,12 @@ wire fork4_fork_branch11_ok;
 reg fork4_fork_branch11_taken;
 wire fork4_fork_branch12_ok;
 reg fork4_fork_branch12_taken;
+reg [5:0] efifo0_cnt;
+wire efifo0_pop;
+wire [32:0] efifo0_q;
+reg [4:0] efifo0_rp;
+wire [32:0] efifo0_wd;
+reg [4:0] efifo0_wp;
 reg [1:0] fifo20_cnt;
 reg [31:0] fifo20_d0;
 reg [31:0] fifo20_d1;
@@ -2459,6 +2479,7 @@ reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_mem [0:8-1];
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_mem [0:8-1];
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_mem [0:8-1];
 reg [32:0] act_ram0_mem [0:256-1];
+reg [32:0] efifo0_mem [0:32-1];
 
 assign zero = 1'd0;
 assign fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero = 32'd0;
@@ -4705,10 +4726,10 @@ assign fpdeep_fp0_win_v = (fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_cnt != 0);
 
 assign fpdeep_fp0_s_axis_w_tready = fpdeep_fp0_en;
 assign fpdeep_fp0_s_axis_b_tready = fpdeep_fp0_en;
-assign fpdeep_fp0_wfire = (fpdeep_fp0_en && fpw_v);
-assign fpdeep_fp0_bfire = (fpdeep_fp0_en && fpb_v);
-assign fpdeep_fp0_win_r = (fpdeep_fp0_en && (!fpw_v) && (!fpb_v));
-assign fpdeep_fp0_fire = (fpdeep_fp0_en && fpdeep_fp0_win_v && (!fpw_v) && (!fpb_v));
+assign fpdeep_fp0_wfire = (fpdeep_fp0_en && fpdeep_fp0_s_axis_w_tvalid);
+assign fpdeep_fp0_bfire = (fpdeep_fp0_en && fpdeep_fp0_s_axis_b_tvalid);
+assign fpdeep_fp0_win_r = (fpdeep_fp0_en && (!fpdeep_fp0_s_axis_w_tvalid) && (!fpdeep_fp0_s_axis_b_tvalid));
+assign fpdeep_fp0_fire = (fpdeep_fp0_en && fpdeep_fp0_win_v && (!fpdeep_fp0_s_axis_w_tvalid) && (!fpdeep_fp0_s_axis_b_tvalid));
 assign fpdeep_fp0_lb_start = (fp_start && (!fpdeep_fp0_ibusy));
 
 
@@ -7586,9 +7607,9 @@ assign fpdeep_eb0_win_v = (fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_cnt != 0)
 
 
 assign fpdeep_eb0_s_axis_w_tready = fpdeep_eb0_en;
-assign fpdeep_eb0_wfire = (fpdeep_eb0_en && ebw_v);
-assign fpdeep_eb0_win_r = (fpdeep_eb0_en && (!ebw_v));
-assign fpdeep_eb0_fire = (fpdeep_eb0_en && fpdeep_eb0_win_v && (!ebw_v));
+assign fpdeep_eb0_wfire = (fpdeep_eb0_en && fpdeep_eb0_s_axis_w_tvalid);
+assign fpdeep_eb0_win_r = (fpdeep_eb0_en && (!fpdeep_eb0_s_axis_w_tvalid));
+assign fpdeep_eb0_fire = (fpdeep_eb0_en && fpdeep_eb0_win_v && (!fpdeep_eb0_s_axis_w_tvalid));
 assign fpdeep_eb0_lb_start = (eb_start && (!fpdeep_eb0_ibusy));
 
 
@@ -10497,7 +10518,7 @@ always @(posedge clk) begin: fpdeep_pg0_inreg
         fpdeep_pg0_ea <= (fpdeep_pg0_fire && fpdeep_pg0_win_u);
         if (fpdeep_pg0_fire) begin
             fpdeep_pg0_xr <= fpdeep_pg0_win_d;
-            fpdeep_pg0_er <= s_axis_berr_tdata;
+            fpdeep_pg0_er <= fpdeep_pg0_s_axis_err_tdata;
         end
     end
 end
@@ -16007,7 +16028,7 @@ always @(posedge clk) begin: fpdeep_pg0_ctl
         end
         if (fpdeep_pg0_fire) begin
             fpdeep_pg0_sfirst <= fpdeep_pg0_win_u;
-            if ((s_axis_berr_tlast != fpdeep_pg0_win_l)) begin
+            if ((fpdeep_pg0_s_axis_err_tlast != fpdeep_pg0_win_l)) begin
                 pg_rerr <= 1'b1;
             end
         end
@@ -16040,6 +16061,48 @@ end
 
 
 assign pg_busy = (fpdeep_pg0_phase != 0);
+
+
+always @(posedge clk) begin: preg0_rg
+    if (rst == 1) begin
+        fpdeep_fp0_s_axis_w_tvalid <= 0;
+        fpdeep_fp0_s_axis_w_tdata <= 0;
+    end
+    else begin
+        fpdeep_fp0_s_axis_w_tvalid <= (fpw_v && fpdeep_fp0_s_axis_w_tready);
+        if (fpw_v) begin
+            fpdeep_fp0_s_axis_w_tdata <= preg0_d;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: preg1_rg
+    if (rst == 1) begin
+        fpdeep_fp0_s_axis_b_tvalid <= 0;
+        fpdeep_fp0_s_axis_b_tdata <= 0;
+    end
+    else begin
+        fpdeep_fp0_s_axis_b_tvalid <= (fpb_v && fpdeep_fp0_s_axis_b_tready);
+        if (fpb_v) begin
+            fpdeep_fp0_s_axis_b_tdata <= preg1_d;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: preg2_rg
+    if (rst == 1) begin
+        fpdeep_eb0_s_axis_w_tvalid <= 0;
+        fpdeep_eb0_s_axis_w_tdata <= 0;
+    end
+    else begin
+        fpdeep_eb0_s_axis_w_tvalid <= (ebw_v && fpdeep_eb0_s_axis_w_tready);
+        if (ebw_v) begin
+            fpdeep_eb0_s_axis_w_tdata <= preg2_d;
+        end
+    end
+end
 
 
 
@@ -16264,30 +16327,30 @@ assign fork3_s_fire = (fpdeep_pg0_m_axis_b_tvalid && (fork3_okv == 3));
 
 always @(s_axis_w_tdata, pgw_d, pg_busy) begin: mux20_0_m
     if (pg_busy) begin
-        fpdeep_fp0_s_axis_w_tdata = pgw_d;
+        preg0_d = pgw_d;
     end
     else begin
-        fpdeep_fp0_s_axis_w_tdata = s_axis_w_tdata;
+        preg0_d = s_axis_w_tdata;
     end
 end
 
 
 always @(s_axis_w_tdata, pgw_d, pg_busy) begin: mux21_0_m
     if (pg_busy) begin
-        fpdeep_eb0_s_axis_w_tdata = pgw_d;
+        preg2_d = pgw_d;
     end
     else begin
-        fpdeep_eb0_s_axis_w_tdata = s_axis_w_tdata;
+        preg2_d = s_axis_w_tdata;
     end
 end
 
 
 always @(s_axis_b_tdata, pgb_d, pg_busy) begin: mux22_0_m
     if (pg_busy) begin
-        fpdeep_fp0_s_axis_b_tdata = pgb_d;
+        preg1_d = pgb_d;
     end
     else begin
-        fpdeep_fp0_s_axis_b_tdata = s_axis_b_tdata;
+        preg1_d = s_axis_b_tdata;
     end
 end
 
@@ -16349,8 +16412,8 @@ end
 
 
 
-assign fpdeep_pg0_s_axis_err_tvalid = (e_v && fpdeep_eb0_cfg_first && (!fork4_fork_branch11_taken));
-assign fork4_fork_branch11_ok = (fork4_fork_branch11_taken || (fpdeep_eb0_cfg_first && fpdeep_pg0_s_axis_err_tready));
+assign pgq_v = (e_v && fpdeep_eb0_cfg_first && (!fork4_fork_branch11_taken));
+assign fork4_fork_branch11_ok = (fork4_fork_branch11_taken || (fpdeep_eb0_cfg_first && pgq_nf));
 
 
 always @(posedge clk) begin: fork4_fork_branch11_st
@@ -16361,7 +16424,7 @@ always @(posedge clk) begin: fork4_fork_branch11_st
         if (e_f) begin
             fork4_fork_branch11_taken <= 1'b0;
         end
-        else if ((e_v && fpdeep_eb0_cfg_first && fpdeep_pg0_s_axis_err_tready)) begin
+        else if ((e_v && fpdeep_eb0_cfg_first && pgq_nf)) begin
             fork4_fork_branch11_taken <= 1'b1;
         end
     end
@@ -16391,6 +16454,68 @@ end
 
 assign e_r = (fork4_okv == 7);
 assign e_f = (e_v && (fork4_okv == 7));
+
+
+
+assign efifo0_wd = {s_axis_berr_tlast, s_axis_berr_tdata};
+
+
+always @(posedge clk) begin: efifo0_ram
+    if (pgq_push) begin
+        efifo0_mem[efifo0_wp] <= efifo0_wd;
+    end
+end
+
+
+
+assign efifo0_q = efifo0_mem[efifo0_rp];
+
+
+
+assign efifo0_pop = ((efifo0_cnt != 0) && fpdeep_pg0_s_axis_err_tready);
+assign fpdeep_pg0_s_axis_err_tdata = efifo0_q[32-1:0];
+assign fpdeep_pg0_s_axis_err_tlast = efifo0_q[32];
+assign fpdeep_pg0_s_axis_err_tvalid = (efifo0_cnt != 0);
+assign pgq_empty = (efifo0_cnt == 0);
+
+
+always @(posedge clk) begin: efifo0_ptr
+    if (rst == 1) begin
+        pgq_nf <= 0;
+        efifo0_rp <= 0;
+        efifo0_cnt <= 0;
+        efifo0_wp <= 0;
+    end
+    else begin
+        if (pgq_push) begin
+            if (($signed({1'b0, efifo0_wp}) == (32 - 1))) begin
+                efifo0_wp <= 0;
+            end
+            else begin
+                efifo0_wp <= (efifo0_wp + 1);
+            end
+        end
+        if (efifo0_pop) begin
+            if (($signed({1'b0, efifo0_rp}) == (32 - 1))) begin
+                efifo0_rp <= 0;
+            end
+            else begin
+                efifo0_rp <= (efifo0_rp + 1);
+            end
+        end
+        if ((pgq_push && (!efifo0_pop))) begin
+            efifo0_cnt <= (efifo0_cnt + 1);
+            pgq_nf <= ($signed({1'b0, efifo0_cnt}) < (32 - 1));
+        end
+        else if ((efifo0_pop && (!pgq_push))) begin
+            efifo0_cnt <= (efifo0_cnt - 1);
+            pgq_nf <= 1'b1;
+        end
+        else begin
+            pgq_nf <= (efifo0_cnt < 32);
+        end
+    end
+end
 
 
 always @(posedge clk) begin: fifo20_seq
@@ -16476,7 +16601,7 @@ assign bbad = (cbad || (cfg_bsample >= 4) || ((!pg_busy) && ((cfg_batch == 0) ||
 
 
 
-assign host_en = (!(fp_busy || eb_busy || pg_busy || fwd_busy_r || bwd_busy_r || eb_act));
+assign host_en = (!(fp_busy || eb_busy || pg_busy || (nf_out != 0) || (nb_out != 0) || (eb_n != 0)));
 assign hw_v = (s_axis_w_tvalid && host_en);
 assign hb_v = (s_axis_b_tvalid && host_en);
 assign s_axis_w_tready = (hw_r && host_en);
@@ -16484,8 +16609,8 @@ assign s_axis_b_tready = (hb_r && host_en);
 
 
 
-assign fp_idle = (!fwd_busy_r);
-assign eb_idle = (!eb_act);
+assign fp_idle = (nf_out == 0);
+assign eb_idle = (eb_n == 0);
 
 
 always @(pgw_d, heb_v, pg_busy, pgw_l, hfb_v, hfw_v, ufb_v, pgb_d, ueb_v, ufw_v, pgb_l) begin: pmux
@@ -16507,7 +16632,7 @@ end
 
 
 
-assign we = (fwd_busy_r && s_axis_pix_tvalid && s_axis_pix_tready);
+assign we = ((nf_out != 0) && s_axis_pix_tvalid && s_axis_pix_tready);
 assign wdat = {s_axis_pix_tlast, s_axis_pix_tdata};
 
 
@@ -16584,18 +16709,19 @@ assign chn_rdy = (chn_nf || bend_r);
 
 
 assign chn_push = (chn_v && chn_nf && (!bend_r));
+assign pgq_push = (pgq_v && pgq_nf);
 
 
 
-assign fwd_acc = (fwd_start && (!fwd_busy_r) && (!upd_pend) && (!(bwd_acc && blast)));
+assign fwd_acc = (fwd_start && (!fbusy_r) && (!upd_pend) && (!(bwd_acc && blast)));
 assign fp_start = (fwd_acc && (!fbad));
 assign eb_start = (bwd_acc && (!bbad));
 assign pg_start = (bwd_acc && (!bbad) && (!pg_busy));
 assign rstart = (bwd_acc && (!bbad));
 
 
-always @(bcnt, pg_busy, cfg_batch, bwd_start, bwd_busy_r, bat_m1) begin: acc2
-    bwd_acc = (bwd_start && (!bwd_busy_r));
+always @(bcnt, pg_busy, cfg_batch, bwd_start, bbusy_r, bat_m1) begin: acc2
+    bwd_acc = (bwd_start && (!bbusy_r));
     if (pg_busy) begin
         blast = (bcnt == bat_m1);
     end
@@ -16606,33 +16732,38 @@ end
 
 
 
-assign bfin = (bwd_busy_r && eb_seen && (!e_open) && (!upd_pend));
+assign bfin = ((ebd != 0) && ((nb_out == 2) || (!(e_open || upd_pend))) && (!(bwd_acc && bbad)));
 
 
 always @(posedge clk) begin: ctl
     if (rst == 1) begin
-        bdone_i <= 0;
-        eb_seen <= 0;
-        fdone_i <= 0;
-        upd_pend <= 0;
+        ebd <= 0;
         ebp_bad <= 0;
-        fwd_busy_r <= 0;
-        bcnt <= 0;
+        upd_pend <= 0;
         ewm1 <= 0;
-        e_open <= 0;
-        nerr <= 0;
         ec <= 0;
-        bend_r <= 0;
         er <= 0;
         ehm1 <= 0;
-        bwd_busy_r <= 0;
-        wa <= 0;
+        bbusy_r <= 0;
         bat_m1 <= 0;
-        eb_act <= 0;
+        fdone_i <= 0;
+        nb_out <= 0;
+        nerr <= 0;
+        bdone_i <= 0;
+        bcnt <= 0;
+        nf_out <= 0;
+        bend_r <= 0;
+        fbusy_r <= 0;
+        eb_n <= 0;
+        e_open <= 0;
+        wa <= 0;
     end
     else begin
-        fdone_i <= 1'b0;
         bdone_i <= 1'b0;
+        fbusy_r <= (fp_busy || fp_start);
+        if ((fdone_i && (!((nf_out != 0) && fp_done)))) begin
+            fdone_i <= 1'b0;
+        end
         if (fwd_acc) begin
             if (fbad) begin
                 nerr <= 1'b1;
@@ -16640,12 +16771,14 @@ always @(posedge clk) begin: ctl
             end
             else begin
                 nerr <= 1'b0;
-                fwd_busy_r <= 1'b1;
                 wa <= fbase;
             end
         end
-        else if ((fwd_busy_r && fp_done)) begin
-            fwd_busy_r <= 1'b0;
+        if ((fp_start && (!((nf_out != 0) && fp_done)))) begin
+            nf_out <= (nf_out + 1);
+        end
+        else if (((nf_out != 0) && fp_done && (!fp_start))) begin
+            nf_out <= (nf_out - 1);
         end
         if (we) begin
             wa <= (wa + 1);
@@ -16657,9 +16790,7 @@ always @(posedge clk) begin: ctl
             end
             else begin
                 nerr <= 1'b0;
-                bwd_busy_r <= 1'b1;
                 e_open <= 1'b1;
-                eb_seen <= 1'b0;
                 bend_r <= cfg_bend;
                 ec <= 0;
                 er <= 0;
@@ -16687,18 +16818,29 @@ always @(posedge clk) begin: ctl
                 ec <= (ec + 1);
             end
         end
-        if (eb_done) begin
-            eb_seen <= 1'b1;
-            eb_act <= 1'b0;
+        bbusy_r <= (eb_start || e_open || rd_on || eb_busy || upd_pend || (nb_out == 2));
+        if ((eb_start && (!eb_done))) begin
+            eb_n <= (eb_n + 1);
         end
-        if (eb_start) begin
-            eb_act <= 1'b1;
+        else if ((eb_done && (!eb_start))) begin
+            eb_n <= (eb_n - 1);
+        end
+        if ((eb_done && (!bfin))) begin
+            ebd <= (ebd + 1);
+        end
+        else if ((bfin && (!eb_done))) begin
+            ebd <= (ebd - 1);
+        end
+        if ((eb_start && (!bfin))) begin
+            nb_out <= (nb_out + 1);
+        end
+        else if ((bfin && (!eb_start))) begin
+            nb_out <= (nb_out - 1);
         end
         if (pg_done) begin
             upd_pend <= 1'b0;
         end
         if (bfin) begin
-            bwd_busy_r <= 1'b0;
             bdone_i <= 1'b1;
         end
         if ((ebp_v && (ebp_l || (ebp_d != 0) || (ebp_d == 0)))) begin
@@ -16709,18 +16851,18 @@ end
 
 
 
-assign pg_work = (pg_busy && bwd_busy_r && (e_open || upd_pend));
+assign pg_work = (pg_busy && (nb_out != 0) && (e_open || (!pgq_empty) || upd_pend));
 
 
 
-assign fwd_busy = (fwd_busy_r || upd_pend);
-assign bwd_busy = bwd_busy_r;
-assign fwd_done = (fdone_i || (fwd_busy_r && fp_done));
+assign fwd_busy = (fbusy_r || upd_pend);
+assign bwd_busy = bbusy_r;
+assign fwd_done = (fdone_i || ((nf_out != 0) && fp_done));
 assign bwd_done = bdone_i;
 assign cfg_err = (nerr || fp_cerr || eb_cerr || pg_cerr);
 assign row_err = (fp_rerr || eb_rerr || pg_rerr);
 assign psum_err = (fp_perr || eb_perr || ebp_bad || ebp_in_r);
-assign stage_busy = {pg_work, eb_act, fwd_busy_r};
+assign stage_busy = {pg_work, (eb_n != 0), (nf_out != 0)};
 assign ebp_in_v = zero;
 assign ebp_in_l = zero;
 assign ebp_in = 0;

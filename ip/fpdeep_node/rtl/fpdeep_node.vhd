@@ -121,9 +121,9 @@ signal pg_busy: std_logic;
 signal host_en: std_logic;
 signal fp_busy: std_logic;
 signal eb_busy: std_logic;
-signal fwd_busy_r: std_logic;
-signal bwd_busy_r: std_logic;
-signal eb_act: std_logic;
+signal nf_out: unsigned(1 downto 0);
+signal nb_out: unsigned(1 downto 0);
+signal eb_n: unsigned(1 downto 0);
 signal hw_v: std_logic;
 signal hb_v: std_logic;
 signal hw_r: std_logic;
@@ -172,23 +172,28 @@ signal chn_nf: std_logic;
 signal bend_r: std_logic;
 signal chn_push: std_logic;
 signal chn_v: std_logic;
+signal pgq_push: std_logic;
+signal pgq_v: std_logic;
+signal pgq_nf: std_logic;
 signal fwd_acc: std_logic;
+signal fbusy_r: std_logic;
 signal upd_pend: std_logic;
 signal bwd_acc: std_logic;
 signal blast: std_logic;
 signal fp_start: std_logic;
 signal eb_start: std_logic;
 signal pg_start: std_logic;
+signal bbusy_r: std_logic;
 signal bcnt: unsigned(2 downto 0);
 signal bat_m1: unsigned(2 downto 0);
 signal bfin: std_logic;
-signal eb_seen: std_logic;
-signal fdone_i: std_logic;
+signal ebd: unsigned(1 downto 0);
 signal bdone_i: std_logic;
+signal fdone_i: std_logic;
+signal fp_done: std_logic;
 signal nerr: std_logic;
 signal wa: unsigned(7 downto 0);
 signal fbase: unsigned(7 downto 0);
-signal fp_done: std_logic;
 signal ec: unsigned(3 downto 0);
 signal er: unsigned(3 downto 0);
 signal ewm1: unsigned(3 downto 0);
@@ -201,6 +206,7 @@ signal ebp_l: std_logic;
 signal ebp_d: unsigned(95 downto 0);
 signal ebp_bad: std_logic;
 signal pg_work: std_logic;
+signal pgq_empty: std_logic;
 signal fp_cerr: std_logic;
 signal eb_cerr: std_logic;
 signal pg_cerr: std_logic;
@@ -215,8 +221,10 @@ signal zero: std_logic;
 signal ebp_in_l: std_logic;
 signal ebp_in: unsigned(95 downto 0);
 signal fpdeep_fp0_s_axis_w_tdata: unsigned(143 downto 0);
+signal fpdeep_fp0_s_axis_w_tvalid: std_logic;
 signal fpdeep_fp0_s_axis_w_tready: std_logic;
 signal fpdeep_fp0_s_axis_b_tdata: unsigned(31 downto 0);
+signal fpdeep_fp0_s_axis_b_tvalid: std_logic;
 signal fpdeep_fp0_s_axis_b_tready: std_logic;
 signal fpdeep_fp0_lb_done_unused: std_logic;
 signal fpdeep_fp0_lb_busy: std_logic;
@@ -679,6 +687,7 @@ signal fpdeep_fp0_chain_output0_out_fifo22_u0: unsigned(1 downto 0);
 signal fpdeep_fp0_chain_output0_out_fifo22_u1: unsigned(1 downto 0);
 signal fpdeep_eb0_cfg_first: std_logic;
 signal fpdeep_eb0_s_axis_w_tdata: unsigned(143 downto 0);
+signal fpdeep_eb0_s_axis_w_tvalid: std_logic;
 signal fpdeep_eb0_s_axis_w_tready: std_logic;
 signal fpdeep_eb0_s_axis_err_tvalid: std_logic;
 signal fpdeep_eb0_s_axis_err_tready: std_logic;
@@ -1143,8 +1152,10 @@ signal fpdeep_pg0_s_axis_w_tvalid: std_logic;
 signal fpdeep_pg0_s_axis_w_tready: std_logic;
 signal fpdeep_pg0_s_axis_b_tvalid: std_logic;
 signal fpdeep_pg0_s_axis_b_tready: std_logic;
+signal fpdeep_pg0_s_axis_err_tdata: unsigned(31 downto 0);
 signal fpdeep_pg0_s_axis_err_tvalid: std_logic;
 signal fpdeep_pg0_s_axis_err_tready: std_logic;
+signal fpdeep_pg0_s_axis_err_tlast: std_logic;
 signal fpdeep_pg0_m_axis_w_tvalid: std_logic;
 signal fpdeep_pg0_m_axis_w_tready: std_logic;
 signal fpdeep_pg0_m_axis_b_tvalid: std_logic;
@@ -2333,6 +2344,9 @@ signal fpdeep_pg0_out_fifo27_l0: std_logic;
 signal fpdeep_pg0_out_fifo27_l1: std_logic;
 signal fpdeep_pg0_out_fifo27_u0: unsigned(0 downto 0);
 signal fpdeep_pg0_out_fifo27_u1: unsigned(0 downto 0);
+signal preg0_d: unsigned(143 downto 0);
+signal preg1_d: unsigned(31 downto 0);
+signal preg2_d: unsigned(143 downto 0);
 signal fork0_s_fire: std_logic;
 signal fork0_okv: unsigned(2 downto 0);
 signal fork0_fork_branch0_ok: std_logic;
@@ -2368,6 +2382,12 @@ signal fork4_fork_branch11_ok: std_logic;
 signal fork4_fork_branch11_taken: std_logic;
 signal fork4_fork_branch12_ok: std_logic;
 signal fork4_fork_branch12_taken: std_logic;
+signal efifo0_cnt: unsigned(5 downto 0);
+signal efifo0_pop: std_logic;
+signal efifo0_q: unsigned(32 downto 0);
+signal efifo0_rp: unsigned(4 downto 0);
+signal efifo0_wd: unsigned(32 downto 0);
+signal efifo0_wp: unsigned(4 downto 0);
 signal fifo20_cnt: unsigned(1 downto 0);
 signal fifo20_d0: unsigned(31 downto 0);
 signal fifo20_d1: unsigned(31 downto 0);
@@ -2411,6 +2431,8 @@ type t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_mem is array(0 to 8
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_mem: t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_mem;
 type t_array_act_ram0_mem is array(0 to 256-1) of unsigned(32 downto 0);
 signal act_ram0_mem: t_array_act_ram0_mem;
+type t_array_efifo0_mem is array(0 to 32-1) of unsigned(32 downto 0);
+signal efifo0_mem: t_array_efifo0_mem;
 
 begin
 
@@ -4613,10 +4635,10 @@ fpdeep_fp0_win_v <= stdl(fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_cnt /= 0);
 
 fpdeep_fp0_s_axis_w_tready <= fpdeep_fp0_en;
 fpdeep_fp0_s_axis_b_tready <= fpdeep_fp0_en;
-fpdeep_fp0_wfire <= stdl(bool(fpdeep_fp0_en) and bool(fpw_v));
-fpdeep_fp0_bfire <= stdl(bool(fpdeep_fp0_en) and bool(fpb_v));
-fpdeep_fp0_win_r <= stdl(bool(fpdeep_fp0_en) and (not bool(fpw_v)) and (not bool(fpb_v)));
-fpdeep_fp0_fire <= stdl(bool(fpdeep_fp0_en) and bool(fpdeep_fp0_win_v) and (not bool(fpw_v)) and (not bool(fpb_v)));
+fpdeep_fp0_wfire <= stdl(bool(fpdeep_fp0_en) and bool(fpdeep_fp0_s_axis_w_tvalid));
+fpdeep_fp0_bfire <= stdl(bool(fpdeep_fp0_en) and bool(fpdeep_fp0_s_axis_b_tvalid));
+fpdeep_fp0_win_r <= stdl(bool(fpdeep_fp0_en) and (not bool(fpdeep_fp0_s_axis_w_tvalid)) and (not bool(fpdeep_fp0_s_axis_b_tvalid)));
+fpdeep_fp0_fire <= stdl(bool(fpdeep_fp0_en) and bool(fpdeep_fp0_win_v) and (not bool(fpdeep_fp0_s_axis_w_tvalid)) and (not bool(fpdeep_fp0_s_axis_b_tvalid)));
 fpdeep_fp0_lb_start <= stdl(bool(fp_start) and (not bool(fpdeep_fp0_ibusy)));
 
 fpdeep_fp0_inreg: process (clk) is
@@ -7395,9 +7417,9 @@ fpdeep_eb0_win_v <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_cnt /= 0);
 
 
 fpdeep_eb0_s_axis_w_tready <= fpdeep_eb0_en;
-fpdeep_eb0_wfire <= stdl(bool(fpdeep_eb0_en) and bool(ebw_v));
-fpdeep_eb0_win_r <= stdl(bool(fpdeep_eb0_en) and (not bool(ebw_v)));
-fpdeep_eb0_fire <= stdl(bool(fpdeep_eb0_en) and bool(fpdeep_eb0_win_v) and (not bool(ebw_v)));
+fpdeep_eb0_wfire <= stdl(bool(fpdeep_eb0_en) and bool(fpdeep_eb0_s_axis_w_tvalid));
+fpdeep_eb0_win_r <= stdl(bool(fpdeep_eb0_en) and (not bool(fpdeep_eb0_s_axis_w_tvalid)));
+fpdeep_eb0_fire <= stdl(bool(fpdeep_eb0_en) and bool(fpdeep_eb0_win_v) and (not bool(fpdeep_eb0_s_axis_w_tvalid)));
 fpdeep_eb0_lb_start <= stdl(bool(eb_start) and (not bool(fpdeep_eb0_ibusy)));
 
 fpdeep_eb0_inreg: process (clk) is
@@ -10203,7 +10225,7 @@ begin
             fpdeep_pg0_ea <= stdl(bool(fpdeep_pg0_fire) and bool(fpdeep_pg0_win_u));
             if bool(fpdeep_pg0_fire) then
                 fpdeep_pg0_xr <= fpdeep_pg0_win_d;
-                fpdeep_pg0_er <= s_axis_berr_tdata_num;
+                fpdeep_pg0_er <= fpdeep_pg0_s_axis_err_tdata;
             end if;
         end if;
     end if;
@@ -15094,7 +15116,7 @@ begin
             end if;
             if bool(fpdeep_pg0_fire) then
                 fpdeep_pg0_sfirst <= fpdeep_pg0_win_u;
-                if (s_axis_berr_tlast /= fpdeep_pg0_win_l) then
+                if (fpdeep_pg0_s_axis_err_tlast /= fpdeep_pg0_win_l) then
                     pg_rerr <= '1';
                 end if;
             end if;
@@ -15127,6 +15149,51 @@ end process fpdeep_pg0_ctl;
 
 
 pg_busy <= stdl(fpdeep_pg0_phase /= 0);
+
+preg0_rg: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_fp0_s_axis_w_tvalid <= '0';
+            fpdeep_fp0_s_axis_w_tdata <= to_unsigned(0, 144);
+        else
+            fpdeep_fp0_s_axis_w_tvalid <= stdl(bool(fpw_v) and bool(fpdeep_fp0_s_axis_w_tready));
+            if bool(fpw_v) then
+                fpdeep_fp0_s_axis_w_tdata <= preg0_d;
+            end if;
+        end if;
+    end if;
+end process preg0_rg;
+
+preg1_rg: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_fp0_s_axis_b_tvalid <= '0';
+            fpdeep_fp0_s_axis_b_tdata <= to_unsigned(0, 32);
+        else
+            fpdeep_fp0_s_axis_b_tvalid <= stdl(bool(fpb_v) and bool(fpdeep_fp0_s_axis_b_tready));
+            if bool(fpb_v) then
+                fpdeep_fp0_s_axis_b_tdata <= preg1_d;
+            end if;
+        end if;
+    end if;
+end process preg1_rg;
+
+preg2_rg: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_eb0_s_axis_w_tvalid <= '0';
+            fpdeep_eb0_s_axis_w_tdata <= to_unsigned(0, 144);
+        else
+            fpdeep_eb0_s_axis_w_tvalid <= stdl(bool(ebw_v) and bool(fpdeep_eb0_s_axis_w_tready));
+            if bool(ebw_v) then
+                fpdeep_eb0_s_axis_w_tdata <= preg2_d;
+            end if;
+        end if;
+    end if;
+end process preg2_rg;
 
 
 hfw_v <= stdl(bool(hw_v) and bool(fpdeep_eb0_cfg_first) and (not bool(fork0_fork_branch0_taken)));
@@ -15337,27 +15404,27 @@ fork3_s_fire <= stdl(bool(fpdeep_pg0_m_axis_b_tvalid) and (fork3_okv = 3));
 mux20_0_m: process (s_axis_w_tdata_num, pgw_d, pg_busy) is
 begin
     if bool(pg_busy) then
-        fpdeep_fp0_s_axis_w_tdata <= pgw_d;
+        preg0_d <= pgw_d;
     else
-        fpdeep_fp0_s_axis_w_tdata <= s_axis_w_tdata_num;
+        preg0_d <= s_axis_w_tdata_num;
     end if;
 end process mux20_0_m;
 
 mux21_0_m: process (s_axis_w_tdata_num, pgw_d, pg_busy) is
 begin
     if bool(pg_busy) then
-        fpdeep_eb0_s_axis_w_tdata <= pgw_d;
+        preg2_d <= pgw_d;
     else
-        fpdeep_eb0_s_axis_w_tdata <= s_axis_w_tdata_num;
+        preg2_d <= s_axis_w_tdata_num;
     end if;
 end process mux21_0_m;
 
 mux22_0_m: process (s_axis_b_tdata_num, pgb_d, pg_busy) is
 begin
     if bool(pg_busy) then
-        fpdeep_fp0_s_axis_b_tdata <= pgb_d;
+        preg1_d <= pgb_d;
     else
-        fpdeep_fp0_s_axis_b_tdata <= s_axis_b_tdata_num;
+        preg1_d <= s_axis_b_tdata_num;
     end if;
 end process mux22_0_m;
 
@@ -15419,8 +15486,8 @@ begin
 end process fork4_fork_branch10_st;
 
 
-fpdeep_pg0_s_axis_err_tvalid <= stdl(bool(e_v) and bool(fpdeep_eb0_cfg_first) and (not bool(fork4_fork_branch11_taken)));
-fork4_fork_branch11_ok <= stdl(bool(fork4_fork_branch11_taken) or (bool(fpdeep_eb0_cfg_first) and bool(fpdeep_pg0_s_axis_err_tready)));
+pgq_v <= stdl(bool(e_v) and bool(fpdeep_eb0_cfg_first) and (not bool(fork4_fork_branch11_taken)));
+fork4_fork_branch11_ok <= stdl(bool(fork4_fork_branch11_taken) or (bool(fpdeep_eb0_cfg_first) and bool(pgq_nf)));
 
 fork4_fork_branch11_st: process (clk) is
 begin
@@ -15430,7 +15497,7 @@ begin
         else
             if bool(e_f) then
                 fork4_fork_branch11_taken <= '0';
-            elsif (bool(e_v) and bool(fpdeep_eb0_cfg_first) and bool(fpdeep_pg0_s_axis_err_tready)) then
+            elsif (bool(e_v) and bool(fpdeep_eb0_cfg_first) and bool(pgq_nf)) then
                 fork4_fork_branch11_taken <= '1';
             end if;
         end if;
@@ -15459,6 +15526,64 @@ end process fork4_fork_branch12_st;
 
 e_r <= stdl(fork4_okv = 7);
 e_f <= stdl(bool(e_v) and (fork4_okv = 7));
+
+
+efifo0_wd <= unsigned'(s_axis_berr_tlast & s_axis_berr_tdata_num);
+
+efifo0_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(pgq_push) then
+            efifo0_mem(to_integer(efifo0_wp)) <= efifo0_wd;
+        end if;
+    end if;
+end process efifo0_ram;
+
+
+efifo0_q <= efifo0_mem(to_integer(efifo0_rp));
+
+
+efifo0_pop <= stdl((efifo0_cnt /= 0) and bool(fpdeep_pg0_s_axis_err_tready));
+fpdeep_pg0_s_axis_err_tdata <= efifo0_q(32-1 downto 0);
+fpdeep_pg0_s_axis_err_tlast <= efifo0_q(32);
+fpdeep_pg0_s_axis_err_tvalid <= stdl(efifo0_cnt /= 0);
+pgq_empty <= stdl(efifo0_cnt = 0);
+
+efifo0_ptr: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pgq_nf <= '0';
+            efifo0_rp <= to_unsigned(0, 5);
+            efifo0_cnt <= to_unsigned(0, 6);
+            efifo0_wp <= to_unsigned(0, 5);
+        else
+            if bool(pgq_push) then
+                if (signed(resize(efifo0_wp, 6)) = (32 - 1)) then
+                    efifo0_wp <= to_unsigned(0, 5);
+                else
+                    efifo0_wp <= (efifo0_wp + 1);
+                end if;
+            end if;
+            if bool(efifo0_pop) then
+                if (signed(resize(efifo0_rp, 6)) = (32 - 1)) then
+                    efifo0_rp <= to_unsigned(0, 5);
+                else
+                    efifo0_rp <= (efifo0_rp + 1);
+                end if;
+            end if;
+            if (bool(pgq_push) and (not bool(efifo0_pop))) then
+                efifo0_cnt <= (efifo0_cnt + 1);
+                pgq_nf <= stdl(signed(resize(efifo0_cnt, 7)) < (32 - 1));
+            elsif (bool(efifo0_pop) and (not bool(pgq_push))) then
+                efifo0_cnt <= (efifo0_cnt - 1);
+                pgq_nf <= '1';
+            else
+                pgq_nf <= stdl(efifo0_cnt < 32);
+            end if;
+        end if;
+    end if;
+end process efifo0_ptr;
 
 fifo20_seq: process (clk) is
     variable pop: std_logic;
@@ -15534,15 +15659,15 @@ fbad <= stdl(bool(cbad) or (cfg_fsample_num >= 4));
 bbad <= stdl(bool(cbad) or (cfg_bsample_num >= 4) or ((not bool(pg_busy)) and ((cfg_batch_num = 0) or (cfg_batch_num > 4) or (cfg_lr_num = 0) or bool(cfg_lr_num(15)))));
 
 
-host_en <= stdl((not (bool(fp_busy) or bool(eb_busy) or bool(pg_busy) or bool(fwd_busy_r) or bool(bwd_busy_r) or bool(eb_act))));
+host_en <= stdl((not (bool(fp_busy) or bool(eb_busy) or bool(pg_busy) or (nf_out /= 0) or (nb_out /= 0) or (eb_n /= 0))));
 hw_v <= stdl(bool(s_axis_w_tvalid) and bool(host_en));
 hb_v <= stdl(bool(s_axis_b_tvalid) and bool(host_en));
 s_axis_w_tready <= stdl(bool(hw_r) and bool(host_en));
 s_axis_b_tready <= stdl(bool(hb_r) and bool(host_en));
 
 
-fp_idle <= stdl((not bool(fwd_busy_r)));
-eb_idle <= stdl((not bool(eb_act)));
+fp_idle <= stdl(nf_out = 0);
+eb_idle <= stdl(eb_n = 0);
 
 pmux: process (pgw_d, heb_v, pg_busy, pgw_l, hfb_v, hfw_v, ufb_v, pgb_d, ueb_v, ufw_v, pgb_l) is
 begin
@@ -15562,7 +15687,7 @@ begin
 end process pmux;
 
 
-we <= stdl(bool(fwd_busy_r) and bool(s_axis_pix_tvalid) and bool(s_axis_pix_tready));
+we <= stdl((nf_out /= 0) and bool(s_axis_pix_tvalid) and bool(s_axis_pix_tready));
 wdat <= unsigned'(s_axis_pix_tlast & s_axis_pix_tdata_num);
 
 
@@ -15633,17 +15758,18 @@ chn_rdy <= stdl(bool(chn_nf) or bool(bend_r));
 
 
 chn_push <= stdl(bool(chn_v) and bool(chn_nf) and (not bool(bend_r)));
+pgq_push <= stdl(bool(pgq_v) and bool(pgq_nf));
 
 
-fwd_acc <= stdl(bool(fwd_start) and (not bool(fwd_busy_r)) and (not bool(upd_pend)) and (not (bool(bwd_acc) and bool(blast))));
+fwd_acc <= stdl(bool(fwd_start) and (not bool(fbusy_r)) and (not bool(upd_pend)) and (not (bool(bwd_acc) and bool(blast))));
 fp_start <= stdl(bool(fwd_acc) and (not bool(fbad)));
 eb_start <= stdl(bool(bwd_acc) and (not bool(bbad)));
 pg_start <= stdl(bool(bwd_acc) and (not bool(bbad)) and (not bool(pg_busy)));
 rstart <= stdl(bool(bwd_acc) and (not bool(bbad)));
 
-acc2: process (bcnt, pg_busy, cfg_batch_num, bwd_start, bwd_busy_r, bat_m1) is
+acc2: process (bcnt, pg_busy, cfg_batch_num, bwd_start, bbusy_r, bat_m1) is
 begin
-    bwd_acc <= stdl(bool(bwd_start) and (not bool(bwd_busy_r)));
+    bwd_acc <= stdl(bool(bwd_start) and (not bool(bbusy_r)));
     if bool(pg_busy) then
         blast <= stdl(bcnt = bat_m1);
     else
@@ -15652,44 +15778,51 @@ begin
 end process acc2;
 
 
-bfin <= stdl(bool(bwd_busy_r) and bool(eb_seen) and (not bool(e_open)) and (not bool(upd_pend)));
+bfin <= stdl((ebd /= 0) and ((nb_out = 2) or (not (bool(e_open) or bool(upd_pend)))) and (not (bool(bwd_acc) and bool(bbad))));
 
 ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            bdone_i <= '0';
-            eb_seen <= '0';
-            fdone_i <= '0';
-            upd_pend <= '0';
+            ebd <= to_unsigned(0, 2);
             ebp_bad <= '0';
-            fwd_busy_r <= '0';
-            bcnt <= to_unsigned(0, 3);
+            upd_pend <= '0';
             ewm1 <= to_unsigned(0, 4);
-            e_open <= '0';
-            nerr <= '0';
             ec <= to_unsigned(0, 4);
-            bend_r <= '0';
             er <= to_unsigned(0, 4);
             ehm1 <= to_unsigned(0, 4);
-            bwd_busy_r <= '0';
-            wa <= to_unsigned(0, 8);
+            bbusy_r <= '0';
             bat_m1 <= to_unsigned(0, 3);
-            eb_act <= '0';
-        else
             fdone_i <= '0';
+            nb_out <= to_unsigned(0, 2);
+            nerr <= '0';
             bdone_i <= '0';
+            bcnt <= to_unsigned(0, 3);
+            nf_out <= to_unsigned(0, 2);
+            bend_r <= '0';
+            fbusy_r <= '0';
+            eb_n <= to_unsigned(0, 2);
+            e_open <= '0';
+            wa <= to_unsigned(0, 8);
+        else
+            bdone_i <= '0';
+            fbusy_r <= stdl(bool(fp_busy) or bool(fp_start));
+            if (bool(fdone_i) and (not ((nf_out /= 0) and bool(fp_done)))) then
+                fdone_i <= '0';
+            end if;
             if bool(fwd_acc) then
                 if bool(fbad) then
                     nerr <= '1';
                     fdone_i <= '1';
                 else
                     nerr <= '0';
-                    fwd_busy_r <= '1';
                     wa <= fbase;
                 end if;
-            elsif (bool(fwd_busy_r) and bool(fp_done)) then
-                fwd_busy_r <= '0';
+            end if;
+            if (bool(fp_start) and (not ((nf_out /= 0) and bool(fp_done)))) then
+                nf_out <= (nf_out + 1);
+            elsif ((nf_out /= 0) and bool(fp_done) and (not bool(fp_start))) then
+                nf_out <= (nf_out - 1);
             end if;
             if bool(we) then
                 wa <= (wa + 1);
@@ -15700,9 +15833,7 @@ begin
                     bdone_i <= '1';
                 else
                     nerr <= '0';
-                    bwd_busy_r <= '1';
                     e_open <= '1';
-                    eb_seen <= '0';
                     bend_r <= cfg_bend;
                     ec <= to_unsigned(0, 4);
                     er <= to_unsigned(0, 4);
@@ -15728,18 +15859,26 @@ begin
                     ec <= (ec + 1);
                 end if;
             end if;
-            if bool(eb_done) then
-                eb_seen <= '1';
-                eb_act <= '0';
+            bbusy_r <= stdl(bool(eb_start) or bool(e_open) or bool(rd_on) or bool(eb_busy) or bool(upd_pend) or (nb_out = 2));
+            if (bool(eb_start) and (not bool(eb_done))) then
+                eb_n <= (eb_n + 1);
+            elsif (bool(eb_done) and (not bool(eb_start))) then
+                eb_n <= (eb_n - 1);
             end if;
-            if bool(eb_start) then
-                eb_act <= '1';
+            if (bool(eb_done) and (not bool(bfin))) then
+                ebd <= (ebd + 1);
+            elsif (bool(bfin) and (not bool(eb_done))) then
+                ebd <= (ebd - 1);
+            end if;
+            if (bool(eb_start) and (not bool(bfin))) then
+                nb_out <= (nb_out + 1);
+            elsif (bool(bfin) and (not bool(eb_start))) then
+                nb_out <= (nb_out - 1);
             end if;
             if bool(pg_done) then
                 upd_pend <= '0';
             end if;
             if bool(bfin) then
-                bwd_busy_r <= '0';
                 bdone_i <= '1';
             end if;
             if (bool(ebp_v) and (bool(ebp_l) or (ebp_d /= 0) or (ebp_d = 0))) then
@@ -15750,17 +15889,17 @@ begin
 end process ctl;
 
 
-pg_work <= stdl(bool(pg_busy) and bool(bwd_busy_r) and (bool(e_open) or bool(upd_pend)));
+pg_work <= stdl(bool(pg_busy) and (nb_out /= 0) and (bool(e_open) or (not bool(pgq_empty)) or bool(upd_pend)));
 
 
-fwd_busy <= stdl(bool(fwd_busy_r) or bool(upd_pend));
-bwd_busy <= bwd_busy_r;
-fwd_done <= stdl(bool(fdone_i) or (bool(fwd_busy_r) and bool(fp_done)));
+fwd_busy <= stdl(bool(fbusy_r) or bool(upd_pend));
+bwd_busy <= bbusy_r;
+fwd_done <= stdl(bool(fdone_i) or ((nf_out /= 0) and bool(fp_done)));
 bwd_done <= bdone_i;
 cfg_err <= stdl(bool(nerr) or bool(fp_cerr) or bool(eb_cerr) or bool(pg_cerr));
 row_err <= stdl(bool(fp_rerr) or bool(eb_rerr) or bool(pg_rerr));
 psum_err <= stdl(bool(fp_perr) or bool(eb_perr) or bool(ebp_bad) or bool(ebp_in_r));
-stage_busy_num <= unsigned'(pg_work & eb_act & fwd_busy_r);
+stage_busy_num <= unsigned'(pg_work & (eb_n /= 0) & (nf_out /= 0));
 ebp_in_v <= zero;
 ebp_in_l <= zero;
 ebp_in <= to_unsigned(0, 96);
