@@ -44,8 +44,8 @@ from golden.cosmic_pe import DONE_OFFSET, Assembler, AsmError, PEConfig, OP_NAME
 from golden.fixedpoint import QFormat
 
 from .errors import CompileError
-from .mapper import schedule
-from .schedule import TREE_CYCLE_SHIFT, critical_path, op_count, tree_depth
+from .mapper import critical_path_bound, schedule
+from .schedule import TREE_CYCLE_SHIFT, op_count, tree_depth
 
 MIN_DEPTH = 16
 
@@ -215,7 +215,7 @@ def compile_graph(graph, plan, *, mapper="cosmic", fmt=None, bypass=1, recompute
     data_addr = {v: (pe, key[1]) for v, (pe, key) in S.data_key.items()}
     ops = op_count(graph)
     stats = {"length": S.length, "cycles_compute": S.length + DONE_OFFSET,
-             "critical_path": critical_path(graph, bypass), "ops": ops,
+             "critical_path": critical_path_bound(graph, fmt, bypass, S.rows), "ops": ops,
              "ops_per_pe": -(-ops // P), "transfers": dict(S.transfers),
              "transfers_total": sum(S.transfers.values()), "slots_used": S.slots_used,
              "tree_depth": tree_depth(S.rows), "mapper": mapper,

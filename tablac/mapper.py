@@ -28,10 +28,16 @@ the scheduler's two-port reads on or off.
 """
 from __future__ import annotations
 
+import heapq
+from dataclasses import replace
+
 import numpy as np
 
+import golden.cosmic_pe as _cosmic_pe
+
 from .errors import CompileError
-from .schedule import Sched, Scheduler, critical_path, op_count, priorities  # noqa: F401
+from .schedule import (LAT_BUS, PE_OP, Sched, Scheduler, critical_path, op_count,  # noqa: F401
+                       priorities, tree_depth)
 
 LEAF = ("input", "label", "model", "const")
 MAPPERS = ("cosmic", "mlrcs")
@@ -44,6 +50,195 @@ VARIANTS = ((False, False), (True, False), (False, True), (True, True),
             (False, True, True), (True, True, True),
             (False, False, False, False), (True, False, False, False))
 SMALL_GRAPH = 1000
+
+
+BOOL_OPS = ("lt", "gt")     # results are exactly 0 or ONE (2**F)
+
+
+def commute_bool_muls(graph, fmt=None):
+    """The DFG with ``mul(X, mul(B, Z))`` rewritten to ``mul(B, mul(X, Z))`` wherever ``B``
+    is a comparison (its word is 0 or ONE = 2**F), the inner product has no other user
+    and ``B`` comes later than ``X`` and ``Z`` (longer chain of operations below it); None
+    when nothing applies (or leaf ids would move).
+
+    Bit-exact in the fixed-point path (``QFormat.mul`` = saturate(round(a*b / 2**F)),
+    round half up): with ``B = ONE`` both sides are ``mul(X, Z)`` because ``mul(ONE, v) =
+    v`` for every word ``v``; with ``B = 0`` both are 0 (``mul(0, v) = mul(v, 0) = 0``).
+    In float64 likewise (``B`` is 0.0 or 1.0).  It takes one operation off the chain
+    behind the comparison: the hinge loss's ``mu * (c * (0 - y))`` becomes ``c * (mu *
+    (0 - y))``, whose second factor is ready long before ``c``."""
+    if fmt is not None and fmt.one > fmt.max_int:
+        return None
+    nodes = list(graph.nodes)
+    users = {}
+    for n in nodes:
+        for a in n.args:
+            users.setdefault(a, []).append(n.id)
+    pinned = set()
+    for d in (graph.update, graph.gradient):
+        for ids in d.values():
+            pinned.update(int(v) for v in np.asarray(ids).ravel())
+
+    def levels():       # (the nodes need not be in id order after a rewrite)
+        lv = {}
+        for root in nodes:
+            stack = [root.id]
+            while stack:
+                v = stack[-1]
+                n = nodes[v]
+                todo = [a for a in n.args if a not in lv]
+                if todo:
+                    stack.extend(todo)
+                    continue
+                stack.pop()
+                w = len(n.args) // 2 if n.op == "dot" else 1
+                lv[v] = 0 if n.op in LEAF else w + max((lv[a] for a in n.args), default=0)
+        return lv
+
+    changed = False
+    for _ in range(len(nodes)):
+        lv = levels()
+        hit = None
+        for n2 in nodes:
+            if n2.op != "mul" or len(n2.args) != 2 or n2.args[0] == n2.args[1]:
+                continue
+            for i in (0, 1):
+                x, n1 = n2.args[i], n2.args[1 - i]
+                m = nodes[n1]
+                if m.op != "mul" or len(m.args) != 2 or users.get(n1) != [n2.id] \
+                        or n1 in pinned or m.args[0] == m.args[1]:
+                    continue
+                for j in (0, 1):
+                    b, z = m.args[j], m.args[1 - j]
+                    if nodes[b].op in BOOL_OPS and lv[b] > max(lv[x], lv[z]) and x != b:
+                        hit = (n2.id, n1, x, b, z)
+                        break
+                if hit:
+                    break
+            if hit:
+                break
+        if hit is None:
+            break
+        i2, i1, x, b, z = hit
+        nodes[i1] = replace(nodes[i1], args=(x, z))
+        nodes[i2] = replace(nodes[i2], args=(b, i1))
+        users = {}
+        for n in nodes:
+            for a in n.args:
+                users.setdefault(a, []).append(n.id)
+        changed = True
+    if not changed:
+        return None
+    # topological order again (the inner product may now read a later constant), stable
+    deps = {n.id: set(n.args) for n in nodes}
+    ready = [n.id for n in nodes if not n.args]
+    heapq.heapify(ready)
+    left = {n.id: len(deps[n.id]) for n in nodes}
+    order = []
+    while ready:
+        v = heapq.heappop(ready)
+        order.append(v)
+        for u in dict.fromkeys(users.get(v, [])):
+            left[u] -= 1
+            if left[u] == 0:
+                heapq.heappush(ready, u)
+    new = {old: k for k, old in enumerate(order)}
+    if len(order) != len(nodes) or any(new[n.id] != n.id for n in nodes if n.op in LEAF[:3]):
+        return None
+    out = [replace(nodes[old], id=k, args=tuple(new[a] for a in nodes[old].args))
+           for k, old in enumerate(order)]
+
+    def remap(d):
+        return {k: np.vectorize(lambda v: new.get(int(v), int(v)), otypes=[np.int64])(ids)
+                for k, ids in d.items()}
+    return replace(graph, nodes=out, inputs=remap(graph.inputs), labels=remap(graph.labels),
+                   model=remap(graph.model), update=remap(graph.update),
+                   gradient=remap(graph.gradient))
+
+
+def _result_latency(op):
+    f = getattr(_cosmic_pe, "result_latency", None)
+    return 1 if f is None else f(op)
+
+
+def relaxed_path(graph, rows: int = 1) -> int:
+    """Cycles (start to ``done``) of the DFG's longest dependence chain when every
+    transfer were free, with the dependence latencies no schedule can beat on
+    ``cosmic_pe``: an operation's result is readable ``L`` slots after it issues (its
+    result latency; 1 for every op today) on its own PE with bypass AND on a neighbour
+    over the link (``LAT_LINK`` counts from the output register, which is as early), so
+    with or without bypass the chain pays ``L`` per step (without bypass a schedule can
+    alternate between two neighbours); a dot of k terms is k macs that may issue as their
+    operands come; and an add/mul reduction may instead go through the tree bus (``rows``
+    > 1): up to ``d = tree_depth(rows)`` levels at once, readable ``LAT_BUS + d`` slots
+    after its last source is emitted (the source's output cycle: issue + L - 1).  The
+    last instruction's pipeline (``DONE_OFFSET``) is added."""
+    d = tree_depth(rows) if rows > 1 else 0
+    ready = {}                                  # slot from which a node is readable
+    for n in graph.nodes:
+        if n.op in LEAF:
+            ready[n.id] = 0
+            continue
+        op = "mac" if n.op == "dot" else PE_OP.get(n.op, "add")
+        lat = _result_latency(op)
+        if n.op == "dot":
+            t = -1
+            for r in sorted(max(ready[n.args[2 * i]], ready[n.args[2 * i + 1]])
+                            for i in range(len(n.args) // 2)):
+                t = max(t + 1, r)
+            fin = t
+        else:
+            fin = max((ready[a] for a in n.args), default=0)
+        best = fin + lat
+        if d and n.op in ("add", "mul") and len(n.args) == 2:
+            # the deepest fold (d levels of the same op) has the earliest sources
+            front, lvl = list(n.args), 1
+            while lvl < d:
+                nxt = []
+                for u in front:
+                    un = graph.nodes[u]
+                    nxt += list(un.args) if un.op == n.op and len(un.args) == 2 else [u]
+                front, lvl = nxt, lvl + 1
+            emit = max(max(ready[u] - 1, 0) for u in front)
+            best = min(best, emit + LAT_BUS + d)
+        ready[n.id] = best
+    last = max((r - _result_latency("mac" if n.op == "dot" else PE_OP.get(n.op, "add"))
+                for n in graph.nodes if n.op not in LEAF for r in (ready[n.id],)), default=None)
+    return 0 if last is None else last + 1 + done_offset()
+
+
+def done_offset() -> int:
+    """Cycles from the last slot's issue to ``done`` (golden.cosmic_pe.DONE_OFFSET)."""
+    return getattr(_cosmic_pe, "DONE_OFFSET", _cosmic_pe.OUT_OFFSET)
+
+
+def critical_path_bound(graph, fmt=None, bypass: int = 1, rows: int = 1) -> int:
+    """The critical-path lower bound of what :func:`schedule` may run on ``rows`` rows:
+    :func:`relaxed_path` of the DFG and of its bit-exact rewrite
+    (:func:`commute_bool_muls`, which the mapper may schedule instead), the smaller.  With
+    bypass and every result latency 1 and no fold gaining (a fold takes ``LAT_BUS + d``
+    slots for ``d`` levels) it is :func:`tablac.schedule.critical_path`; without bypass
+    that one charges the 5-slot hazard the neighbour link avoids, so it is no bound."""
+    alt = commute_bool_muls(graph, fmt)
+    cp = relaxed_path(graph, rows)
+    return cp if alt is None else min(cp, relaxed_path(alt, rows))
+
+
+def ops_bound(graph, pes: int, rows: int) -> int:
+    """Issue slots a schedule of ``graph`` on one thread of ``pes`` PEs in ``rows`` rows
+    needs at least, counting what the tree bus can take off the PEs: every PE issues one
+    instruction per slot (a dot of k terms is k macs); a tree transaction (at most one
+    per cycle, one per schedule slot) applies at most ``rows - 1`` add or mul nodes, and
+    only binary add/mul nodes of two different non-constant operands can be folded into
+    one.  So ``L >= ceil(pe_only / pes)`` and ``pes * L + (rows - 1) * L >= ops``.  The
+    cycle bound is this plus the pipeline drain of the last slot (``cycles - length``)."""
+    ops = op_count(graph)
+    tree = 0 if rows < 2 else sum(
+        1 for n in graph.nodes if n.op in ("add", "mul") and len(n.args) == 2
+        and n.args[0] != n.args[1] and not any(graph.nodes[a].op == "const" for a in n.args))
+    pe_only = ops - tree
+    cap = rows - 1 if rows > 1 else 0
+    return max(-(-pe_only // pes), -(-ops // (pes + cap)))
 
 
 def sample_vector(graph) -> list:
@@ -298,34 +493,40 @@ class MlrcsPolicy:
 
 
 def schedule(graph, plan, fmt, mapper: str = "cosmic", *, bypass: int = 1,
-             recompute: int = 3, file: str = "<input>") -> Sched:
-    """Map and schedule ``graph`` for one thread of ``plan`` (a :class:`tablac.plan.Plan`)."""
+             recompute: int = 3, file: str = "<input>", rewrite: bool = True) -> Sched:
+    """Map and schedule ``graph`` for one thread of ``plan`` (a :class:`tablac.plan.Plan`);
+    ``rewrite=False`` schedules the DFG exactly as lowered (no :func:`commute_bool_muls`)."""
     if mapper not in MAPPERS:
         raise CompileError(f"unknown mapper '{mapper}' (choose {' or '.join(MAPPERS)})", file)
     C, R = plan.columns, plan.rows_per_thread
     best = None
     tried = []
     small = len(graph.nodes) <= SMALL_GRAPH
-    for align, nb, *opt in VARIANTS:
-        sp = bool(opt and opt[0])
-        dual = not (len(opt) > 1 and not opt[1])
-        if (nb or sp) and (mapper != "cosmic" or not small) and best is not None:
-            continue
-        vec, chunks, where = data_map(graph, C, R, align)
-        if (chunks, nb, sp, dual) in tried:
-            continue
-        tried.append((chunks, nb, sp, dual))
-        policy = CosmicPolicy(where, C * R, neighbours=nb, spread=sp) if mapper == "cosmic" \
-            else MlrcsPolicy(where, C * R)
-        S = Scheduler(graph, C, R, fmt, policy, bypass=bypass, recompute=recompute, file=file)
-        S.dual = dual
-        S.place_leaves(where)
-        S.run(priorities(graph))
-        length = max((max(c) + 1 for c in S.code if c), default=1)
-        key = (length, sum(S.transfers.values()))
-        if best is None or key < best[0]:
-            best = (key, (vec, chunks, where), S, length)
+    # the DFG as lowered, and (when it applies) with the 0/1 multiplies commuted
+    # (:func:`commute_bool_muls`, bit-exact); the shorter schedule wins
+    alt = commute_bool_muls(graph, fmt) if rewrite else None
+    for gr in (graph,) if alt is None else (graph, alt):
+        for align, nb, *opt in VARIANTS:
+            sp = bool(opt and opt[0])
+            dual = not (len(opt) > 1 and not opt[1])
+            if (nb or sp) and (mapper != "cosmic" or not small) and best is not None:
+                continue
+            vec, chunks, where = data_map(gr, C, R, align)
+            if (gr is alt, chunks, nb, sp, dual) in tried:
+                continue
+            tried.append((gr is alt, chunks, nb, sp, dual))
+            policy = CosmicPolicy(where, C * R, neighbours=nb, spread=sp) if mapper == "cosmic" \
+                else MlrcsPolicy(where, C * R)
+            S = Scheduler(gr, C, R, fmt, policy, bypass=bypass, recompute=recompute, file=file)
+            S.dual = dual
+            S.place_leaves(where)
+            S.run(priorities(gr))
+            length = max((max(c) + 1 for c in S.code if c), default=1)
+            key = (length, sum(S.transfers.values()))
+            if best is None or key < best[0]:
+                best = (key, (vec, chunks, where), S, length)
     _, (vec, chunks, where), S, length = best
+    graph = S.g
     return Sched(columns=C, rows=R, length=length, code=S.code,
                  tree=sorted((c, op, tuple(src), tuple(sorted(dst))) for c, op, src, dst, _ in S.tree),
                  data_key=where, sample=vec, chunks=chunks, model_home=S.model_home,
