@@ -229,13 +229,12 @@ def ops_bound(graph, pes: int, rows: int) -> int:
     needs at least, counting what the tree bus can take off the PEs: every PE issues one
     instruction per slot (a dot of k terms is k macs); a tree transaction (at most one
     per cycle, one per schedule slot) applies at most ``rows - 1`` add or mul nodes, and
-    only binary add/mul nodes of two different non-constant operands can be folded into
-    one.  So ``L >= ceil(pe_only / pes)`` and ``pes * L + (rows - 1) * L >= ops``.  The
+    only binary add/mul nodes can be folded into one (a constant operand is a preloaded
+    word a PE can put on its row bus like any other).  So ``L >= ceil(pe_only / pes)`` and ``pes * L + (rows - 1) * L >= ops``.  The
     cycle bound is this plus the pipeline drain of the last slot (``cycles - length``)."""
     ops = op_count(graph)
     tree = 0 if rows < 2 else sum(
-        1 for n in graph.nodes if n.op in ("add", "mul") and len(n.args) == 2
-        and n.args[0] != n.args[1] and not any(graph.nodes[a].op == "const" for a in n.args))
+        1 for n in graph.nodes if n.op in ("add", "mul") and len(n.args) == 2)
     pe_only = ops - tree
     cap = rows - 1 if rows > 1 else 0
     return max(-(-pe_only // pes), -(-ops // (pes + cap)))
