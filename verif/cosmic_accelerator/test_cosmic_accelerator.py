@@ -821,6 +821,10 @@ def every_op_cases(cfg, rng):
     for k in range(6):
         a, b = (hi, hi) if k == 4 else (int(rng.randrange(-4 * f.one, 4 * f.one)), int(rng.randrange(-4 * f.one, 4 * f.one)))
         cases.append((OPS["mac"], int(k in (0, 3)), a, b))
+    # the constant operand sources as the second operand: ONE (7) and ZERO (6)
+    for name in ("add", "mul"):
+        for sb in (7, 6):
+            cases.append((OPS[name], 0, int(rng.randrange(-8 * f.one, 8 * f.one)), 0, sb))
     for name, t in nl_tables(f, cfg.NL).items():
         zs = [t.lo + (k << t.shift) + int(rng.randrange(0, 1 << t.shift)) for k in range(t.segments)]
         zs += [t.lo, t.lo + (1 << t.shift) - 1, t.hi - 1, t.lo - 1, t.hi]
@@ -833,8 +837,9 @@ async def every_op_on_every_pe(dut):
     """Every PE of every thread runs every opcode of its configuration (every_op_cases,
     its own random operands: corners that saturate, both compare outcomes, mac clear and
     accumulate, each nonlinear unit in every PWL segment) from operands the host preloaded
-    into MODEL and INTERIM, writing each result to its own INTERIM word; every result read
-    back (RB_*) equals PEModel run on the same program and buffers.  The tablac programs
+    into MODEL and INTERIM (and from the constant sources ONE and ZERO), writing each result
+    to its own INTERIM word; every result read back (RB_*) equals PEModel run on the same
+    program and buffers, and DATA[0] reads back the word the run delivered to it.  The tablac programs
     use a few ops on model-range values, so most PEs never saw the others (code coverage)."""
     from golden.cosmic_pe import PEModel
     from verif.cosmic_accelerator.acc_case import hw_cfg
@@ -850,18 +855,21 @@ async def every_op_on_every_pe(dut):
         progs, exp = {}, {}
         for q in range(h.P):
             chunk = per_pe[q][s:s + n]
-            prog = [Instr(op=op, clr=clr, src_a=1, src_b=2, ra_m=i, ra_i=i, wb=3, wa=out + i)
-                    for i, (op, clr, _, _) in enumerate(chunk)]
-            m = [a for _, _, a, _ in chunk]
-            it = [b for _, _, _, b in chunk]
+            prog = [Instr(op=c[0], clr=c[1], src_a=1, src_b=c[4] if len(c) > 4 else 2, ra_m=i, ra_i=i, wb=3,
+                          wa=out + i) for i, c in enumerate(chunk)]
+            m = [c[2] for c in chunk]
+            it = [c[3] for c in chunk]
             res = PEModel(cfg, model=m, interim=it).run([i.encode(cfg) for i in prog] + [Instr().encode(cfg)] * 6)
             assert not res.err, f"PE {q}: PEModel flags {res.err} on the sweep program"
             exp[q] = [int(v) for v in res.buffers[3][out:out + len(chunk)]]
             progs[q] = prog
             await h.load(2, q, 0, [v & 0xFFFFFFFF for v in m], hi=False)
             await h.load(3, q, 0, [v & 0xFFFFFFFF for v in it], hi=False)
-        vals = [[0] * h.P for _ in range(h.T)]
+        vals = rand_vals(h, rng)               # DATA[0] of every PE (the program does not read it)
         await run_hand(h, lambda q: progs[q], vals, n + 6)
+        for t in range(h.T):
+            for q in range(h.P):
+                assert await read_buf(h, t * h.P + q, 1, 0) == vals[t][q], f"thread {t} PE {q}: DATA[0] read back"
         await h.wr(RB_SEL, 3)
         for t in range(h.T):
             for q in range(h.P):
@@ -870,11 +878,71 @@ async def every_op_on_every_pe(dut):
                     await h.wr(RB_ADDR, out + i)
                     u = await h.rd(RB_DATA)
                     got = u - (1 << 32) if u >> 31 else u
-                    op, clr, a, b = per_pe[q][s + i]
+                    op, clr, a, b = per_pe[q][s + i][:4]
                     assert got == want, (f"thread {t} PE {q}: op {op} (clr {clr}) on {a}, {b}: RTL {got}, "
                                          f"PEModel {want}")
                     checked += 1
     dut._log.info("%d results (%d per PE) equal to PEModel", checked, len(per_pe[0]))
+
+
+def bypass_program(cfg, mac_run):
+    """(program, INTERIM words to check, MODEL words to check) of one PE: for each operand
+    (a from INTERIM, b from MODEL) and each slot distance d = 1..4, a producer writes the
+    word the consumer d slots later reads (the forwarding paths of cosmic_pe's bypass);
+    then ``mac_run`` macs of max x max into one accumulator (products reach 2**(2W-2), so
+    more than 2**(ACC_GUARD+1) of them saturate it), its last rounded output in INTERIM."""
+    p, iw, mw = [], [], []
+    for d in range(1, 5):
+        # b side: producer -> MODEL[20 + d], consumer reads src_b = M[20 + d]
+        p.append(Instr(op=1, src_a=2, src_b=1, ra_i=1, ra_m=1, wb=2, wa=20 + d))
+        p += [Instr()] * (d - 1)
+        p.append(Instr(op=2, src_a=2, src_b=1, ra_i=2, ra_m=20 + d, wb=3, wa=40 + d))
+        # a side: producer -> INTERIM[30 + d], consumer reads src_a = I[30 + d]
+        p.append(Instr(op=3, src_a=2, src_b=1, ra_i=3, ra_m=2, wb=3, wa=30 + d))
+        p += [Instr()] * (d - 1)
+        p.append(Instr(op=1, src_a=2, src_b=1, ra_i=30 + d, ra_m=3, wb=3, wa=50 + d))
+        iw += [40 + d, 30 + d, 50 + d]
+        mw += [20 + d]
+    p += [Instr(op=4, clr=int(k == 0), src_a=2, src_b=1, ra_i=4, ra_m=4, wb=3, wa=60) for k in range(mac_run)]
+    iw.append(60)
+    return p, iw, mw
+
+
+@sim_test(timeout_us={"default": 20_000, "*": 60_000})
+async def bypass_and_accumulator_saturation(dut):
+    """Every PE of every thread: each operand read d = 1..4 slots after the instruction that
+    wrote it (both operands, MODEL and INTERIM: the bypass paths), and 2**(ACC_GUARD+1) + 8
+    macs of max x max (the accumulator saturates); the words read back equal PEModel on
+    the same program and preloaded buffers."""
+    from golden.cosmic_pe import PEModel
+    from verif.cosmic_accelerator.acc_case import hw_cfg
+    h = Host(dut)
+    await h.start()
+    cfg = hw_cfg(h.p)
+    rng = random.Random(h.seed)
+    f = cfg.fmt
+    mac_run = (1 << (cfg.ACC_GUARD + 1)) + 8     # products up to 2**(2W-2): 2**(ACC_GUARD+1) fill the accumulator
+    prog, iw, mw = bypass_program(cfg, mac_run)
+    assert len(prog) + 6 <= cfg.SCHED_DEPTH and max(iw + mw) < min(cfg.MODEL_DEPTH, cfg.INTERIM_DEPTH)
+    exp, pre = {}, {}
+    for q in range(h.P):
+        m = [int(rng.randrange(-8 * f.one, 8 * f.one)) for _ in range(8)]
+        it = [int(rng.randrange(-8 * f.one, 8 * f.one)) for _ in range(8)]
+        m[4] = it[4] = int(f.max_int)
+        res = PEModel(cfg, model=m, interim=it).run([i.encode(cfg) for i in prog] + [Instr().encode(cfg)] * 6)
+        assert not res.err and res.acc == (1 << (cfg.acc_w - 1)) - 1, "the mac run must saturate (PEModel)"
+        exp[q] = ([(3, a, int(res.buffers[3][a])) for a in iw] + [(2, a, int(res.buffers[2][a])) for a in mw])
+        pre[q] = (m, it)
+        await h.load(2, q, 0, [v & 0xFFFFFFFF for v in m], hi=False)
+        await h.load(3, q, 0, [v & 0xFFFFFFFF for v in it], hi=False)
+    await run_hand(h, lambda q: prog, rand_vals(h, rng), len(prog) + 6)
+    for t in range(h.T):
+        for q in range(h.P):
+            for sel, a, want in exp[q]:
+                got = await read_buf(h, t * h.P + q, sel, a)
+                assert got == want, f"thread {t} PE {q}: {('MODEL', 'INTERIM')[sel - 2]}[{a}] RTL {got}, PEModel {want}"
+    dut._log.info("bypass distances 1-4 on both operands and a %d-mac saturating run: %d words per PE equal to "
+                  "PEModel", mac_run, len(exp[0]))
 
 
 @sim_test(timeout_us={"default": 20_000, "*": 60_000})
