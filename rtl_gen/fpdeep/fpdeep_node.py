@@ -755,10 +755,12 @@ def block_fn(p):
             if ebp_v and (ebp_l or ebp_d != 0 or ebp_d == 0):
                 ebp_bad.next = True
 
-        pg_work = sig_b()
+        pg_work, eb_any, fp_any = sig_b(), sig_b(), sig_b()
 
         @always_comb
         def pgw():
+            eb_any.next = eb_n != 0
+            fp_any.next = nf_out != 0
             pg_work.next = pg_busy and nb_out != 0 and (e_open or not pgq_empty or upd_pend)
 
         @always_comb
@@ -770,7 +772,7 @@ def block_fn(p):
             cfg_err.next = nerr or fp_cerr or eb_cerr or pg_cerr
             row_err.next = fp_rerr or eb_rerr or pg_rerr
             psum_err.next = fp_perr or eb_perr or ebp_bad or ebp_in_r
-            stage_busy.next = concat(pg_work, eb_n != 0, nf_out != 0)
+            stage_busy.next = concat(pg_work, eb_any, fp_any)
             ebp_in_v.next = zero
             ebp_in_l.next = zero
             ebp_in.next = 0

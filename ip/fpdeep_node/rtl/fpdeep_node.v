@@ -272,6 +272,8 @@ reg ebp_v;
 reg ebp_l;
 reg [95:0] ebp_d;
 reg ebp_bad;
+wire eb_any;
+wire fp_any;
 wire pg_work;
 wire pgq_empty;
 reg fp_cerr;
@@ -16851,6 +16853,8 @@ end
 
 
 
+assign eb_any = (eb_n != 0);
+assign fp_any = (nf_out != 0);
 assign pg_work = (pg_busy && (nb_out != 0) && (e_open || (!pgq_empty) || upd_pend));
 
 
@@ -16862,7 +16866,7 @@ assign bwd_done = bdone_i;
 assign cfg_err = (nerr || fp_cerr || eb_cerr || pg_cerr);
 assign row_err = (fp_rerr || eb_rerr || pg_rerr);
 assign psum_err = (fp_perr || eb_perr || ebp_bad || ebp_in_r);
-assign stage_busy = {pg_work, (eb_n != 0), (nf_out != 0)};
+assign stage_busy = {pg_work, eb_any, fp_any};
 assign ebp_in_v = zero;
 assign ebp_in_l = zero;
 assign ebp_in = 0;

@@ -205,6 +205,8 @@ signal ebp_v: std_logic;
 signal ebp_l: std_logic;
 signal ebp_d: unsigned(95 downto 0);
 signal ebp_bad: std_logic;
+signal eb_any: std_logic;
+signal fp_any: std_logic;
 signal pg_work: std_logic;
 signal pgq_empty: std_logic;
 signal fp_cerr: std_logic;
@@ -15889,6 +15891,8 @@ begin
 end process ctl;
 
 
+eb_any <= stdl(eb_n /= 0);
+fp_any <= stdl(nf_out /= 0);
 pg_work <= stdl(bool(pg_busy) and (nb_out /= 0) and (bool(e_open) or (not bool(pgq_empty)) or bool(upd_pend)));
 
 
@@ -15899,7 +15903,7 @@ bwd_done <= bdone_i;
 cfg_err <= stdl(bool(nerr) or bool(fp_cerr) or bool(eb_cerr) or bool(pg_cerr));
 row_err <= stdl(bool(fp_rerr) or bool(eb_rerr) or bool(pg_rerr));
 psum_err <= stdl(bool(fp_perr) or bool(eb_perr) or bool(ebp_bad) or bool(ebp_in_r));
-stage_busy_num <= unsigned'(pg_work & (eb_n /= 0) & (nf_out /= 0));
+stage_busy_num <= unsigned'(pg_work & eb_any & fp_any);
 ebp_in_v <= zero;
 ebp_in_l <= zero;
 ebp_in <= to_unsigned(0, 96);
