@@ -24,7 +24,10 @@ address ``w // columns``.
 shortest schedule: the tree-aligned data map (``data_map(align=True)``), the PE between
 two operand PEs as a candidate for a reduction node, ``spread`` (an operation with a DATA
 operand may take another PE of that row or its model element's home; homes balanced) and
-the scheduler's two-port reads on or off.
+the scheduler's two-port reads on or off -- for the DFG as lowered and, where it applies,
+for its bit-exact rewrite :func:`commute_bool_muls` (a 0/1 comparison multiplied last).
+The lower bounds the bench and the report divide by are :func:`critical_path_bound` and
+:func:`ops_bound`.
 """
 from __future__ import annotations
 
