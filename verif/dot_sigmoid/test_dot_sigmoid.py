@@ -280,6 +280,61 @@ async def rounding_ties(dut):
     await tb.finish()
 
 
+def dot_near_tie_lines(tb, dim, sign, delta):
+    """``dim`` lines whose exact dot product (2F fraction bits) is ``delta`` (+-1) from a
+    rounding tie of the given sign, made as :func:`dot_tie_lines` makes a tie: lane 0 of
+    the last line (1 LSB times the residue) fixes the sum modulo 2**F, lane 1 (1.0 times a
+    word) the rest.  Returns (a, b, sum)."""
+    L, fmt, F = tb.lanes(), tb.fmt, tb.fmt.F
+    a = rand_words(tb.rng, (dim, L), fmt, 0.0, 0.5)
+    b = rand_words(tb.rng, (dim, L), fmt, 0.0, 0.5)
+    a[-1, :2] = 0
+    b[-1, :2] = 0
+    s = sum(int(x) * int(y) for x, y in zip(a.reshape(-1), b.reshape(-1)))
+    m = int(tb.rng.integers(0, 2 * fmt.one))
+    target = sign * ((m << F) + (1 << (F - 1))) + delta
+    r0 = (target - s) % (1 << F)
+    b1 = (target - s - r0) >> F
+    assert (target - s - r0) % (1 << F) == 0 and fmt.min_int <= b1 <= fmt.max_int
+    a[-1, 0], b[-1, 0] = 1, r0
+    a[-1, 1], b[-1, 1] = fmt.one, b1
+    assert sum(int(x) * int(y) for x, y in zip(a.reshape(-1), b.reshape(-1))) == target
+    return a, b, target
+
+
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.0 us on default
+async def rounding_near_ties(dut):
+    """Dot products one unit of the full product (2**-2F) below and above a rounding tie,
+    both signs, dimensions 1 and 3, sigmoid off; exact against
+    golden.pipearch_ops.dot_sigmoid.  One below a tie rounds down, one above rounds up:
+    a product or a rounding constant one too large (a lane product with 1 in place of a 0
+    fill bit, m021 of dot_sigmoid's campaign on the split-product netlist) turns the one
+    below into a tie, which rounding_ties' exact ties cannot show (tie + 1 still rounds up)."""
+    tb = make_tb(dut, src_p=0.8, sink_p=0.8)
+    await tb.reset()
+    fmt, F = tb.fmt, tb.fmt.F
+    half = 1 << (F - 1)
+    iters = min(8, tb.p["MAX_ITER"])
+    k = 0
+    for dim in sorted({1, min(3, tb.p["MAX_DIM"])}):
+        lines_a, lines_b, sums = [], [], []
+        for i in range(iters):
+            a, b, t = dot_near_tie_lines(tb, dim, 1 if i % 2 == 0 else -1, -1 if (i // 2) % 2 == 0 else 1)
+            lines_a.append(a)
+            lines_b.append(b)
+            sums.append(t)
+        # the stimulus: one unit either side of a tie, both signs, and a sum one unit larger
+        # rounds differently from every one below a tie
+        assert {(t - half) % (1 << F) for t in sums} == {1, (1 << F) - 1}
+        assert any(t > 0 for t in sums) and any(t < 0 for t in sums)
+        assert all(((t + 1 + half) >> F) != ((t + half) >> F)
+                   for t in sums if (t - half) % (1 << F) == (1 << F) - 1)
+        await tb.initiate(**queue(tb, np.concatenate(lines_a), np.concatenate(lines_b), dim, 0))
+        k += 1
+        await tb.wait_done(k)
+    await tb.finish()
+
+
 @sim_test(timeout_us={"default": 30, "*": 120})  # measured 2.0 us on default
 async def start_while_busy_ignored(dut):
     """Start pulses with other cfg fields (another dimension, iteration count and sigmoid
