@@ -14,12 +14,20 @@ Structure:
   256-bit chunks (8 words): ``256/(32*LANES)`` lines per chunk for ``LANES <= 8``,
   ``LANES/8`` chunks per line for ``LANES > 8``.
 * Registers R0..R15 as one 512-bit vector (R0 never written), two read ports.
-* Fetch (1 cycle) -> Decode (2 cycles: register operands, then every decode-time check
-  on the effective words; waits while the target subroutine is busy) -> Execute
-  (1 cycle for control instructions; a blocking subroutine or BLOCK waits here).
-  ``sub_start`` is registered: it is high during the first Execute cycle, so a blocking
-  instruction samples ``sub_busy`` only from the second Execute cycle on (the engine
-  must raise busy in the cycle after the start pulse).
+* Fetch (1 cycle) -> Decode (2 cycles) -> Execute (1 cycle for control instructions; a
+  blocking subroutine or BLOCK waits here).  ``sub_start`` is registered: it is high
+  during the first Execute cycle, so a blocking instruction samples ``sub_busy`` only
+  from the second Execute cycle on (the engine must raise busy in the cycle after the
+  start pulse).
+* Timing (issue 16): the program memory is read with the next PC (``pc_d``, the value
+  ``pc`` takes at the clock edge), so the instruction is in the block RAM's read
+  register during Fetch.  Fetch only copies it into a fabric register ``ir_r``, reads
+  R[ra]/R[rb] and looks up the opcode's decode-table row ``info``; Decode's first cycle
+  computes every decode-time check (and the effective access words, w6 + R[rb], the
+  branch decision and the next PC) from those registers into registers; Decode's
+  second cycle only prioritises the registered check bits into the error code and
+  issues.  No path runs from the block RAM's output through the decode logic, and the
+  cycle counts are those of the single-register design before it.
 """
 from __future__ import annotations
 
@@ -306,7 +314,15 @@ def block_fn(p: dict):
                     busy, dbg_state, dbg_pc, dbg_fetch, fifo_clr):
         pmem = [sig_u(256) for _ in range(256)]
         spc = [sig_u(8) for _ in range(NSUB)]
-        ir = sig_u(256)
+        ir = sig_u(256)          # program memory read register (address pc_d)
+        ir_r = sig_u(256)        # its copy in fabric registers (Fetch -> Decode)
+        pc_d = sig_u(8)          # next PC (the program memory read address)
+        pc1 = sig_u(8)
+        pc_nx = sig_u(8)         # PC after this instruction when it does not wait (registered)
+        e_go = sig_b()
+        w6e_r = sig_u(32)
+        effr0, effr1, effr2, effr3 = (sig_u(32) for _ in range(4))
+        b_r = sig_u(8)           # registered check bits: opc res abs fld acc len rsm tgt
         pm_we = sig_b()
         pm_wa = sig_u(8)
         spc_we = sig_b()
@@ -522,7 +538,29 @@ def block_fn(p: dict):
         def pm_ram():
             if pm_we:
                 pmem[pm_wa].next = ck_data
-            ir.next = pmem[pc]
+            ir.next = pmem[pc_d]
+
+        # Fetch: the instruction out of the block RAM is only copied, used as register
+        # indices and looked up in the decode table; everything else reads ir_r
+        op_f = sig_u(6)
+        info_f = sig_u(26)
+
+        @always_comb
+        def op_fc():
+            op_f.next = ir[32:26]
+
+        @always_comb
+        def info_fc():
+            info_f.next = INFO[op_f]
+
+        @always(clk.posedge)
+        def ir_copy():
+            ir_r.next = ir
+
+        @always_seq(clk.posedge, reset=rst)
+        def info_reg():
+            info.next = info_f
+        insts += [op_fc, info_fc, ir_copy, info_reg]
 
         @always(clk.posedge)
         def spc_ram():
@@ -654,23 +692,19 @@ def block_fn(p: dict):
 
         @always_comb
         def fields():
-            op.next = ir[32:26]
-            nbit.next = ir[25]
-            fra.next = ir[25:21]
+            fra.next = ir[25:21]          # register read in Fetch (block RAM output)
             frb.next = ir[21:17]
-            frd.next = ir[17:13]
-            itr.next = ir[13:]
-            w1.next = ir[64:32]
-            w6.next = ir[224:192]
-            w7.next = ir[256:224]
-            w27nz.next = ir[256:64] != 0
-            tgt.next = ir[40:32]
-            sidx.next = ir[29:26]
-            lmask.next = ir[48:32]
-
-        @always_comb
-        def info_c():
-            info.next = INFO[op]
+            op.next = ir_r[32:26]
+            nbit.next = ir_r[25]
+            frd.next = ir_r[17:13]
+            itr.next = ir_r[13:]
+            w1.next = ir_r[64:32]
+            w6.next = ir_r[224:192]
+            w7.next = ir_r[256:224]
+            w27nz.next = ir_r[256:64] != 0
+            tgt.next = ir_r[40:32]
+            sidx.next = ir_r[29:26]
+            lmask.next = ir_r[48:32]
 
         @always_comb
         def misc_c():
@@ -681,7 +715,7 @@ def block_fn(p: dict):
         # ---------------- per-channel checks ----------------
 
         for k in range(4):
-            insts.append(rm_channel(clk, rst, ir, ra_q, rb_q, w6, eff[k], acc_bad_l[k], len_ne_dim_l[k], len_ne_1_l[k],
+            insts.append(rm_channel(clk, rst, ir_r, ra_q, rb_q, w6, eff[k], acc_bad_l[k], len_ne_dim_l[k], len_ne_1_l[k],
                                     nib_ge_l[k], nib_nz_l[k], unz_l[k], k, NREG, DEPTH))
 
         # ---------------- decode-time checks (lowest error code wins) ----------------
@@ -716,7 +750,7 @@ def block_fn(p: dict):
             if w1[32:26] != 0:
                 r = True
             if amem:
-                if w1[16] or w1[20] or ir[96:64] != 0 or w7[32:21] != 0:
+                if w1[16] or w1[20] or ir_r[96:64] != 0 or w7[32:21] != 0:
                     r = True
             elif not info[I_W7] and w7 != 0:
                 r = True
@@ -797,23 +831,48 @@ def block_fn(p: dict):
             b_rsm.next = op == isa.RESUME and not in_load
             b_tgt.next = info[I_TGT] and n_ge_tgt
 
+        # Decode cycle 1 -> 2: every check bit, the effective words and the next PC
+        # into registers (the inputs are stable from the end of Fetch on)
+        @always_seq(clk.posedge, reset=rst)
+        def dec_reg():
+            b_r.next = concat(b_tgt, b_rsm, b_len, b_acc, b_fld, b_abs, b_res, b_opc)
+            if op == isa.JMP or ((op == isa.BLT or op == isa.BGE or op == isa.BEQ or op == isa.BNE)
+                                 and take_c):
+                pc_nx.next = tgt
+            else:
+                pc_nx.next = pc1
+
+        @always(clk.posedge)
+        def dec_words():
+            w6e_r.next = w6_eff
+            effr0.next = eff0
+            effr1.next = eff1
+            effr2.next = eff2
+            effr3.next = eff3
+
+        @always_comb
+        def pc1_c():
+            pc1.next = pc + 1
+        insts += [dec_reg, dec_words, pc1_c]
+
+        # Decode cycle 2: the lowest error code of the registered check bits
         @always_comb
         def chk_enc():
-            if b_opc:
+            if b_r[0]:
                 dec_err.next = isa.E_OPCODE
-            elif b_res:
+            elif b_r[1]:
                 dec_err.next = isa.E_RESERVED
-            elif b_abs:
+            elif b_r[2]:
                 dec_err.next = isa.E_ABSENT
-            elif b_fld:
+            elif b_r[3]:
                 dec_err.next = isa.E_FIELD
-            elif b_acc:
+            elif b_r[4]:
                 dec_err.next = isa.E_ACCESS
-            elif b_len:
+            elif b_r[5]:
                 dec_err.next = isa.E_LENGTH
-            elif b_rsm:
+            elif b_r[6]:
                 dec_err.next = isa.E_RESUME
-            elif b_tgt:
+            elif b_r[7]:
                 dec_err.next = isa.E_TARGET
             else:
                 dec_err.next = 0
@@ -938,6 +997,49 @@ def block_fn(p: dict):
                 prog_a.next = concat(prog_hi[AW - 32:], prog_lo)
                 ctx_a.next = concat(ctx_hi[AW - 32:], ctx_lo)
 
+        # ---------------- the next PC (also the program memory read address) ----------------
+        @always_comb
+        def e_go_c():
+            # Execute leaves for the next instruction at pc_nx this cycle
+            if info[I_SUB]:
+                e_go.next = not tbusy and not ex_first
+            elif op == isa.BLOCK:
+                e_go.next = not blk_wait
+            elif op == isa.YIELD:
+                e_go.next = not (f_sw and not in_load and not in_store)
+            elif op == isa.RESUME:
+                e_go.next = False
+            else:
+                e_go.next = True
+
+        @always_comb
+        def pc_c():
+            pc_d.next = pc
+            if state == S_CTXL:
+                if ph != 0 and ph != 1:
+                    if ctx_st == isa.CTX_FRESH:
+                        pc_d.next = 0
+                    elif ctx_st == isa.CTX_SUSPENDED and ctx_pcw[32:8] == 0:
+                        if lc_pc != 255:
+                            pc_d.next = lc_pc
+                        else:
+                            pc_d.next = ctx_pcw[8:]
+            elif state == S_DEC:
+                if ph != 0 and dec_err == 0 and info[I_SUB] and not tbusy and nbit:
+                    pc_d.next = pc_nx
+            elif state == S_EXEC:
+                if e_go:
+                    pc_d.next = pc_nx
+            elif state == S_LCD:
+                pc_d.next = saved_pc
+            elif state == S_STC:
+                if ph != 0 and ph != 1 and st_idx == CTXL and (st_dseen or fw_st_done) and \
+                        st_state == isa.CTX_SUSPENDED and sc_pc != 255:
+                    pc_d.next = sc_pc
+            if s_axil_awvalid and s_axil_wvalid and not bvalid_r and s_axil_wstrb == 15 and \
+                    s_axil_awaddr == isa.REG_CTRL and s_axil_wdata[0] and not busy_s:
+                pc_d.next = 0
+
         # ---------------- the machine ----------------
         @always_seq(clk.posedge, reset=rst)
         def main():
@@ -947,6 +1049,7 @@ def block_fn(p: dict):
             fifo_clr.next = False
             ra_q.next = ra_val
             rb_q.next = rb_val
+            pc.next = pc_d               # every PC change is decided in pc_c
             busy_now = bool(busy_s)
             if busy_now and not cyc_full:
                 cyc.next = cyc + 1
@@ -1035,16 +1138,12 @@ def block_fn(p: dict):
                 else:
                     ph.next = 0
                     if ctx_st == isa.CTX_FRESH:
-                        pc.next = 0
                         state.next = S_FETCH
                     elif ctx_st == isa.CTX_SUSPENDED and ctx_pcw[32:8] == 0:
                         state.next = S_FETCH
                         if lc_pc != 255:
                             in_load.next = True
                             saved_pc.next = ctx_pcw[8:]
-                            pc.next = lc_pc
-                        else:
-                            pc.next = ctx_pcw[8:]
                     else:
                         state.next = S_ERR
                         f_err.next = True
@@ -1087,15 +1186,14 @@ def block_fn(p: dict):
                         spc_r.next = pc
                         sit_r.next = itr
                         sw1_r.next = w1
-                        sacc0.next = eff0
-                        sacc1.next = eff1
-                        sacc2.next = eff2
-                        sacc3.next = eff3
-                        sw6_r.next = w6_eff
+                        sacc0.next = effr0
+                        sacc1.next = effr1
+                        sacc2.next = effr2
+                        sacc3.next = effr3
+                        sw6_r.next = w6e_r
                         sw7_r.next = w7
                         ex_first.next = True
                         if nbit:
-                            pc.next = pc + 1
                             state.next = S_FETCH
                         else:
                             state.next = S_EXEC
@@ -1107,23 +1205,15 @@ def block_fn(p: dict):
                     # busy is valid from the next one
                     ex_first.next = False
                     if not tbusy and not ex_first:
-                        pc.next = pc + 1
                         state.next = S_FETCH
                 elif op == isa.ADDI or op == isa.ADD or op == isa.SUB:
-                    pc.next = pc + 1
                     state.next = S_FETCH
                 elif op == isa.BLT or op == isa.BGE or op == isa.BEQ or op == isa.BNE:
-                    if take_c:
-                        pc.next = tgt
-                    else:
-                        pc.next = pc + 1
                     state.next = S_FETCH
                 elif op == isa.JMP:
-                    pc.next = tgt
                     state.next = S_FETCH
                 elif op == isa.BLOCK:
                     if not blk_wait:
-                        pc.next = pc + 1
                         state.next = S_FETCH
                 elif op == isa.YIELD:
                     if f_sw and not in_load and not in_store:
@@ -1133,16 +1223,13 @@ def block_fn(p: dict):
                         state.next = S_STC
                         ph.next = 0
                     else:
-                        pc.next = pc + 1
                         state.next = S_FETCH
                 elif op == isa.RESUME:
                     in_load.next = False
                     state.next = S_LCD
                 else:
-                    pc.next = pc + 1
                     state.next = S_FETCH
             elif state == S_LCD:
-                pc.next = saved_pc
                 state.next = S_FETCH
             elif state == S_STC:
                 if ph == 0:
@@ -1163,7 +1250,6 @@ def block_fn(p: dict):
                         if st_state == isa.CTX_SUSPENDED:
                             if sc_pc != 255:
                                 in_store.next = True
-                                pc.next = sc_pc
                                 state.next = S_FETCH
                             else:
                                 state.next = S_DONE
@@ -1235,7 +1321,6 @@ def block_fn(p: dict):
                             state.next = S_PROG
                             fifo_clr.next = True
                             ph.next = 0
-                            pc.next = 0
                             in_load.next = False
                             in_store.next = False
                             f_done.next = False
@@ -1258,9 +1343,9 @@ def block_fn(p: dict):
             elif bvalid_r and s_axil_bready:
                 bvalid_r.next = False
 
-        return (insts, fw_c, pm_c, pm_ram, spc_ram, hdr_c, rf_ctl, rf_rd, rf_rdb, sdec_c, fields, info_c, misc_c,
+        return (insts, fw_c, pm_c, pm_ram, spc_ram, hdr_c, rf_ctl, rf_rd, rf_rdb, sdec_c, fields, misc_c,
                 chk_res, chk_res_ch, chk_res_sub, chk_fld, chk_all, chk_enc, ex_c, se_c, se_rd,
-                ctx_c, outs, status_c, axil_o, addr_c, main)
+                ctx_c, outs, status_c, axil_o, addr_c, e_go_c, pc_c, main)
 
     return pipearch_rm
 
@@ -1284,7 +1369,10 @@ def datasheet(p):
                 "next instruction's Fetch cycle); a blocking one stays in Execute until the cycle "
                 "after `sub_busy[s]` is seen low again (at least 2 Execute cycles); Decode adds the "
                 "cycles the target subroutine is still busy.  START to the first Fetch: header, "
-                "program and context reads (each until its `fw_ld_done`); at the end, the context write",
+                "program and context reads (each until its `fw_ld_done`); at the end, the context write.  "
+                "Inside these cycles the program memory is read with the next PC, Fetch registers the "
+                "instruction, its register operands and its decode-table row, the first Decode cycle "
+                "registers every check, and the second only issues (no block-RAM-to-issue path)",
         throughput="one instruction per 3-4 cycles; non-blocking subroutines overlap with the "
                    "following instructions (and with other subroutines)",
         notes=[

@@ -508,8 +508,9 @@ RM_SMALL = ("LANES=32", "NREGIONS=1", "DEPTH=2", "MAX_ITER=1", "MAX_DIM=1", "AME
 RM_LIVE_PROVE = 12   # k-induction depth (> LIVE_K + 1)
 RM_LIVE_BMC = 26     # the mutant fails at step 23 (tiny) / 24 (default)
 # negative variant: a decode loop -- ADDI/ADD/SUB return to Decode instead of fetching the
-# next instruction (the machine repeats Decode/Execute of the same word forever)
-RM_LIVE_MUTANT = (r"(if \(\(\(op == 1\) \|\| \(op == 2\) \|\| \(op == 3\)\)\) begin\n\s+pc <= \(pc \+ 1\);\n\s+)state <= 3;",
+# next instruction (the machine repeats Decode/Execute forever; the PC still advances, in
+# pc_c since issue 16's next-PC program memory read)
+RM_LIVE_MUTANT = (r"(if \(\(\(op == 1\) \|\| \(op == 2\) \|\| \(op == 3\)\)\) begin\n\s+)state <= 3;",
                   r"\1state <= 4; // mutant", 1)
 
 

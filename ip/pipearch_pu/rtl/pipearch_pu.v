@@ -264,6 +264,7 @@ reg pu_impl0_pipearch_rm0_b_acc;
 reg pu_impl0_pipearch_rm0_b_fld;
 reg pu_impl0_pipearch_rm0_b_len;
 reg pu_impl0_pipearch_rm0_b_opc;
+reg [7:0] pu_impl0_pipearch_rm0_b_r;
 reg pu_impl0_pipearch_rm0_b_res;
 reg pu_impl0_pipearch_rm0_b_rsm;
 reg pu_impl0_pipearch_rm0_b_tgt;
@@ -290,10 +291,15 @@ reg [63:0] pu_impl0_pipearch_rm0_cyc;
 reg pu_impl0_pipearch_rm0_cyc_full;
 reg [31:0] pu_impl0_pipearch_rm0_cyc_hi_l;
 reg [7:0] pu_impl0_pipearch_rm0_dec_err;
+reg pu_impl0_pipearch_rm0_e_go;
 wire [31:0] pu_impl0_pipearch_rm0_eff0;
 wire [31:0] pu_impl0_pipearch_rm0_eff1;
 wire [31:0] pu_impl0_pipearch_rm0_eff2;
 wire [31:0] pu_impl0_pipearch_rm0_eff3;
+reg [31:0] pu_impl0_pipearch_rm0_effr0;
+reg [31:0] pu_impl0_pipearch_rm0_effr1;
+reg [31:0] pu_impl0_pipearch_rm0_effr2;
+reg [31:0] pu_impl0_pipearch_rm0_effr3;
 reg [7:0] pu_impl0_pipearch_rm0_err_code;
 reg [7:0] pu_impl0_pipearch_rm0_err_pc;
 reg pu_impl0_pipearch_rm0_ex_first;
@@ -313,6 +319,7 @@ reg pu_impl0_pipearch_rm0_in_load;
 reg pu_impl0_pipearch_rm0_in_store;
 reg [25:0] pu_impl0_pipearch_rm0_info;
 reg [255:0] pu_impl0_pipearch_rm0_ir;
+reg [255:0] pu_impl0_pipearch_rm0_ir_r;
 wire pu_impl0_pipearch_rm0_is_load;
 wire [12:0] pu_impl0_pipearch_rm0_itr;
 reg [7:0] pu_impl0_pipearch_rm0_lc_pc;
@@ -335,6 +342,9 @@ wire [3:0] pu_impl0_pipearch_rm0_nib_ge;
 wire [3:0] pu_impl0_pipearch_rm0_nib_nz;
 wire [5:0] pu_impl0_pipearch_rm0_op;
 reg [7:0] pu_impl0_pipearch_rm0_pc;
+wire [7:0] pu_impl0_pipearch_rm0_pc1;
+reg [7:0] pu_impl0_pipearch_rm0_pc_d;
+reg [7:0] pu_impl0_pipearch_rm0_pc_nx;
 reg [1:0] pu_impl0_pipearch_rm0_ph;
 wire [7:0] pu_impl0_pipearch_rm0_pm_wa;
 wire pu_impl0_pipearch_rm0_pm_we;
@@ -391,7 +401,10 @@ wire [31:0] pu_impl0_pipearch_rm0_w1;
 wire pu_impl0_pipearch_rm0_w27nz;
 wire [31:0] pu_impl0_pipearch_rm0_w6;
 reg [31:0] pu_impl0_pipearch_rm0_w6_eff;
+reg [31:0] pu_impl0_pipearch_rm0_w6e_r;
 wire [31:0] pu_impl0_pipearch_rm0_w7;
+wire [5:0] pu_impl0_pipearch_rm0_op_f;
+reg [25:0] pu_impl0_pipearch_rm0_info_f;
 wire pu_impl0_pipearch_rm0_itr_big;
 wire pu_impl0_pipearch_rm0_mask_big;
 wire [18:0] pu_impl0_pipearch_rm0_am_end;
@@ -7593,6 +7606,95 @@ assign pu_impl0_pipearch_rm0_cv_full = pu_impl0_pipearch_rm0_ckv;
 
 
 
+assign pu_impl0_pipearch_rm0_op_f = pu_impl0_pipearch_rm0_ir[32-1:26];
+
+
+always @(pu_impl0_pipearch_rm0_op_f) begin: pu_impl0_pipearch_rm0_info_fc
+    case (pu_impl0_pipearch_rm0_op_f)
+        0: pu_impl0_pipearch_rm0_info_f = 1;
+        1: pu_impl0_pipearch_rm0_info_f = 53;
+        2: pu_impl0_pipearch_rm0_info_f = 29;
+        3: pu_impl0_pipearch_rm0_info_f = 29;
+        4: pu_impl0_pipearch_rm0_info_f = 33554509;
+        5: pu_impl0_pipearch_rm0_info_f = 33554509;
+        6: pu_impl0_pipearch_rm0_info_f = 33554509;
+        7: pu_impl0_pipearch_rm0_info_f = 33554509;
+        8: pu_impl0_pipearch_rm0_info_f = 33554497;
+        9: pu_impl0_pipearch_rm0_info_f = 97;
+        10: pu_impl0_pipearch_rm0_info_f = 1;
+        11: pu_impl0_pipearch_rm0_info_f = 1;
+        12: pu_impl0_pipearch_rm0_info_f = 0;
+        13: pu_impl0_pipearch_rm0_info_f = 0;
+        14: pu_impl0_pipearch_rm0_info_f = 0;
+        15: pu_impl0_pipearch_rm0_info_f = 0;
+        16: pu_impl0_pipearch_rm0_info_f = 19923215;
+        17: pu_impl0_pipearch_rm0_info_f = 18874639;
+        18: pu_impl0_pipearch_rm0_info_f = 26490639;
+        19: pu_impl0_pipearch_rm0_info_f = 26244879;
+        20: pu_impl0_pipearch_rm0_info_f = 22480655;
+        21: pu_impl0_pipearch_rm0_info_f = 26525455;
+        22: pu_impl0_pipearch_rm0_info_f = 29390607;
+        23: pu_impl0_pipearch_rm0_info_f = 0;
+        24: pu_impl0_pipearch_rm0_info_f = 0;
+        25: pu_impl0_pipearch_rm0_info_f = 0;
+        26: pu_impl0_pipearch_rm0_info_f = 0;
+        27: pu_impl0_pipearch_rm0_info_f = 0;
+        28: pu_impl0_pipearch_rm0_info_f = 0;
+        29: pu_impl0_pipearch_rm0_info_f = 0;
+        30: pu_impl0_pipearch_rm0_info_f = 0;
+        31: pu_impl0_pipearch_rm0_info_f = 0;
+        32: pu_impl0_pipearch_rm0_info_f = 0;
+        33: pu_impl0_pipearch_rm0_info_f = 0;
+        34: pu_impl0_pipearch_rm0_info_f = 0;
+        35: pu_impl0_pipearch_rm0_info_f = 0;
+        36: pu_impl0_pipearch_rm0_info_f = 0;
+        37: pu_impl0_pipearch_rm0_info_f = 0;
+        38: pu_impl0_pipearch_rm0_info_f = 0;
+        39: pu_impl0_pipearch_rm0_info_f = 0;
+        40: pu_impl0_pipearch_rm0_info_f = 0;
+        41: pu_impl0_pipearch_rm0_info_f = 0;
+        42: pu_impl0_pipearch_rm0_info_f = 0;
+        43: pu_impl0_pipearch_rm0_info_f = 0;
+        44: pu_impl0_pipearch_rm0_info_f = 0;
+        45: pu_impl0_pipearch_rm0_info_f = 0;
+        46: pu_impl0_pipearch_rm0_info_f = 0;
+        47: pu_impl0_pipearch_rm0_info_f = 0;
+        48: pu_impl0_pipearch_rm0_info_f = 0;
+        49: pu_impl0_pipearch_rm0_info_f = 0;
+        50: pu_impl0_pipearch_rm0_info_f = 0;
+        51: pu_impl0_pipearch_rm0_info_f = 0;
+        52: pu_impl0_pipearch_rm0_info_f = 0;
+        53: pu_impl0_pipearch_rm0_info_f = 0;
+        54: pu_impl0_pipearch_rm0_info_f = 0;
+        55: pu_impl0_pipearch_rm0_info_f = 0;
+        56: pu_impl0_pipearch_rm0_info_f = 0;
+        57: pu_impl0_pipearch_rm0_info_f = 0;
+        58: pu_impl0_pipearch_rm0_info_f = 0;
+        59: pu_impl0_pipearch_rm0_info_f = 0;
+        60: pu_impl0_pipearch_rm0_info_f = 0;
+        61: pu_impl0_pipearch_rm0_info_f = 0;
+        62: pu_impl0_pipearch_rm0_info_f = 0;
+        default: pu_impl0_pipearch_rm0_info_f = 0;
+    endcase
+end
+
+
+always @(posedge clk) begin: pu_impl0_pipearch_rm0_ir_copy
+    pu_impl0_pipearch_rm0_ir_r <= pu_impl0_pipearch_rm0_ir;
+end
+
+
+always @(posedge clk) begin: pu_impl0_pipearch_rm0_info_reg
+    if (rst == 1) begin
+        pu_impl0_pipearch_rm0_info <= 0;
+    end
+    else begin
+        pu_impl0_pipearch_rm0_info <= pu_impl0_pipearch_rm0_info_f;
+    end
+end
+
+
+
 assign pu_impl0_pipearch_rm0_n9 = {1'h0, pu_impl0_pipearch_rm0_prog_n};
 
 
@@ -7875,10 +7977,10 @@ end
 
 
 
-assign pu_impl0_pipearch_rm0_rm_channel0_wk = pu_impl0_pipearch_rm0_ir[(32 * (0 + 3))-1:(32 * (0 + 2))];
-assign pu_impl0_pipearch_rm0_rm_channel0_fa = pu_impl0_pipearch_rm0_ir[((32 + 16) + 0)];
-assign pu_impl0_pipearch_rm0_rm_channel0_fb = pu_impl0_pipearch_rm0_ir[((32 + 20) + 0)];
-assign pu_impl0_pipearch_rm0_rm_channel0_nib = pu_impl0_pipearch_rm0_ir[((32 + (4 * 0)) + 4)-1:(32 + (4 * 0))];
+assign pu_impl0_pipearch_rm0_rm_channel0_wk = pu_impl0_pipearch_rm0_ir_r[(32 * (0 + 3))-1:(32 * (0 + 2))];
+assign pu_impl0_pipearch_rm0_rm_channel0_fa = pu_impl0_pipearch_rm0_ir_r[((32 + 16) + 0)];
+assign pu_impl0_pipearch_rm0_rm_channel0_fb = pu_impl0_pipearch_rm0_ir_r[((32 + 20) + 0)];
+assign pu_impl0_pipearch_rm0_rm_channel0_nib = pu_impl0_pipearch_rm0_ir_r[((32 + (4 * 0)) + 4)-1:(32 + (4 * 0))];
 
 
 always @(pu_impl0_pipearch_rm0_rm_channel0_fa, pu_impl0_pipearch_rm0_rm_channel0_wk, pu_impl0_pipearch_rm0_rb_q, pu_impl0_pipearch_rm0_rm_channel0_fb, pu_impl0_pipearch_rm0_ra_q) begin: pu_impl0_pipearch_rm0_rm_channel0_ch_ops
@@ -7924,10 +8026,10 @@ assign pu_impl0_pipearch_rm0_rm_channel0_ng_k = (pu_impl0_pipearch_rm0_rm_channe
 
 
 
-assign pu_impl0_pipearch_rm0_rm_channel1_wk = pu_impl0_pipearch_rm0_ir[(32 * (1 + 3))-1:(32 * (1 + 2))];
-assign pu_impl0_pipearch_rm0_rm_channel1_fa = pu_impl0_pipearch_rm0_ir[((32 + 16) + 1)];
-assign pu_impl0_pipearch_rm0_rm_channel1_fb = pu_impl0_pipearch_rm0_ir[((32 + 20) + 1)];
-assign pu_impl0_pipearch_rm0_rm_channel1_nib = pu_impl0_pipearch_rm0_ir[((32 + (4 * 1)) + 4)-1:(32 + (4 * 1))];
+assign pu_impl0_pipearch_rm0_rm_channel1_wk = pu_impl0_pipearch_rm0_ir_r[(32 * (1 + 3))-1:(32 * (1 + 2))];
+assign pu_impl0_pipearch_rm0_rm_channel1_fa = pu_impl0_pipearch_rm0_ir_r[((32 + 16) + 1)];
+assign pu_impl0_pipearch_rm0_rm_channel1_fb = pu_impl0_pipearch_rm0_ir_r[((32 + 20) + 1)];
+assign pu_impl0_pipearch_rm0_rm_channel1_nib = pu_impl0_pipearch_rm0_ir_r[((32 + (4 * 1)) + 4)-1:(32 + (4 * 1))];
 
 
 always @(pu_impl0_pipearch_rm0_rm_channel1_fa, pu_impl0_pipearch_rm0_rm_channel1_wk, pu_impl0_pipearch_rm0_rb_q, pu_impl0_pipearch_rm0_rm_channel1_fb, pu_impl0_pipearch_rm0_ra_q) begin: pu_impl0_pipearch_rm0_rm_channel1_ch_ops
@@ -7973,10 +8075,10 @@ assign pu_impl0_pipearch_rm0_rm_channel1_ng_k = (pu_impl0_pipearch_rm0_rm_channe
 
 
 
-assign pu_impl0_pipearch_rm0_rm_channel2_wk = pu_impl0_pipearch_rm0_ir[(32 * (2 + 3))-1:(32 * (2 + 2))];
-assign pu_impl0_pipearch_rm0_rm_channel2_fa = pu_impl0_pipearch_rm0_ir[((32 + 16) + 2)];
-assign pu_impl0_pipearch_rm0_rm_channel2_fb = pu_impl0_pipearch_rm0_ir[((32 + 20) + 2)];
-assign pu_impl0_pipearch_rm0_rm_channel2_nib = pu_impl0_pipearch_rm0_ir[((32 + (4 * 2)) + 4)-1:(32 + (4 * 2))];
+assign pu_impl0_pipearch_rm0_rm_channel2_wk = pu_impl0_pipearch_rm0_ir_r[(32 * (2 + 3))-1:(32 * (2 + 2))];
+assign pu_impl0_pipearch_rm0_rm_channel2_fa = pu_impl0_pipearch_rm0_ir_r[((32 + 16) + 2)];
+assign pu_impl0_pipearch_rm0_rm_channel2_fb = pu_impl0_pipearch_rm0_ir_r[((32 + 20) + 2)];
+assign pu_impl0_pipearch_rm0_rm_channel2_nib = pu_impl0_pipearch_rm0_ir_r[((32 + (4 * 2)) + 4)-1:(32 + (4 * 2))];
 
 
 always @(pu_impl0_pipearch_rm0_rm_channel2_fa, pu_impl0_pipearch_rm0_rm_channel2_wk, pu_impl0_pipearch_rm0_rb_q, pu_impl0_pipearch_rm0_rm_channel2_fb, pu_impl0_pipearch_rm0_ra_q) begin: pu_impl0_pipearch_rm0_rm_channel2_ch_ops
@@ -8022,10 +8124,10 @@ assign pu_impl0_pipearch_rm0_rm_channel2_ng_k = (pu_impl0_pipearch_rm0_rm_channe
 
 
 
-assign pu_impl0_pipearch_rm0_rm_channel3_wk = pu_impl0_pipearch_rm0_ir[(32 * (3 + 3))-1:(32 * (3 + 2))];
-assign pu_impl0_pipearch_rm0_rm_channel3_fa = pu_impl0_pipearch_rm0_ir[((32 + 16) + 3)];
-assign pu_impl0_pipearch_rm0_rm_channel3_fb = pu_impl0_pipearch_rm0_ir[((32 + 20) + 3)];
-assign pu_impl0_pipearch_rm0_rm_channel3_nib = pu_impl0_pipearch_rm0_ir[((32 + (4 * 3)) + 4)-1:(32 + (4 * 3))];
+assign pu_impl0_pipearch_rm0_rm_channel3_wk = pu_impl0_pipearch_rm0_ir_r[(32 * (3 + 3))-1:(32 * (3 + 2))];
+assign pu_impl0_pipearch_rm0_rm_channel3_fa = pu_impl0_pipearch_rm0_ir_r[((32 + 16) + 3)];
+assign pu_impl0_pipearch_rm0_rm_channel3_fb = pu_impl0_pipearch_rm0_ir_r[((32 + 20) + 3)];
+assign pu_impl0_pipearch_rm0_rm_channel3_nib = pu_impl0_pipearch_rm0_ir_r[((32 + (4 * 3)) + 4)-1:(32 + (4 * 3))];
 
 
 always @(pu_impl0_pipearch_rm0_rm_channel3_fa, pu_impl0_pipearch_rm0_rm_channel3_wk, pu_impl0_pipearch_rm0_rb_q, pu_impl0_pipearch_rm0_rm_channel3_fb, pu_impl0_pipearch_rm0_ra_q) begin: pu_impl0_pipearch_rm0_rm_channel3_ch_ops
@@ -8086,6 +8188,36 @@ assign pu_impl0_pipearch_rm0_am_end = ({3'h0, pu_impl0_pipearch_rm0_w7[16-1:0]} 
 assign pu_impl0_pipearch_rm0_amem_big = (pu_impl0_pipearch_rm0_am_end > 64);
 
 
+always @(posedge clk) begin: pu_impl0_pipearch_rm0_dec_reg
+    if (rst == 1) begin
+        pu_impl0_pipearch_rm0_b_r <= 0;
+        pu_impl0_pipearch_rm0_pc_nx <= 0;
+    end
+    else begin
+        pu_impl0_pipearch_rm0_b_r <= {pu_impl0_pipearch_rm0_b_tgt, pu_impl0_pipearch_rm0_b_rsm, pu_impl0_pipearch_rm0_b_len, pu_impl0_pipearch_rm0_b_acc, pu_impl0_pipearch_rm0_b_fld, pu_impl0_pipearch_rm0_b_abs, pu_impl0_pipearch_rm0_b_res, pu_impl0_pipearch_rm0_b_opc};
+        if (((pu_impl0_pipearch_rm0_op == 8) || (((pu_impl0_pipearch_rm0_op == 4) || (pu_impl0_pipearch_rm0_op == 5) || (pu_impl0_pipearch_rm0_op == 6) || (pu_impl0_pipearch_rm0_op == 7)) && pu_impl0_pipearch_rm0_take_c))) begin
+            pu_impl0_pipearch_rm0_pc_nx <= pu_impl0_pipearch_rm0_tgt;
+        end
+        else begin
+            pu_impl0_pipearch_rm0_pc_nx <= pu_impl0_pipearch_rm0_pc1;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: pu_impl0_pipearch_rm0_dec_words
+    pu_impl0_pipearch_rm0_w6e_r <= pu_impl0_pipearch_rm0_w6_eff;
+    pu_impl0_pipearch_rm0_effr0 <= pu_impl0_pipearch_rm0_eff0;
+    pu_impl0_pipearch_rm0_effr1 <= pu_impl0_pipearch_rm0_eff1;
+    pu_impl0_pipearch_rm0_effr2 <= pu_impl0_pipearch_rm0_eff2;
+    pu_impl0_pipearch_rm0_effr3 <= pu_impl0_pipearch_rm0_eff3;
+end
+
+
+
+assign pu_impl0_pipearch_rm0_pc1 = (pu_impl0_pipearch_rm0_pc + 1);
+
+
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_ctx_shift
     if (rst == 1) begin
         pu_impl0_pipearch_rm0_ctx_sr <= 0;
@@ -8126,7 +8258,7 @@ always @(posedge clk) begin: pu_impl0_pipearch_rm0_pm_ram
     if (pu_impl0_pipearch_rm0_pm_we) begin
         pu_impl0_pipearch_rm0_pmem[pu_impl0_pipearch_rm0_pm_wa] <= pu_impl0_pipearch_rm0_ck_data;
     end
-    pu_impl0_pipearch_rm0_ir <= pu_impl0_pipearch_rm0_pmem[pu_impl0_pipearch_rm0_pc];
+    pu_impl0_pipearch_rm0_ir <= pu_impl0_pipearch_rm0_pmem[pu_impl0_pipearch_rm0_pc_d];
 end
 
 
@@ -8271,89 +8403,19 @@ end
 
 
 
-assign pu_impl0_pipearch_rm0_op = pu_impl0_pipearch_rm0_ir[32-1:26];
-assign pu_impl0_pipearch_rm0_nbit = pu_impl0_pipearch_rm0_ir[25];
 assign pu_impl0_pipearch_rm0_fra = pu_impl0_pipearch_rm0_ir[25-1:21];
 assign pu_impl0_pipearch_rm0_frb = pu_impl0_pipearch_rm0_ir[21-1:17];
-assign pu_impl0_pipearch_rm0_frd = pu_impl0_pipearch_rm0_ir[17-1:13];
-assign pu_impl0_pipearch_rm0_itr = pu_impl0_pipearch_rm0_ir[13-1:0];
-assign pu_impl0_pipearch_rm0_w1 = pu_impl0_pipearch_rm0_ir[64-1:32];
-assign pu_impl0_pipearch_rm0_w6 = pu_impl0_pipearch_rm0_ir[224-1:192];
-assign pu_impl0_pipearch_rm0_w7 = pu_impl0_pipearch_rm0_ir[256-1:224];
-assign pu_impl0_pipearch_rm0_w27nz = (pu_impl0_pipearch_rm0_ir[256-1:64] != 0);
-assign pu_impl0_pipearch_rm0_tgt = pu_impl0_pipearch_rm0_ir[40-1:32];
-assign pu_impl0_pipearch_rm0_sidx = pu_impl0_pipearch_rm0_ir[29-1:26];
-assign pu_impl0_pipearch_rm0_lmask = pu_impl0_pipearch_rm0_ir[48-1:32];
-
-
-always @(pu_impl0_pipearch_rm0_op) begin: pu_impl0_pipearch_rm0_info_c
-    case (pu_impl0_pipearch_rm0_op)
-        0: pu_impl0_pipearch_rm0_info = 1;
-        1: pu_impl0_pipearch_rm0_info = 53;
-        2: pu_impl0_pipearch_rm0_info = 29;
-        3: pu_impl0_pipearch_rm0_info = 29;
-        4: pu_impl0_pipearch_rm0_info = 33554509;
-        5: pu_impl0_pipearch_rm0_info = 33554509;
-        6: pu_impl0_pipearch_rm0_info = 33554509;
-        7: pu_impl0_pipearch_rm0_info = 33554509;
-        8: pu_impl0_pipearch_rm0_info = 33554497;
-        9: pu_impl0_pipearch_rm0_info = 97;
-        10: pu_impl0_pipearch_rm0_info = 1;
-        11: pu_impl0_pipearch_rm0_info = 1;
-        12: pu_impl0_pipearch_rm0_info = 0;
-        13: pu_impl0_pipearch_rm0_info = 0;
-        14: pu_impl0_pipearch_rm0_info = 0;
-        15: pu_impl0_pipearch_rm0_info = 0;
-        16: pu_impl0_pipearch_rm0_info = 19923215;
-        17: pu_impl0_pipearch_rm0_info = 18874639;
-        18: pu_impl0_pipearch_rm0_info = 26490639;
-        19: pu_impl0_pipearch_rm0_info = 26244879;
-        20: pu_impl0_pipearch_rm0_info = 22480655;
-        21: pu_impl0_pipearch_rm0_info = 26525455;
-        22: pu_impl0_pipearch_rm0_info = 29390607;
-        23: pu_impl0_pipearch_rm0_info = 0;
-        24: pu_impl0_pipearch_rm0_info = 0;
-        25: pu_impl0_pipearch_rm0_info = 0;
-        26: pu_impl0_pipearch_rm0_info = 0;
-        27: pu_impl0_pipearch_rm0_info = 0;
-        28: pu_impl0_pipearch_rm0_info = 0;
-        29: pu_impl0_pipearch_rm0_info = 0;
-        30: pu_impl0_pipearch_rm0_info = 0;
-        31: pu_impl0_pipearch_rm0_info = 0;
-        32: pu_impl0_pipearch_rm0_info = 0;
-        33: pu_impl0_pipearch_rm0_info = 0;
-        34: pu_impl0_pipearch_rm0_info = 0;
-        35: pu_impl0_pipearch_rm0_info = 0;
-        36: pu_impl0_pipearch_rm0_info = 0;
-        37: pu_impl0_pipearch_rm0_info = 0;
-        38: pu_impl0_pipearch_rm0_info = 0;
-        39: pu_impl0_pipearch_rm0_info = 0;
-        40: pu_impl0_pipearch_rm0_info = 0;
-        41: pu_impl0_pipearch_rm0_info = 0;
-        42: pu_impl0_pipearch_rm0_info = 0;
-        43: pu_impl0_pipearch_rm0_info = 0;
-        44: pu_impl0_pipearch_rm0_info = 0;
-        45: pu_impl0_pipearch_rm0_info = 0;
-        46: pu_impl0_pipearch_rm0_info = 0;
-        47: pu_impl0_pipearch_rm0_info = 0;
-        48: pu_impl0_pipearch_rm0_info = 0;
-        49: pu_impl0_pipearch_rm0_info = 0;
-        50: pu_impl0_pipearch_rm0_info = 0;
-        51: pu_impl0_pipearch_rm0_info = 0;
-        52: pu_impl0_pipearch_rm0_info = 0;
-        53: pu_impl0_pipearch_rm0_info = 0;
-        54: pu_impl0_pipearch_rm0_info = 0;
-        55: pu_impl0_pipearch_rm0_info = 0;
-        56: pu_impl0_pipearch_rm0_info = 0;
-        57: pu_impl0_pipearch_rm0_info = 0;
-        58: pu_impl0_pipearch_rm0_info = 0;
-        59: pu_impl0_pipearch_rm0_info = 0;
-        60: pu_impl0_pipearch_rm0_info = 0;
-        61: pu_impl0_pipearch_rm0_info = 0;
-        62: pu_impl0_pipearch_rm0_info = 0;
-        default: pu_impl0_pipearch_rm0_info = 0;
-    endcase
-end
+assign pu_impl0_pipearch_rm0_op = pu_impl0_pipearch_rm0_ir_r[32-1:26];
+assign pu_impl0_pipearch_rm0_nbit = pu_impl0_pipearch_rm0_ir_r[25];
+assign pu_impl0_pipearch_rm0_frd = pu_impl0_pipearch_rm0_ir_r[17-1:13];
+assign pu_impl0_pipearch_rm0_itr = pu_impl0_pipearch_rm0_ir_r[13-1:0];
+assign pu_impl0_pipearch_rm0_w1 = pu_impl0_pipearch_rm0_ir_r[64-1:32];
+assign pu_impl0_pipearch_rm0_w6 = pu_impl0_pipearch_rm0_ir_r[224-1:192];
+assign pu_impl0_pipearch_rm0_w7 = pu_impl0_pipearch_rm0_ir_r[256-1:224];
+assign pu_impl0_pipearch_rm0_w27nz = (pu_impl0_pipearch_rm0_ir_r[256-1:64] != 0);
+assign pu_impl0_pipearch_rm0_tgt = pu_impl0_pipearch_rm0_ir_r[40-1:32];
+assign pu_impl0_pipearch_rm0_sidx = pu_impl0_pipearch_rm0_ir_r[29-1:26];
+assign pu_impl0_pipearch_rm0_lmask = pu_impl0_pipearch_rm0_ir_r[48-1:32];
 
 
 
@@ -8393,7 +8455,7 @@ always @(pu_impl0_pipearch_rm0_is_load, pu_impl0_pipearch_rm0_unz, pu_impl0_pipe
 end
 
 
-always @(pu_impl0_pipearch_rm0_w1, pu_impl0_pipearch_rm0_amem, pu_impl0_pipearch_rm0_res_ch, pu_impl0_pipearch_rm0_ir, pu_impl0_pipearch_rm0_w7, pu_impl0_pipearch_rm0_info) begin: pu_impl0_pipearch_rm0_chk_res_sub
+always @(pu_impl0_pipearch_rm0_w1, pu_impl0_pipearch_rm0_ir_r, pu_impl0_pipearch_rm0_amem, pu_impl0_pipearch_rm0_res_ch, pu_impl0_pipearch_rm0_w7, pu_impl0_pipearch_rm0_info) begin: pu_impl0_pipearch_rm0_chk_res_sub
     reg r;
     r = (pu_impl0_pipearch_rm0_res_ch != 0);
     if ((pu_impl0_pipearch_rm0_w1[24] && (!pu_impl0_pipearch_rm0_info[20]))) begin
@@ -8406,7 +8468,7 @@ always @(pu_impl0_pipearch_rm0_w1, pu_impl0_pipearch_rm0_amem, pu_impl0_pipearch
         r = 1'b1;
     end
     if (pu_impl0_pipearch_rm0_amem) begin
-        if ((pu_impl0_pipearch_rm0_w1[16] || pu_impl0_pipearch_rm0_w1[20] || (pu_impl0_pipearch_rm0_ir[96-1:64] != 0) || (pu_impl0_pipearch_rm0_w7[32-1:21] != 0))) begin
+        if ((pu_impl0_pipearch_rm0_w1[16] || pu_impl0_pipearch_rm0_w1[20] || (pu_impl0_pipearch_rm0_ir_r[96-1:64] != 0) || (pu_impl0_pipearch_rm0_w7[32-1:21] != 0))) begin
             r = 1'b1;
         end
     end
@@ -8474,29 +8536,29 @@ always @(pu_impl0_pipearch_rm0_n_ge_tgt, pu_impl0_pipearch_rm0_op, pu_impl0_pipe
 end
 
 
-always @(pu_impl0_pipearch_rm0_b_opc, pu_impl0_pipearch_rm0_b_acc, pu_impl0_pipearch_rm0_b_fld, pu_impl0_pipearch_rm0_b_res, pu_impl0_pipearch_rm0_b_tgt, pu_impl0_pipearch_rm0_b_len, pu_impl0_pipearch_rm0_b_rsm, pu_impl0_pipearch_rm0_b_abs) begin: pu_impl0_pipearch_rm0_chk_enc
-    if (pu_impl0_pipearch_rm0_b_opc) begin
+always @(pu_impl0_pipearch_rm0_b_r) begin: pu_impl0_pipearch_rm0_chk_enc
+    if (pu_impl0_pipearch_rm0_b_r[0]) begin
         pu_impl0_pipearch_rm0_dec_err = 1;
     end
-    else if (pu_impl0_pipearch_rm0_b_res) begin
+    else if (pu_impl0_pipearch_rm0_b_r[1]) begin
         pu_impl0_pipearch_rm0_dec_err = 2;
     end
-    else if (pu_impl0_pipearch_rm0_b_abs) begin
+    else if (pu_impl0_pipearch_rm0_b_r[2]) begin
         pu_impl0_pipearch_rm0_dec_err = 3;
     end
-    else if (pu_impl0_pipearch_rm0_b_fld) begin
+    else if (pu_impl0_pipearch_rm0_b_r[3]) begin
         pu_impl0_pipearch_rm0_dec_err = 4;
     end
-    else if (pu_impl0_pipearch_rm0_b_acc) begin
+    else if (pu_impl0_pipearch_rm0_b_r[4]) begin
         pu_impl0_pipearch_rm0_dec_err = 5;
     end
-    else if (pu_impl0_pipearch_rm0_b_len) begin
+    else if (pu_impl0_pipearch_rm0_b_r[5]) begin
         pu_impl0_pipearch_rm0_dec_err = 6;
     end
-    else if (pu_impl0_pipearch_rm0_b_rsm) begin
+    else if (pu_impl0_pipearch_rm0_b_r[6]) begin
         pu_impl0_pipearch_rm0_dec_err = 7;
     end
-    else if (pu_impl0_pipearch_rm0_b_tgt) begin
+    else if (pu_impl0_pipearch_rm0_b_r[7]) begin
         pu_impl0_pipearch_rm0_dec_err = 8;
     end
     else begin
@@ -8736,6 +8798,68 @@ assign pu_impl0_pipearch_rm0_prog_a = pu_impl0_pipearch_rm0_prog_lo;
 assign pu_impl0_pipearch_rm0_ctx_a = pu_impl0_pipearch_rm0_ctx_lo;
 
 
+always @(pu_impl0_pipearch_rm0_op, pu_impl0_pipearch_rm0_f_sw, pu_impl0_pipearch_rm0_tbusy, pu_impl0_pipearch_rm0_ex_first, pu_impl0_pipearch_rm0_in_store, pu_impl0_pipearch_rm0_in_load, pu_impl0_pipearch_rm0_blk_wait, pu_impl0_pipearch_rm0_info) begin: pu_impl0_pipearch_rm0_e_go_c
+    if (pu_impl0_pipearch_rm0_info[1]) begin
+        pu_impl0_pipearch_rm0_e_go = ((!pu_impl0_pipearch_rm0_tbusy) && (!pu_impl0_pipearch_rm0_ex_first));
+    end
+    else if ((pu_impl0_pipearch_rm0_op == 9)) begin
+        pu_impl0_pipearch_rm0_e_go = (!pu_impl0_pipearch_rm0_blk_wait);
+    end
+    else if ((pu_impl0_pipearch_rm0_op == 10)) begin
+        pu_impl0_pipearch_rm0_e_go = (!(pu_impl0_pipearch_rm0_f_sw && (!pu_impl0_pipearch_rm0_in_load) && (!pu_impl0_pipearch_rm0_in_store)));
+    end
+    else if ((pu_impl0_pipearch_rm0_op == 11)) begin
+        pu_impl0_pipearch_rm0_e_go = 1'b0;
+    end
+    else begin
+        pu_impl0_pipearch_rm0_e_go = 1'b1;
+    end
+end
+
+
+always @(pu_impl0_pipearch_rm0_e_go, pu_impl0_pipearch_rm0_st_dseen, pu_impl0_pipearch_rm0_sc_pc, s_axil_awvalid, pu_impl0_pipearch_rm0_busy_s, pu_impl0_pipearch_rm0_ctx_pcw, pu_impl0_pipearch_rm0_tbusy, pu_impl0_pipearch_rm0_st_state, pu_impl0_pipearch_rm0_state, pu_impl0_pipearch_rm0_saved_pc, s_axil_wdata, pu_impl0_pipearch_rm0_ctx_st, pu_impl0_pipearch_rm0_lc_pc, pu_impl0_pipearch_rm0_pc, s_axil_wvalid, pu_impl0_status_glue0_fw_st_done, pu_impl0_pipearch_rm0_pc_nx, pu_impl0_pipearch_rm0_bvalid_r, pu_impl0_pipearch_rm0_ph, pu_impl0_pipearch_rm0_st_idx, s_axil_wstrb, s_axil_awaddr, pu_impl0_pipearch_rm0_nbit, pu_impl0_pipearch_rm0_dec_err, pu_impl0_pipearch_rm0_info) begin: pu_impl0_pipearch_rm0_pc_c
+    pu_impl0_pipearch_rm0_pc_d = pu_impl0_pipearch_rm0_pc;
+    case (pu_impl0_pipearch_rm0_state)
+        'h2: begin
+            if (((pu_impl0_pipearch_rm0_ph != 0) && (pu_impl0_pipearch_rm0_ph != 1))) begin
+                if ((pu_impl0_pipearch_rm0_ctx_st == 0)) begin
+                    pu_impl0_pipearch_rm0_pc_d = 0;
+                end
+                else if (((pu_impl0_pipearch_rm0_ctx_st == 1) && (pu_impl0_pipearch_rm0_ctx_pcw[32-1:8] == 0))) begin
+                    if ((pu_impl0_pipearch_rm0_lc_pc != 255)) begin
+                        pu_impl0_pipearch_rm0_pc_d = pu_impl0_pipearch_rm0_lc_pc;
+                    end
+                    else begin
+                        pu_impl0_pipearch_rm0_pc_d = pu_impl0_pipearch_rm0_ctx_pcw[8-1:0];
+                    end
+                end
+            end
+        end
+        'h4: begin
+            if (((pu_impl0_pipearch_rm0_ph != 0) && (pu_impl0_pipearch_rm0_dec_err == 0) && pu_impl0_pipearch_rm0_info[1] && (!pu_impl0_pipearch_rm0_tbusy) && pu_impl0_pipearch_rm0_nbit)) begin
+                pu_impl0_pipearch_rm0_pc_d = pu_impl0_pipearch_rm0_pc_nx;
+            end
+        end
+        'h5: begin
+            if (pu_impl0_pipearch_rm0_e_go) begin
+                pu_impl0_pipearch_rm0_pc_d = pu_impl0_pipearch_rm0_pc_nx;
+            end
+        end
+        'h7: begin
+            pu_impl0_pipearch_rm0_pc_d = pu_impl0_pipearch_rm0_saved_pc;
+        end
+        'h6: begin
+            if (((pu_impl0_pipearch_rm0_ph != 0) && (pu_impl0_pipearch_rm0_ph != 1) && (pu_impl0_pipearch_rm0_st_idx == 8) && (pu_impl0_pipearch_rm0_st_dseen || pu_impl0_status_glue0_fw_st_done) && (pu_impl0_pipearch_rm0_st_state == 1) && (pu_impl0_pipearch_rm0_sc_pc != 255))) begin
+                pu_impl0_pipearch_rm0_pc_d = pu_impl0_pipearch_rm0_sc_pc;
+            end
+        end
+    endcase
+    if ((s_axil_awvalid && s_axil_wvalid && (!pu_impl0_pipearch_rm0_bvalid_r) && (s_axil_wstrb == 15) && (s_axil_awaddr == 0) && s_axil_wdata[0] && (!pu_impl0_pipearch_rm0_busy_s))) begin
+        pu_impl0_pipearch_rm0_pc_d = 0;
+    end
+end
+
+
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_main
     reg busy_now;
     reg [8-1:0] ra;
@@ -8806,6 +8930,7 @@ always @(posedge clk) begin: pu_impl0_pipearch_rm0_main
         pu_impl0_pipearch_rm0_fifo_clr <= 1'b0;
         pu_impl0_pipearch_rm0_ra_q <= pu_impl0_pipearch_rm0_ra_val;
         pu_impl0_pipearch_rm0_rb_q <= pu_impl0_pipearch_rm0_rb_val;
+        pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_pc_d;
         busy_now = (pu_impl0_pipearch_rm0_busy_s != 0);
         if ((busy_now && (!pu_impl0_pipearch_rm0_cyc_full))) begin
             pu_impl0_pipearch_rm0_cyc <= (pu_impl0_pipearch_rm0_cyc + 1);
@@ -8920,7 +9045,6 @@ always @(posedge clk) begin: pu_impl0_pipearch_rm0_main
                     default: begin
                         pu_impl0_pipearch_rm0_ph <= 0;
                         if ((pu_impl0_pipearch_rm0_ctx_st == 0)) begin
-                            pu_impl0_pipearch_rm0_pc <= 0;
                             pu_impl0_pipearch_rm0_state <= 3;
                         end
                         else if (((pu_impl0_pipearch_rm0_ctx_st == 1) && (pu_impl0_pipearch_rm0_ctx_pcw[32-1:8] == 0))) begin
@@ -8928,10 +9052,6 @@ always @(posedge clk) begin: pu_impl0_pipearch_rm0_main
                             if ((pu_impl0_pipearch_rm0_lc_pc != 255)) begin
                                 pu_impl0_pipearch_rm0_in_load <= 1'b1;
                                 pu_impl0_pipearch_rm0_saved_pc <= pu_impl0_pipearch_rm0_ctx_pcw[8-1:0];
-                                pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_lc_pc;
-                            end
-                            else begin
-                                pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_ctx_pcw[8-1:0];
                             end
                         end
                         else begin
@@ -8989,15 +9109,14 @@ always @(posedge clk) begin: pu_impl0_pipearch_rm0_main
                         pu_impl0_pipearch_rm0_spc_r <= pu_impl0_pipearch_rm0_pc;
                         pu_impl0_pipearch_rm0_sit_r <= pu_impl0_pipearch_rm0_itr;
                         pu_impl0_pipearch_rm0_sw1_r <= pu_impl0_pipearch_rm0_w1;
-                        pu_impl0_pipearch_rm0_sacc0 <= pu_impl0_pipearch_rm0_eff0;
-                        pu_impl0_pipearch_rm0_sacc1 <= pu_impl0_pipearch_rm0_eff1;
-                        pu_impl0_pipearch_rm0_sacc2 <= pu_impl0_pipearch_rm0_eff2;
-                        pu_impl0_pipearch_rm0_sacc3 <= pu_impl0_pipearch_rm0_eff3;
-                        pu_impl0_pipearch_rm0_sw6_r <= pu_impl0_pipearch_rm0_w6_eff;
+                        pu_impl0_pipearch_rm0_sacc0 <= pu_impl0_pipearch_rm0_effr0;
+                        pu_impl0_pipearch_rm0_sacc1 <= pu_impl0_pipearch_rm0_effr1;
+                        pu_impl0_pipearch_rm0_sacc2 <= pu_impl0_pipearch_rm0_effr2;
+                        pu_impl0_pipearch_rm0_sacc3 <= pu_impl0_pipearch_rm0_effr3;
+                        pu_impl0_pipearch_rm0_sw6_r <= pu_impl0_pipearch_rm0_w6e_r;
                         pu_impl0_pipearch_rm0_sw7_r <= pu_impl0_pipearch_rm0_w7;
                         pu_impl0_pipearch_rm0_ex_first <= 1'b1;
                         if (pu_impl0_pipearch_rm0_nbit) begin
-                            pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
                             pu_impl0_pipearch_rm0_state <= 3;
                         end
                         else begin
@@ -9013,30 +9132,20 @@ always @(posedge clk) begin: pu_impl0_pipearch_rm0_main
                 if (pu_impl0_pipearch_rm0_info[1]) begin
                     pu_impl0_pipearch_rm0_ex_first <= 1'b0;
                     if (((!pu_impl0_pipearch_rm0_tbusy) && (!pu_impl0_pipearch_rm0_ex_first))) begin
-                        pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
                         pu_impl0_pipearch_rm0_state <= 3;
                     end
                 end
                 else if (((pu_impl0_pipearch_rm0_op == 1) || (pu_impl0_pipearch_rm0_op == 2) || (pu_impl0_pipearch_rm0_op == 3))) begin
-                    pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
                     pu_impl0_pipearch_rm0_state <= 3;
                 end
                 else if (((pu_impl0_pipearch_rm0_op == 4) || (pu_impl0_pipearch_rm0_op == 5) || (pu_impl0_pipearch_rm0_op == 6) || (pu_impl0_pipearch_rm0_op == 7))) begin
-                    if (pu_impl0_pipearch_rm0_take_c) begin
-                        pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_tgt;
-                    end
-                    else begin
-                        pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
-                    end
                     pu_impl0_pipearch_rm0_state <= 3;
                 end
                 else if ((pu_impl0_pipearch_rm0_op == 8)) begin
-                    pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_tgt;
                     pu_impl0_pipearch_rm0_state <= 3;
                 end
                 else if ((pu_impl0_pipearch_rm0_op == 9)) begin
                     if ((!pu_impl0_pipearch_rm0_blk_wait)) begin
-                        pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
                         pu_impl0_pipearch_rm0_state <= 3;
                     end
                 end
@@ -9049,7 +9158,6 @@ always @(posedge clk) begin: pu_impl0_pipearch_rm0_main
                         pu_impl0_pipearch_rm0_ph <= 0;
                     end
                     else begin
-                        pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
                         pu_impl0_pipearch_rm0_state <= 3;
                     end
                 end
@@ -9058,12 +9166,10 @@ always @(posedge clk) begin: pu_impl0_pipearch_rm0_main
                     pu_impl0_pipearch_rm0_state <= 7;
                 end
                 else begin
-                    pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
                     pu_impl0_pipearch_rm0_state <= 3;
                 end
             end
             'h7: begin
-                pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_saved_pc;
                 pu_impl0_pipearch_rm0_state <= 3;
             end
             'h6: begin
@@ -9090,7 +9196,6 @@ always @(posedge clk) begin: pu_impl0_pipearch_rm0_main
                             if ((pu_impl0_pipearch_rm0_st_state == 1)) begin
                                 if ((pu_impl0_pipearch_rm0_sc_pc != 255)) begin
                                     pu_impl0_pipearch_rm0_in_store <= 1'b1;
-                                    pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_sc_pc;
                                     pu_impl0_pipearch_rm0_state <= 3;
                                 end
                                 else begin
@@ -9189,7 +9294,6 @@ always @(posedge clk) begin: pu_impl0_pipearch_rm0_main
                             pu_impl0_pipearch_rm0_state <= 1;
                             pu_impl0_pipearch_rm0_fifo_clr <= 1'b1;
                             pu_impl0_pipearch_rm0_ph <= 0;
-                            pu_impl0_pipearch_rm0_pc <= 0;
                             pu_impl0_pipearch_rm0_in_load <= 1'b0;
                             pu_impl0_pipearch_rm0_in_store <= 1'b0;
                             pu_impl0_pipearch_rm0_f_done <= 1'b0;

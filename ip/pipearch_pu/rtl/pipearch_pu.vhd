@@ -203,6 +203,7 @@ signal pu_impl0_pipearch_rm0_b_acc: std_logic;
 signal pu_impl0_pipearch_rm0_b_fld: std_logic;
 signal pu_impl0_pipearch_rm0_b_len: std_logic;
 signal pu_impl0_pipearch_rm0_b_opc: std_logic;
+signal pu_impl0_pipearch_rm0_b_r: unsigned(7 downto 0);
 signal pu_impl0_pipearch_rm0_b_res: std_logic;
 signal pu_impl0_pipearch_rm0_b_rsm: std_logic;
 signal pu_impl0_pipearch_rm0_b_tgt: std_logic;
@@ -229,10 +230,15 @@ signal pu_impl0_pipearch_rm0_cyc: unsigned(63 downto 0);
 signal pu_impl0_pipearch_rm0_cyc_full: std_logic;
 signal pu_impl0_pipearch_rm0_cyc_hi_l: unsigned(31 downto 0);
 signal pu_impl0_pipearch_rm0_dec_err: unsigned(7 downto 0);
+signal pu_impl0_pipearch_rm0_e_go: std_logic;
 signal pu_impl0_pipearch_rm0_eff0: unsigned(31 downto 0);
 signal pu_impl0_pipearch_rm0_eff1: unsigned(31 downto 0);
 signal pu_impl0_pipearch_rm0_eff2: unsigned(31 downto 0);
 signal pu_impl0_pipearch_rm0_eff3: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_effr0: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_effr1: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_effr2: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_effr3: unsigned(31 downto 0);
 signal pu_impl0_pipearch_rm0_err_code: unsigned(7 downto 0);
 signal pu_impl0_pipearch_rm0_err_pc: unsigned(7 downto 0);
 signal pu_impl0_pipearch_rm0_ex_first: std_logic;
@@ -252,6 +258,7 @@ signal pu_impl0_pipearch_rm0_in_load: std_logic;
 signal pu_impl0_pipearch_rm0_in_store: std_logic;
 signal pu_impl0_pipearch_rm0_info: unsigned(25 downto 0);
 signal pu_impl0_pipearch_rm0_ir: unsigned(255 downto 0);
+signal pu_impl0_pipearch_rm0_ir_r: unsigned(255 downto 0);
 signal pu_impl0_pipearch_rm0_is_load: std_logic;
 signal pu_impl0_pipearch_rm0_itr: unsigned(12 downto 0);
 signal pu_impl0_pipearch_rm0_lc_pc: unsigned(7 downto 0);
@@ -274,6 +281,9 @@ signal pu_impl0_pipearch_rm0_nib_ge: unsigned(3 downto 0);
 signal pu_impl0_pipearch_rm0_nib_nz: unsigned(3 downto 0);
 signal pu_impl0_pipearch_rm0_op: unsigned(5 downto 0);
 signal pu_impl0_pipearch_rm0_pc: unsigned(7 downto 0);
+signal pu_impl0_pipearch_rm0_pc1: unsigned(7 downto 0);
+signal pu_impl0_pipearch_rm0_pc_d: unsigned(7 downto 0);
+signal pu_impl0_pipearch_rm0_pc_nx: unsigned(7 downto 0);
 signal pu_impl0_pipearch_rm0_ph: unsigned(1 downto 0);
 signal pu_impl0_pipearch_rm0_pm_wa: unsigned(7 downto 0);
 signal pu_impl0_pipearch_rm0_pm_we: std_logic;
@@ -330,7 +340,10 @@ signal pu_impl0_pipearch_rm0_w1: unsigned(31 downto 0);
 signal pu_impl0_pipearch_rm0_w27nz: std_logic;
 signal pu_impl0_pipearch_rm0_w6: unsigned(31 downto 0);
 signal pu_impl0_pipearch_rm0_w6_eff: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_w6e_r: unsigned(31 downto 0);
 signal pu_impl0_pipearch_rm0_w7: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_op_f: unsigned(5 downto 0);
+signal pu_impl0_pipearch_rm0_info_f: unsigned(25 downto 0);
 signal pu_impl0_pipearch_rm0_itr_big: std_logic;
 signal pu_impl0_pipearch_rm0_mask_big: std_logic;
 signal pu_impl0_pipearch_rm0_am_end: unsigned(18 downto 0);
@@ -7640,6 +7653,97 @@ pu_impl0_pipearch_rm0_ck_valid <= pu_impl0_pipearch_rm0_ckv;
 pu_impl0_pipearch_rm0_cv_full <= pu_impl0_pipearch_rm0_ckv;
 
 
+pu_impl0_pipearch_rm0_op_f <= pu_impl0_pipearch_rm0_ir(32-1 downto 26);
+
+pu_impl0_pipearch_rm0_info_fc: process (pu_impl0_pipearch_rm0_op_f) is
+begin
+    case to_integer(pu_impl0_pipearch_rm0_op_f) is
+        when 0 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000001";
+        when 1 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000110101";
+        when 2 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000011101";
+        when 3 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000011101";
+        when 4 => pu_impl0_pipearch_rm0_info_f <= "10000000000000000001001101";
+        when 5 => pu_impl0_pipearch_rm0_info_f <= "10000000000000000001001101";
+        when 6 => pu_impl0_pipearch_rm0_info_f <= "10000000000000000001001101";
+        when 7 => pu_impl0_pipearch_rm0_info_f <= "10000000000000000001001101";
+        when 8 => pu_impl0_pipearch_rm0_info_f <= "10000000000000000001000001";
+        when 9 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000001100001";
+        when 10 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000001";
+        when 11 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000001";
+        when 12 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 13 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 14 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 15 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 16 => pu_impl0_pipearch_rm0_info_f <= "01001100000000000100001111";
+        when 17 => pu_impl0_pipearch_rm0_info_f <= "01001000000000000100001111";
+        when 18 => pu_impl0_pipearch_rm0_info_f <= "01100101000011011100001111";
+        when 19 => pu_impl0_pipearch_rm0_info_f <= "01100100000111011100001111";
+        when 20 => pu_impl0_pipearch_rm0_info_f <= "01010101110000011100001111";
+        when 21 => pu_impl0_pipearch_rm0_info_f <= "01100101001011111100001111";
+        when 22 => pu_impl0_pipearch_rm0_info_f <= "01110000000111011100001111";
+        when 23 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 24 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 25 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 26 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 27 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 28 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 29 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 30 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 31 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 32 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 33 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 34 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 35 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 36 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 37 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 38 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 39 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 40 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 41 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 42 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 43 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 44 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 45 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 46 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 47 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 48 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 49 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 50 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 51 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 52 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 53 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 54 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 55 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 56 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 57 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 58 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 59 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 60 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 61 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when 62 => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+        when others => pu_impl0_pipearch_rm0_info_f <= "00000000000000000000000000";
+    end case;
+end process pu_impl0_pipearch_rm0_info_fc;
+
+pu_impl0_pipearch_rm0_ir_copy: process (clk) is
+begin
+    if rising_edge(clk) then
+        pu_impl0_pipearch_rm0_ir_r <= pu_impl0_pipearch_rm0_ir;
+    end if;
+end process pu_impl0_pipearch_rm0_ir_copy;
+
+pu_impl0_pipearch_rm0_info_reg: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pu_impl0_pipearch_rm0_info <= to_unsigned(0, 26);
+        else
+            pu_impl0_pipearch_rm0_info <= pu_impl0_pipearch_rm0_info_f;
+        end if;
+    end if;
+end process pu_impl0_pipearch_rm0_info_reg;
+
+
 pu_impl0_pipearch_rm0_n9 <= unsigned'(to_unsigned(0, 1) & pu_impl0_pipearch_rm0_prog_n);
 
 
@@ -7904,10 +8008,10 @@ begin
 end process pu_impl0_pipearch_rm0_rm_reg14_rproc;
 
 
-pu_impl0_pipearch_rm0_rm_channel0_wk <= pu_impl0_pipearch_rm0_ir((32 * (0 + 3))-1 downto (32 * (0 + 2)));
-pu_impl0_pipearch_rm0_rm_channel0_fa <= pu_impl0_pipearch_rm0_ir(((32 + 16) + 0));
-pu_impl0_pipearch_rm0_rm_channel0_fb <= pu_impl0_pipearch_rm0_ir(((32 + 20) + 0));
-pu_impl0_pipearch_rm0_rm_channel0_nib <= pu_impl0_pipearch_rm0_ir(((32 + (4 * 0)) + 4)-1 downto (32 + (4 * 0)));
+pu_impl0_pipearch_rm0_rm_channel0_wk <= pu_impl0_pipearch_rm0_ir_r((32 * (0 + 3))-1 downto (32 * (0 + 2)));
+pu_impl0_pipearch_rm0_rm_channel0_fa <= pu_impl0_pipearch_rm0_ir_r(((32 + 16) + 0));
+pu_impl0_pipearch_rm0_rm_channel0_fb <= pu_impl0_pipearch_rm0_ir_r(((32 + 20) + 0));
+pu_impl0_pipearch_rm0_rm_channel0_nib <= pu_impl0_pipearch_rm0_ir_r(((32 + (4 * 0)) + 4)-1 downto (32 + (4 * 0)));
 
 pu_impl0_pipearch_rm0_rm_channel0_ch_ops: process (pu_impl0_pipearch_rm0_rm_channel0_fa, pu_impl0_pipearch_rm0_rm_channel0_wk, pu_impl0_pipearch_rm0_rb_q, pu_impl0_pipearch_rm0_rm_channel0_fb, pu_impl0_pipearch_rm0_ra_q) is
 begin
@@ -7945,10 +8049,10 @@ pu_impl0_pipearch_rm0_rm_channel0_uz_k <= stdl(bool(pu_impl0_pipearch_rm0_rm_cha
 pu_impl0_pipearch_rm0_rm_channel0_ng_k <= stdl(pu_impl0_pipearch_rm0_rm_channel0_nib >= 4);
 
 
-pu_impl0_pipearch_rm0_rm_channel1_wk <= pu_impl0_pipearch_rm0_ir((32 * (1 + 3))-1 downto (32 * (1 + 2)));
-pu_impl0_pipearch_rm0_rm_channel1_fa <= pu_impl0_pipearch_rm0_ir(((32 + 16) + 1));
-pu_impl0_pipearch_rm0_rm_channel1_fb <= pu_impl0_pipearch_rm0_ir(((32 + 20) + 1));
-pu_impl0_pipearch_rm0_rm_channel1_nib <= pu_impl0_pipearch_rm0_ir(((32 + (4 * 1)) + 4)-1 downto (32 + (4 * 1)));
+pu_impl0_pipearch_rm0_rm_channel1_wk <= pu_impl0_pipearch_rm0_ir_r((32 * (1 + 3))-1 downto (32 * (1 + 2)));
+pu_impl0_pipearch_rm0_rm_channel1_fa <= pu_impl0_pipearch_rm0_ir_r(((32 + 16) + 1));
+pu_impl0_pipearch_rm0_rm_channel1_fb <= pu_impl0_pipearch_rm0_ir_r(((32 + 20) + 1));
+pu_impl0_pipearch_rm0_rm_channel1_nib <= pu_impl0_pipearch_rm0_ir_r(((32 + (4 * 1)) + 4)-1 downto (32 + (4 * 1)));
 
 pu_impl0_pipearch_rm0_rm_channel1_ch_ops: process (pu_impl0_pipearch_rm0_rm_channel1_fa, pu_impl0_pipearch_rm0_rm_channel1_wk, pu_impl0_pipearch_rm0_rb_q, pu_impl0_pipearch_rm0_rm_channel1_fb, pu_impl0_pipearch_rm0_ra_q) is
 begin
@@ -7986,10 +8090,10 @@ pu_impl0_pipearch_rm0_rm_channel1_uz_k <= stdl(bool(pu_impl0_pipearch_rm0_rm_cha
 pu_impl0_pipearch_rm0_rm_channel1_ng_k <= stdl(pu_impl0_pipearch_rm0_rm_channel1_nib >= 4);
 
 
-pu_impl0_pipearch_rm0_rm_channel2_wk <= pu_impl0_pipearch_rm0_ir((32 * (2 + 3))-1 downto (32 * (2 + 2)));
-pu_impl0_pipearch_rm0_rm_channel2_fa <= pu_impl0_pipearch_rm0_ir(((32 + 16) + 2));
-pu_impl0_pipearch_rm0_rm_channel2_fb <= pu_impl0_pipearch_rm0_ir(((32 + 20) + 2));
-pu_impl0_pipearch_rm0_rm_channel2_nib <= pu_impl0_pipearch_rm0_ir(((32 + (4 * 2)) + 4)-1 downto (32 + (4 * 2)));
+pu_impl0_pipearch_rm0_rm_channel2_wk <= pu_impl0_pipearch_rm0_ir_r((32 * (2 + 3))-1 downto (32 * (2 + 2)));
+pu_impl0_pipearch_rm0_rm_channel2_fa <= pu_impl0_pipearch_rm0_ir_r(((32 + 16) + 2));
+pu_impl0_pipearch_rm0_rm_channel2_fb <= pu_impl0_pipearch_rm0_ir_r(((32 + 20) + 2));
+pu_impl0_pipearch_rm0_rm_channel2_nib <= pu_impl0_pipearch_rm0_ir_r(((32 + (4 * 2)) + 4)-1 downto (32 + (4 * 2)));
 
 pu_impl0_pipearch_rm0_rm_channel2_ch_ops: process (pu_impl0_pipearch_rm0_rm_channel2_fa, pu_impl0_pipearch_rm0_rm_channel2_wk, pu_impl0_pipearch_rm0_rb_q, pu_impl0_pipearch_rm0_rm_channel2_fb, pu_impl0_pipearch_rm0_ra_q) is
 begin
@@ -8027,10 +8131,10 @@ pu_impl0_pipearch_rm0_rm_channel2_uz_k <= stdl(bool(pu_impl0_pipearch_rm0_rm_cha
 pu_impl0_pipearch_rm0_rm_channel2_ng_k <= stdl(pu_impl0_pipearch_rm0_rm_channel2_nib >= 4);
 
 
-pu_impl0_pipearch_rm0_rm_channel3_wk <= pu_impl0_pipearch_rm0_ir((32 * (3 + 3))-1 downto (32 * (3 + 2)));
-pu_impl0_pipearch_rm0_rm_channel3_fa <= pu_impl0_pipearch_rm0_ir(((32 + 16) + 3));
-pu_impl0_pipearch_rm0_rm_channel3_fb <= pu_impl0_pipearch_rm0_ir(((32 + 20) + 3));
-pu_impl0_pipearch_rm0_rm_channel3_nib <= pu_impl0_pipearch_rm0_ir(((32 + (4 * 3)) + 4)-1 downto (32 + (4 * 3)));
+pu_impl0_pipearch_rm0_rm_channel3_wk <= pu_impl0_pipearch_rm0_ir_r((32 * (3 + 3))-1 downto (32 * (3 + 2)));
+pu_impl0_pipearch_rm0_rm_channel3_fa <= pu_impl0_pipearch_rm0_ir_r(((32 + 16) + 3));
+pu_impl0_pipearch_rm0_rm_channel3_fb <= pu_impl0_pipearch_rm0_ir_r(((32 + 20) + 3));
+pu_impl0_pipearch_rm0_rm_channel3_nib <= pu_impl0_pipearch_rm0_ir_r(((32 + (4 * 3)) + 4)-1 downto (32 + (4 * 3)));
 
 pu_impl0_pipearch_rm0_rm_channel3_ch_ops: process (pu_impl0_pipearch_rm0_rm_channel3_fa, pu_impl0_pipearch_rm0_rm_channel3_wk, pu_impl0_pipearch_rm0_rb_q, pu_impl0_pipearch_rm0_rm_channel3_fb, pu_impl0_pipearch_rm0_ra_q) is
 begin
@@ -8079,6 +8183,37 @@ pu_impl0_pipearch_rm0_am_end <= (unsigned'(to_unsigned(0, 3) & pu_impl0_pipearch
 
 pu_impl0_pipearch_rm0_amem_big <= stdl(pu_impl0_pipearch_rm0_am_end > 64);
 
+pu_impl0_pipearch_rm0_dec_reg: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pu_impl0_pipearch_rm0_b_r <= to_unsigned(0, 8);
+            pu_impl0_pipearch_rm0_pc_nx <= to_unsigned(0, 8);
+        else
+            pu_impl0_pipearch_rm0_b_r <= unsigned'(pu_impl0_pipearch_rm0_b_tgt & pu_impl0_pipearch_rm0_b_rsm & pu_impl0_pipearch_rm0_b_len & pu_impl0_pipearch_rm0_b_acc & pu_impl0_pipearch_rm0_b_fld & pu_impl0_pipearch_rm0_b_abs & pu_impl0_pipearch_rm0_b_res & pu_impl0_pipearch_rm0_b_opc);
+            if ((pu_impl0_pipearch_rm0_op = 8) or (((pu_impl0_pipearch_rm0_op = 4) or (pu_impl0_pipearch_rm0_op = 5) or (pu_impl0_pipearch_rm0_op = 6) or (pu_impl0_pipearch_rm0_op = 7)) and bool(pu_impl0_pipearch_rm0_take_c))) then
+                pu_impl0_pipearch_rm0_pc_nx <= pu_impl0_pipearch_rm0_tgt;
+            else
+                pu_impl0_pipearch_rm0_pc_nx <= pu_impl0_pipearch_rm0_pc1;
+            end if;
+        end if;
+    end if;
+end process pu_impl0_pipearch_rm0_dec_reg;
+
+pu_impl0_pipearch_rm0_dec_words: process (clk) is
+begin
+    if rising_edge(clk) then
+        pu_impl0_pipearch_rm0_w6e_r <= pu_impl0_pipearch_rm0_w6_eff;
+        pu_impl0_pipearch_rm0_effr0 <= pu_impl0_pipearch_rm0_eff0;
+        pu_impl0_pipearch_rm0_effr1 <= pu_impl0_pipearch_rm0_eff1;
+        pu_impl0_pipearch_rm0_effr2 <= pu_impl0_pipearch_rm0_eff2;
+        pu_impl0_pipearch_rm0_effr3 <= pu_impl0_pipearch_rm0_eff3;
+    end if;
+end process pu_impl0_pipearch_rm0_dec_words;
+
+
+pu_impl0_pipearch_rm0_pc1 <= (pu_impl0_pipearch_rm0_pc + 1);
+
 pu_impl0_pipearch_rm0_ctx_shift: process (clk) is
 begin
     if rising_edge(clk) then
@@ -8118,7 +8253,7 @@ begin
         if bool(pu_impl0_pipearch_rm0_pm_we) then
             pu_impl0_pipearch_rm0_pmem(to_integer(pu_impl0_pipearch_rm0_pm_wa)) <= pu_impl0_pipearch_rm0_ck_data;
         end if;
-        pu_impl0_pipearch_rm0_ir <= pu_impl0_pipearch_rm0_pmem(to_integer(pu_impl0_pipearch_rm0_pc));
+        pu_impl0_pipearch_rm0_ir <= pu_impl0_pipearch_rm0_pmem(to_integer(pu_impl0_pipearch_rm0_pc_d));
     end if;
 end process pu_impl0_pipearch_rm0_pm_ram;
 
@@ -8231,89 +8366,19 @@ begin
 end process pu_impl0_pipearch_rm0_sdec_c;
 
 
-pu_impl0_pipearch_rm0_op <= pu_impl0_pipearch_rm0_ir(32-1 downto 26);
-pu_impl0_pipearch_rm0_nbit <= pu_impl0_pipearch_rm0_ir(25);
 pu_impl0_pipearch_rm0_fra <= pu_impl0_pipearch_rm0_ir(25-1 downto 21);
 pu_impl0_pipearch_rm0_frb <= pu_impl0_pipearch_rm0_ir(21-1 downto 17);
-pu_impl0_pipearch_rm0_frd <= pu_impl0_pipearch_rm0_ir(17-1 downto 13);
-pu_impl0_pipearch_rm0_itr <= pu_impl0_pipearch_rm0_ir(13-1 downto 0);
-pu_impl0_pipearch_rm0_w1 <= pu_impl0_pipearch_rm0_ir(64-1 downto 32);
-pu_impl0_pipearch_rm0_w6 <= pu_impl0_pipearch_rm0_ir(224-1 downto 192);
-pu_impl0_pipearch_rm0_w7 <= pu_impl0_pipearch_rm0_ir(256-1 downto 224);
-pu_impl0_pipearch_rm0_w27nz <= stdl(pu_impl0_pipearch_rm0_ir(256-1 downto 64) /= 0);
-pu_impl0_pipearch_rm0_tgt <= pu_impl0_pipearch_rm0_ir(40-1 downto 32);
-pu_impl0_pipearch_rm0_sidx <= pu_impl0_pipearch_rm0_ir(29-1 downto 26);
-pu_impl0_pipearch_rm0_lmask <= pu_impl0_pipearch_rm0_ir(48-1 downto 32);
-
-pu_impl0_pipearch_rm0_info_c: process (pu_impl0_pipearch_rm0_op) is
-begin
-    case to_integer(pu_impl0_pipearch_rm0_op) is
-        when 0 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000001";
-        when 1 => pu_impl0_pipearch_rm0_info <= "00000000000000000000110101";
-        when 2 => pu_impl0_pipearch_rm0_info <= "00000000000000000000011101";
-        when 3 => pu_impl0_pipearch_rm0_info <= "00000000000000000000011101";
-        when 4 => pu_impl0_pipearch_rm0_info <= "10000000000000000001001101";
-        when 5 => pu_impl0_pipearch_rm0_info <= "10000000000000000001001101";
-        when 6 => pu_impl0_pipearch_rm0_info <= "10000000000000000001001101";
-        when 7 => pu_impl0_pipearch_rm0_info <= "10000000000000000001001101";
-        when 8 => pu_impl0_pipearch_rm0_info <= "10000000000000000001000001";
-        when 9 => pu_impl0_pipearch_rm0_info <= "00000000000000000001100001";
-        when 10 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000001";
-        when 11 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000001";
-        when 12 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 13 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 14 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 15 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 16 => pu_impl0_pipearch_rm0_info <= "01001100000000000100001111";
-        when 17 => pu_impl0_pipearch_rm0_info <= "01001000000000000100001111";
-        when 18 => pu_impl0_pipearch_rm0_info <= "01100101000011011100001111";
-        when 19 => pu_impl0_pipearch_rm0_info <= "01100100000111011100001111";
-        when 20 => pu_impl0_pipearch_rm0_info <= "01010101110000011100001111";
-        when 21 => pu_impl0_pipearch_rm0_info <= "01100101001011111100001111";
-        when 22 => pu_impl0_pipearch_rm0_info <= "01110000000111011100001111";
-        when 23 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 24 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 25 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 26 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 27 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 28 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 29 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 30 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 31 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 32 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 33 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 34 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 35 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 36 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 37 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 38 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 39 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 40 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 41 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 42 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 43 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 44 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 45 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 46 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 47 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 48 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 49 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 50 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 51 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 52 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 53 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 54 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 55 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 56 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 57 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 58 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 59 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 60 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 61 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when 62 => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-        when others => pu_impl0_pipearch_rm0_info <= "00000000000000000000000000";
-    end case;
-end process pu_impl0_pipearch_rm0_info_c;
+pu_impl0_pipearch_rm0_op <= pu_impl0_pipearch_rm0_ir_r(32-1 downto 26);
+pu_impl0_pipearch_rm0_nbit <= pu_impl0_pipearch_rm0_ir_r(25);
+pu_impl0_pipearch_rm0_frd <= pu_impl0_pipearch_rm0_ir_r(17-1 downto 13);
+pu_impl0_pipearch_rm0_itr <= pu_impl0_pipearch_rm0_ir_r(13-1 downto 0);
+pu_impl0_pipearch_rm0_w1 <= pu_impl0_pipearch_rm0_ir_r(64-1 downto 32);
+pu_impl0_pipearch_rm0_w6 <= pu_impl0_pipearch_rm0_ir_r(224-1 downto 192);
+pu_impl0_pipearch_rm0_w7 <= pu_impl0_pipearch_rm0_ir_r(256-1 downto 224);
+pu_impl0_pipearch_rm0_w27nz <= stdl(pu_impl0_pipearch_rm0_ir_r(256-1 downto 64) /= 0);
+pu_impl0_pipearch_rm0_tgt <= pu_impl0_pipearch_rm0_ir_r(40-1 downto 32);
+pu_impl0_pipearch_rm0_sidx <= pu_impl0_pipearch_rm0_ir_r(29-1 downto 26);
+pu_impl0_pipearch_rm0_lmask <= pu_impl0_pipearch_rm0_ir_r(48-1 downto 32);
 
 
 pu_impl0_pipearch_rm0_is_load <= stdl(pu_impl0_pipearch_rm0_op = 16);
@@ -8350,7 +8415,7 @@ begin
     pu_impl0_pipearch_rm0_res_ch <= r;
 end process pu_impl0_pipearch_rm0_chk_res_ch;
 
-pu_impl0_pipearch_rm0_chk_res_sub: process (pu_impl0_pipearch_rm0_w1, pu_impl0_pipearch_rm0_amem, pu_impl0_pipearch_rm0_res_ch, pu_impl0_pipearch_rm0_ir, pu_impl0_pipearch_rm0_w7, pu_impl0_pipearch_rm0_info) is
+pu_impl0_pipearch_rm0_chk_res_sub: process (pu_impl0_pipearch_rm0_w1, pu_impl0_pipearch_rm0_ir_r, pu_impl0_pipearch_rm0_amem, pu_impl0_pipearch_rm0_res_ch, pu_impl0_pipearch_rm0_w7, pu_impl0_pipearch_rm0_info) is
     variable r: std_logic;
 begin
     r := pu_impl0_pipearch_rm0_res_ch;
@@ -8364,7 +8429,7 @@ begin
         r := '1';
     end if;
     if bool(pu_impl0_pipearch_rm0_amem) then
-        if (bool(pu_impl0_pipearch_rm0_w1(16)) or bool(pu_impl0_pipearch_rm0_w1(20)) or (pu_impl0_pipearch_rm0_ir(96-1 downto 64) /= 0) or (pu_impl0_pipearch_rm0_w7(32-1 downto 21) /= 0)) then
+        if (bool(pu_impl0_pipearch_rm0_w1(16)) or bool(pu_impl0_pipearch_rm0_w1(20)) or (pu_impl0_pipearch_rm0_ir_r(96-1 downto 64) /= 0) or (pu_impl0_pipearch_rm0_w7(32-1 downto 21) /= 0)) then
             r := '1';
         end if;
     elsif ((not bool(pu_impl0_pipearch_rm0_info(22))) and (pu_impl0_pipearch_rm0_w7 /= 0)) then
@@ -8427,23 +8492,23 @@ begin
     pu_impl0_pipearch_rm0_b_tgt <= stdl(bool(pu_impl0_pipearch_rm0_info(25)) and bool(pu_impl0_pipearch_rm0_n_ge_tgt));
 end process pu_impl0_pipearch_rm0_chk_all;
 
-pu_impl0_pipearch_rm0_chk_enc: process (pu_impl0_pipearch_rm0_b_opc, pu_impl0_pipearch_rm0_b_acc, pu_impl0_pipearch_rm0_b_fld, pu_impl0_pipearch_rm0_b_res, pu_impl0_pipearch_rm0_b_tgt, pu_impl0_pipearch_rm0_b_len, pu_impl0_pipearch_rm0_b_rsm, pu_impl0_pipearch_rm0_b_abs) is
+pu_impl0_pipearch_rm0_chk_enc: process (pu_impl0_pipearch_rm0_b_r) is
 begin
-    if bool(pu_impl0_pipearch_rm0_b_opc) then
+    if bool(pu_impl0_pipearch_rm0_b_r(0)) then
         pu_impl0_pipearch_rm0_dec_err <= to_unsigned(1, 8);
-    elsif bool(pu_impl0_pipearch_rm0_b_res) then
+    elsif bool(pu_impl0_pipearch_rm0_b_r(1)) then
         pu_impl0_pipearch_rm0_dec_err <= to_unsigned(2, 8);
-    elsif bool(pu_impl0_pipearch_rm0_b_abs) then
+    elsif bool(pu_impl0_pipearch_rm0_b_r(2)) then
         pu_impl0_pipearch_rm0_dec_err <= to_unsigned(3, 8);
-    elsif bool(pu_impl0_pipearch_rm0_b_fld) then
+    elsif bool(pu_impl0_pipearch_rm0_b_r(3)) then
         pu_impl0_pipearch_rm0_dec_err <= to_unsigned(4, 8);
-    elsif bool(pu_impl0_pipearch_rm0_b_acc) then
+    elsif bool(pu_impl0_pipearch_rm0_b_r(4)) then
         pu_impl0_pipearch_rm0_dec_err <= to_unsigned(5, 8);
-    elsif bool(pu_impl0_pipearch_rm0_b_len) then
+    elsif bool(pu_impl0_pipearch_rm0_b_r(5)) then
         pu_impl0_pipearch_rm0_dec_err <= to_unsigned(6, 8);
-    elsif bool(pu_impl0_pipearch_rm0_b_rsm) then
+    elsif bool(pu_impl0_pipearch_rm0_b_r(6)) then
         pu_impl0_pipearch_rm0_dec_err <= to_unsigned(7, 8);
-    elsif bool(pu_impl0_pipearch_rm0_b_tgt) then
+    elsif bool(pu_impl0_pipearch_rm0_b_r(7)) then
         pu_impl0_pipearch_rm0_dec_err <= to_unsigned(8, 8);
     else
         pu_impl0_pipearch_rm0_dec_err <= to_unsigned(0, 8);
@@ -8666,6 +8731,56 @@ s_axil_rdata_num <= pu_impl0_pipearch_rm0_rdata_r;
 pu_impl0_pipearch_rm0_prog_a <= pu_impl0_pipearch_rm0_prog_lo;
 pu_impl0_pipearch_rm0_ctx_a <= pu_impl0_pipearch_rm0_ctx_lo;
 
+pu_impl0_pipearch_rm0_e_go_c: process (pu_impl0_pipearch_rm0_op, pu_impl0_pipearch_rm0_f_sw, pu_impl0_pipearch_rm0_tbusy, pu_impl0_pipearch_rm0_ex_first, pu_impl0_pipearch_rm0_in_store, pu_impl0_pipearch_rm0_in_load, pu_impl0_pipearch_rm0_blk_wait, pu_impl0_pipearch_rm0_info) is
+begin
+    if bool(pu_impl0_pipearch_rm0_info(1)) then
+        pu_impl0_pipearch_rm0_e_go <= stdl((not bool(pu_impl0_pipearch_rm0_tbusy)) and (not bool(pu_impl0_pipearch_rm0_ex_first)));
+    elsif (pu_impl0_pipearch_rm0_op = 9) then
+        pu_impl0_pipearch_rm0_e_go <= stdl((not bool(pu_impl0_pipearch_rm0_blk_wait)));
+    elsif (pu_impl0_pipearch_rm0_op = 10) then
+        pu_impl0_pipearch_rm0_e_go <= stdl((not (bool(pu_impl0_pipearch_rm0_f_sw) and (not bool(pu_impl0_pipearch_rm0_in_load)) and (not bool(pu_impl0_pipearch_rm0_in_store)))));
+    elsif (pu_impl0_pipearch_rm0_op = 11) then
+        pu_impl0_pipearch_rm0_e_go <= '0';
+    else
+        pu_impl0_pipearch_rm0_e_go <= '1';
+    end if;
+end process pu_impl0_pipearch_rm0_e_go_c;
+
+pu_impl0_pipearch_rm0_pc_c: process (pu_impl0_pipearch_rm0_e_go, pu_impl0_pipearch_rm0_st_dseen, pu_impl0_pipearch_rm0_sc_pc, s_axil_awvalid, pu_impl0_pipearch_rm0_busy_s, pu_impl0_pipearch_rm0_ctx_pcw, pu_impl0_pipearch_rm0_tbusy, pu_impl0_pipearch_rm0_st_state, pu_impl0_pipearch_rm0_state, pu_impl0_pipearch_rm0_saved_pc, s_axil_wdata_num, pu_impl0_pipearch_rm0_ctx_st, pu_impl0_pipearch_rm0_lc_pc, pu_impl0_pipearch_rm0_pc, s_axil_wvalid, pu_impl0_status_glue0_fw_st_done, pu_impl0_pipearch_rm0_pc_nx, pu_impl0_pipearch_rm0_bvalid_r, pu_impl0_pipearch_rm0_ph, pu_impl0_pipearch_rm0_st_idx, s_axil_wstrb_num, s_axil_awaddr_num, pu_impl0_pipearch_rm0_nbit, pu_impl0_pipearch_rm0_dec_err, pu_impl0_pipearch_rm0_info) is
+begin
+    pu_impl0_pipearch_rm0_pc_d <= pu_impl0_pipearch_rm0_pc;
+    if (pu_impl0_pipearch_rm0_state = 2) then
+        if ((pu_impl0_pipearch_rm0_ph /= 0) and (pu_impl0_pipearch_rm0_ph /= 1)) then
+            if (pu_impl0_pipearch_rm0_ctx_st = 0) then
+                pu_impl0_pipearch_rm0_pc_d <= to_unsigned(0, 8);
+            elsif ((pu_impl0_pipearch_rm0_ctx_st = 1) and (pu_impl0_pipearch_rm0_ctx_pcw(32-1 downto 8) = 0)) then
+                if (pu_impl0_pipearch_rm0_lc_pc /= 255) then
+                    pu_impl0_pipearch_rm0_pc_d <= pu_impl0_pipearch_rm0_lc_pc;
+                else
+                    pu_impl0_pipearch_rm0_pc_d <= pu_impl0_pipearch_rm0_ctx_pcw(8-1 downto 0);
+                end if;
+            end if;
+        end if;
+    elsif (pu_impl0_pipearch_rm0_state = 4) then
+        if ((pu_impl0_pipearch_rm0_ph /= 0) and (pu_impl0_pipearch_rm0_dec_err = 0) and bool(pu_impl0_pipearch_rm0_info(1)) and (not bool(pu_impl0_pipearch_rm0_tbusy)) and bool(pu_impl0_pipearch_rm0_nbit)) then
+            pu_impl0_pipearch_rm0_pc_d <= pu_impl0_pipearch_rm0_pc_nx;
+        end if;
+    elsif (pu_impl0_pipearch_rm0_state = 5) then
+        if bool(pu_impl0_pipearch_rm0_e_go) then
+            pu_impl0_pipearch_rm0_pc_d <= pu_impl0_pipearch_rm0_pc_nx;
+        end if;
+    elsif (pu_impl0_pipearch_rm0_state = 7) then
+        pu_impl0_pipearch_rm0_pc_d <= pu_impl0_pipearch_rm0_saved_pc;
+    elsif (pu_impl0_pipearch_rm0_state = 6) then
+        if ((pu_impl0_pipearch_rm0_ph /= 0) and (pu_impl0_pipearch_rm0_ph /= 1) and (pu_impl0_pipearch_rm0_st_idx = 8) and (bool(pu_impl0_pipearch_rm0_st_dseen) or bool(pu_impl0_status_glue0_fw_st_done)) and (pu_impl0_pipearch_rm0_st_state = 1) and (pu_impl0_pipearch_rm0_sc_pc /= 255)) then
+            pu_impl0_pipearch_rm0_pc_d <= pu_impl0_pipearch_rm0_sc_pc;
+        end if;
+    end if;
+    if (bool(s_axil_awvalid) and bool(s_axil_wvalid) and (not bool(pu_impl0_pipearch_rm0_bvalid_r)) and (s_axil_wstrb_num = 15) and (s_axil_awaddr_num = 0) and bool(s_axil_wdata_num(0)) and (not bool(pu_impl0_pipearch_rm0_busy_s))) then
+        pu_impl0_pipearch_rm0_pc_d <= to_unsigned(0, 8);
+    end if;
+end process pu_impl0_pipearch_rm0_pc_c;
+
 pu_impl0_pipearch_rm0_main: process (clk) is
     variable busy_now: std_logic;
     variable ra: unsigned(7 downto 0);
@@ -8737,6 +8852,7 @@ begin
             pu_impl0_pipearch_rm0_fifo_clr <= '0';
             pu_impl0_pipearch_rm0_ra_q <= pu_impl0_pipearch_rm0_ra_val;
             pu_impl0_pipearch_rm0_rb_q <= pu_impl0_pipearch_rm0_rb_val;
+            pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_pc_d;
             busy_now := pu_impl0_pipearch_rm0_busy_s;
             if (bool(busy_now) and (not bool(pu_impl0_pipearch_rm0_cyc_full))) then
                 pu_impl0_pipearch_rm0_cyc <= (pu_impl0_pipearch_rm0_cyc + 1);
@@ -8840,16 +8956,12 @@ begin
                     when others =>
                         pu_impl0_pipearch_rm0_ph <= to_unsigned(0, 2);
                         if (pu_impl0_pipearch_rm0_ctx_st = 0) then
-                            pu_impl0_pipearch_rm0_pc <= to_unsigned(0, 8);
                             pu_impl0_pipearch_rm0_state <= to_unsigned(3, 4);
                         elsif ((pu_impl0_pipearch_rm0_ctx_st = 1) and (pu_impl0_pipearch_rm0_ctx_pcw(32-1 downto 8) = 0)) then
                             pu_impl0_pipearch_rm0_state <= to_unsigned(3, 4);
                             if (pu_impl0_pipearch_rm0_lc_pc /= 255) then
                                 pu_impl0_pipearch_rm0_in_load <= '1';
                                 pu_impl0_pipearch_rm0_saved_pc <= pu_impl0_pipearch_rm0_ctx_pcw(8-1 downto 0);
-                                pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_lc_pc;
-                            else
-                                pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_ctx_pcw(8-1 downto 0);
                             end if;
                         else
                             pu_impl0_pipearch_rm0_state <= to_unsigned(9, 4);
@@ -8898,15 +9010,14 @@ begin
                         pu_impl0_pipearch_rm0_spc_r <= pu_impl0_pipearch_rm0_pc;
                         pu_impl0_pipearch_rm0_sit_r <= pu_impl0_pipearch_rm0_itr;
                         pu_impl0_pipearch_rm0_sw1_r <= pu_impl0_pipearch_rm0_w1;
-                        pu_impl0_pipearch_rm0_sacc0 <= pu_impl0_pipearch_rm0_eff0;
-                        pu_impl0_pipearch_rm0_sacc1 <= pu_impl0_pipearch_rm0_eff1;
-                        pu_impl0_pipearch_rm0_sacc2 <= pu_impl0_pipearch_rm0_eff2;
-                        pu_impl0_pipearch_rm0_sacc3 <= pu_impl0_pipearch_rm0_eff3;
-                        pu_impl0_pipearch_rm0_sw6_r <= pu_impl0_pipearch_rm0_w6_eff;
+                        pu_impl0_pipearch_rm0_sacc0 <= pu_impl0_pipearch_rm0_effr0;
+                        pu_impl0_pipearch_rm0_sacc1 <= pu_impl0_pipearch_rm0_effr1;
+                        pu_impl0_pipearch_rm0_sacc2 <= pu_impl0_pipearch_rm0_effr2;
+                        pu_impl0_pipearch_rm0_sacc3 <= pu_impl0_pipearch_rm0_effr3;
+                        pu_impl0_pipearch_rm0_sw6_r <= pu_impl0_pipearch_rm0_w6e_r;
                         pu_impl0_pipearch_rm0_sw7_r <= pu_impl0_pipearch_rm0_w7;
                         pu_impl0_pipearch_rm0_ex_first <= '1';
                         if bool(pu_impl0_pipearch_rm0_nbit) then
-                            pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
                             pu_impl0_pipearch_rm0_state <= to_unsigned(3, 4);
                         else
                             pu_impl0_pipearch_rm0_state <= to_unsigned(5, 4);
@@ -8919,25 +9030,16 @@ begin
                 if bool(pu_impl0_pipearch_rm0_info(1)) then
                     pu_impl0_pipearch_rm0_ex_first <= '0';
                     if ((not bool(pu_impl0_pipearch_rm0_tbusy)) and (not bool(pu_impl0_pipearch_rm0_ex_first))) then
-                        pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
                         pu_impl0_pipearch_rm0_state <= to_unsigned(3, 4);
                     end if;
                 elsif ((pu_impl0_pipearch_rm0_op = 1) or (pu_impl0_pipearch_rm0_op = 2) or (pu_impl0_pipearch_rm0_op = 3)) then
-                    pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
                     pu_impl0_pipearch_rm0_state <= to_unsigned(3, 4);
                 elsif ((pu_impl0_pipearch_rm0_op = 4) or (pu_impl0_pipearch_rm0_op = 5) or (pu_impl0_pipearch_rm0_op = 6) or (pu_impl0_pipearch_rm0_op = 7)) then
-                    if bool(pu_impl0_pipearch_rm0_take_c) then
-                        pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_tgt;
-                    else
-                        pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
-                    end if;
                     pu_impl0_pipearch_rm0_state <= to_unsigned(3, 4);
                 elsif (pu_impl0_pipearch_rm0_op = 8) then
-                    pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_tgt;
                     pu_impl0_pipearch_rm0_state <= to_unsigned(3, 4);
                 elsif (pu_impl0_pipearch_rm0_op = 9) then
                     if (not bool(pu_impl0_pipearch_rm0_blk_wait)) then
-                        pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
                         pu_impl0_pipearch_rm0_state <= to_unsigned(3, 4);
                     end if;
                 elsif (pu_impl0_pipearch_rm0_op = 10) then
@@ -8948,18 +9050,15 @@ begin
                         pu_impl0_pipearch_rm0_state <= to_unsigned(6, 4);
                         pu_impl0_pipearch_rm0_ph <= to_unsigned(0, 2);
                     else
-                        pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
                         pu_impl0_pipearch_rm0_state <= to_unsigned(3, 4);
                     end if;
                 elsif (pu_impl0_pipearch_rm0_op = 11) then
                     pu_impl0_pipearch_rm0_in_load <= '0';
                     pu_impl0_pipearch_rm0_state <= to_unsigned(7, 4);
                 else
-                    pu_impl0_pipearch_rm0_pc <= (pu_impl0_pipearch_rm0_pc + 1);
                     pu_impl0_pipearch_rm0_state <= to_unsigned(3, 4);
                 end if;
             elsif (pu_impl0_pipearch_rm0_state = 7) then
-                pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_saved_pc;
                 pu_impl0_pipearch_rm0_state <= to_unsigned(3, 4);
             elsif (pu_impl0_pipearch_rm0_state = 6) then
                 case pu_impl0_pipearch_rm0_ph is
@@ -8983,7 +9082,6 @@ begin
                             if (pu_impl0_pipearch_rm0_st_state = 1) then
                                 if (pu_impl0_pipearch_rm0_sc_pc /= 255) then
                                     pu_impl0_pipearch_rm0_in_store <= '1';
-                                    pu_impl0_pipearch_rm0_pc <= pu_impl0_pipearch_rm0_sc_pc;
                                     pu_impl0_pipearch_rm0_state <= to_unsigned(3, 4);
                                 else
                                     pu_impl0_pipearch_rm0_state <= to_unsigned(8, 4);
@@ -9064,7 +9162,6 @@ begin
                             pu_impl0_pipearch_rm0_state <= to_unsigned(1, 4);
                             pu_impl0_pipearch_rm0_fifo_clr <= '1';
                             pu_impl0_pipearch_rm0_ph <= to_unsigned(0, 2);
-                            pu_impl0_pipearch_rm0_pc <= to_unsigned(0, 8);
                             pu_impl0_pipearch_rm0_in_load <= '0';
                             pu_impl0_pipearch_rm0_in_store <= '0';
                             pu_impl0_pipearch_rm0_f_done <= '0';

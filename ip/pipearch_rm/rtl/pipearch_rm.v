@@ -165,6 +165,7 @@ reg b_acc;
 reg b_fld;
 reg b_len;
 reg b_opc;
+reg [7:0] b_r;
 reg b_res;
 reg b_rsm;
 reg b_tgt;
@@ -189,10 +190,15 @@ reg [63:0] cyc;
 reg cyc_full;
 reg [31:0] cyc_hi_l;
 reg [7:0] dec_err;
+reg e_go;
 wire [31:0] eff0;
 wire [31:0] eff1;
 wire [31:0] eff2;
 wire [31:0] eff3;
+reg [31:0] effr0;
+reg [31:0] effr1;
+reg [31:0] effr2;
+reg [31:0] effr3;
 reg [7:0] err_code;
 reg [7:0] err_pc;
 reg ex_first;
@@ -212,6 +218,7 @@ reg in_load;
 reg in_store;
 reg [25:0] info;
 reg [255:0] ir;
+reg [255:0] ir_r;
 wire is_load;
 wire [12:0] itr;
 reg [7:0] lc_pc;
@@ -235,6 +242,9 @@ wire [3:0] nib_ge;
 wire [3:0] nib_nz;
 wire [5:0] op;
 reg [7:0] pc;
+wire [7:0] pc1;
+reg [7:0] pc_d;
+reg [7:0] pc_nx;
 reg [1:0] ph;
 wire [7:0] pm_wa;
 wire pm_we;
@@ -291,7 +301,10 @@ wire [31:0] w1;
 wire w27nz;
 wire [31:0] w6;
 reg [31:0] w6_eff;
+reg [31:0] w6e_r;
 wire [31:0] w7;
+wire [5:0] op_f;
+reg [25:0] info_f;
 wire [15:0] n16;
 wire itr_big;
 wire mask_big;
@@ -452,6 +465,95 @@ end
 assign ck_data = lr[256-1:0];
 assign ck_valid = lrv;
 assign cv_full = lrv;
+
+
+
+assign op_f = ir[32-1:26];
+
+
+always @(op_f) begin: info_fc
+    case (op_f)
+        0: info_f = 1;
+        1: info_f = 53;
+        2: info_f = 29;
+        3: info_f = 29;
+        4: info_f = 33554509;
+        5: info_f = 33554509;
+        6: info_f = 33554509;
+        7: info_f = 33554509;
+        8: info_f = 33554497;
+        9: info_f = 97;
+        10: info_f = 1;
+        11: info_f = 1;
+        12: info_f = 0;
+        13: info_f = 0;
+        14: info_f = 0;
+        15: info_f = 0;
+        16: info_f = 19923215;
+        17: info_f = 18874639;
+        18: info_f = 26490639;
+        19: info_f = 26244879;
+        20: info_f = 22480655;
+        21: info_f = 26525455;
+        22: info_f = 29390607;
+        23: info_f = 0;
+        24: info_f = 0;
+        25: info_f = 0;
+        26: info_f = 0;
+        27: info_f = 0;
+        28: info_f = 0;
+        29: info_f = 0;
+        30: info_f = 0;
+        31: info_f = 0;
+        32: info_f = 0;
+        33: info_f = 0;
+        34: info_f = 0;
+        35: info_f = 0;
+        36: info_f = 0;
+        37: info_f = 0;
+        38: info_f = 0;
+        39: info_f = 0;
+        40: info_f = 0;
+        41: info_f = 0;
+        42: info_f = 0;
+        43: info_f = 0;
+        44: info_f = 0;
+        45: info_f = 0;
+        46: info_f = 0;
+        47: info_f = 0;
+        48: info_f = 0;
+        49: info_f = 0;
+        50: info_f = 0;
+        51: info_f = 0;
+        52: info_f = 0;
+        53: info_f = 0;
+        54: info_f = 0;
+        55: info_f = 0;
+        56: info_f = 0;
+        57: info_f = 0;
+        58: info_f = 0;
+        59: info_f = 0;
+        60: info_f = 0;
+        61: info_f = 0;
+        62: info_f = 0;
+        default: info_f = 0;
+    endcase
+end
+
+
+always @(posedge clk) begin: ir_copy
+    ir_r <= ir;
+end
+
+
+always @(posedge clk) begin: info_reg
+    if (rst == 1) begin
+        info <= 0;
+    end
+    else begin
+        info <= info_f;
+    end
+end
 
 
 
@@ -737,10 +839,10 @@ end
 
 
 
-assign rm_channel0_wk = ir[(32 * (0 + 3))-1:(32 * (0 + 2))];
-assign rm_channel0_fa = ir[((32 + 16) + 0)];
-assign rm_channel0_fb = ir[((32 + 20) + 0)];
-assign rm_channel0_nib = ir[((32 + (4 * 0)) + 4)-1:(32 + (4 * 0))];
+assign rm_channel0_wk = ir_r[(32 * (0 + 3))-1:(32 * (0 + 2))];
+assign rm_channel0_fa = ir_r[((32 + 16) + 0)];
+assign rm_channel0_fb = ir_r[((32 + 20) + 0)];
+assign rm_channel0_nib = ir_r[((32 + (4 * 0)) + 4)-1:(32 + (4 * 0))];
 
 
 always @(rm_channel0_fa, rm_channel0_wk, rb_q, rm_channel0_fb, ra_q) begin: rm_channel0_ch_ops
@@ -786,10 +888,10 @@ assign rm_channel0_ng_k = (rm_channel0_nib >= 6);
 
 
 
-assign rm_channel1_wk = ir[(32 * (1 + 3))-1:(32 * (1 + 2))];
-assign rm_channel1_fa = ir[((32 + 16) + 1)];
-assign rm_channel1_fb = ir[((32 + 20) + 1)];
-assign rm_channel1_nib = ir[((32 + (4 * 1)) + 4)-1:(32 + (4 * 1))];
+assign rm_channel1_wk = ir_r[(32 * (1 + 3))-1:(32 * (1 + 2))];
+assign rm_channel1_fa = ir_r[((32 + 16) + 1)];
+assign rm_channel1_fb = ir_r[((32 + 20) + 1)];
+assign rm_channel1_nib = ir_r[((32 + (4 * 1)) + 4)-1:(32 + (4 * 1))];
 
 
 always @(rm_channel1_fa, rm_channel1_wk, rb_q, rm_channel1_fb, ra_q) begin: rm_channel1_ch_ops
@@ -835,10 +937,10 @@ assign rm_channel1_ng_k = (rm_channel1_nib >= 6);
 
 
 
-assign rm_channel2_wk = ir[(32 * (2 + 3))-1:(32 * (2 + 2))];
-assign rm_channel2_fa = ir[((32 + 16) + 2)];
-assign rm_channel2_fb = ir[((32 + 20) + 2)];
-assign rm_channel2_nib = ir[((32 + (4 * 2)) + 4)-1:(32 + (4 * 2))];
+assign rm_channel2_wk = ir_r[(32 * (2 + 3))-1:(32 * (2 + 2))];
+assign rm_channel2_fa = ir_r[((32 + 16) + 2)];
+assign rm_channel2_fb = ir_r[((32 + 20) + 2)];
+assign rm_channel2_nib = ir_r[((32 + (4 * 2)) + 4)-1:(32 + (4 * 2))];
 
 
 always @(rm_channel2_fa, rm_channel2_wk, rb_q, rm_channel2_fb, ra_q) begin: rm_channel2_ch_ops
@@ -884,10 +986,10 @@ assign rm_channel2_ng_k = (rm_channel2_nib >= 6);
 
 
 
-assign rm_channel3_wk = ir[(32 * (3 + 3))-1:(32 * (3 + 2))];
-assign rm_channel3_fa = ir[((32 + 16) + 3)];
-assign rm_channel3_fb = ir[((32 + 20) + 3)];
-assign rm_channel3_nib = ir[((32 + (4 * 3)) + 4)-1:(32 + (4 * 3))];
+assign rm_channel3_wk = ir_r[(32 * (3 + 3))-1:(32 * (3 + 2))];
+assign rm_channel3_fa = ir_r[((32 + 16) + 3)];
+assign rm_channel3_fb = ir_r[((32 + 20) + 3)];
+assign rm_channel3_nib = ir_r[((32 + (4 * 3)) + 4)-1:(32 + (4 * 3))];
 
 
 always @(rm_channel3_fa, rm_channel3_wk, rb_q, rm_channel3_fb, ra_q) begin: rm_channel3_ch_ops
@@ -948,6 +1050,36 @@ assign am_end = ({3'h0, w7[16-1:0]} + {2'h0, itr, 4'h0});
 assign amem_big = (am_end > 256);
 
 
+always @(posedge clk) begin: dec_reg
+    if (rst == 1) begin
+        b_r <= 0;
+        pc_nx <= 0;
+    end
+    else begin
+        b_r <= {b_tgt, b_rsm, b_len, b_acc, b_fld, b_abs, b_res, b_opc};
+        if (((op == 8) || (((op == 4) || (op == 5) || (op == 6) || (op == 7)) && take_c))) begin
+            pc_nx <= tgt;
+        end
+        else begin
+            pc_nx <= pc1;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: dec_words
+    w6e_r <= w6_eff;
+    effr0 <= eff0;
+    effr1 <= eff1;
+    effr2 <= eff2;
+    effr3 <= eff3;
+end
+
+
+
+assign pc1 = (pc + 1);
+
+
 always @(posedge clk) begin: ctx_shift
     if (rst == 1) begin
         ctx_sr <= 0;
@@ -988,7 +1120,7 @@ always @(posedge clk) begin: pm_ram
     if (pm_we) begin
         pmem[pm_wa] <= ck_data;
     end
-    ir <= pmem[pc];
+    ir <= pmem[pc_d];
 end
 
 
@@ -1133,89 +1265,19 @@ end
 
 
 
-assign op = ir[32-1:26];
-assign nbit = ir[25];
 assign fra = ir[25-1:21];
 assign frb = ir[21-1:17];
-assign frd = ir[17-1:13];
-assign itr = ir[13-1:0];
-assign w1 = ir[64-1:32];
-assign w6 = ir[224-1:192];
-assign w7 = ir[256-1:224];
-assign w27nz = (ir[256-1:64] != 0);
-assign tgt = ir[40-1:32];
-assign sidx = ir[29-1:26];
-assign lmask = ir[48-1:32];
-
-
-always @(op) begin: info_c
-    case (op)
-        0: info = 1;
-        1: info = 53;
-        2: info = 29;
-        3: info = 29;
-        4: info = 33554509;
-        5: info = 33554509;
-        6: info = 33554509;
-        7: info = 33554509;
-        8: info = 33554497;
-        9: info = 97;
-        10: info = 1;
-        11: info = 1;
-        12: info = 0;
-        13: info = 0;
-        14: info = 0;
-        15: info = 0;
-        16: info = 19923215;
-        17: info = 18874639;
-        18: info = 26490639;
-        19: info = 26244879;
-        20: info = 22480655;
-        21: info = 26525455;
-        22: info = 29390607;
-        23: info = 0;
-        24: info = 0;
-        25: info = 0;
-        26: info = 0;
-        27: info = 0;
-        28: info = 0;
-        29: info = 0;
-        30: info = 0;
-        31: info = 0;
-        32: info = 0;
-        33: info = 0;
-        34: info = 0;
-        35: info = 0;
-        36: info = 0;
-        37: info = 0;
-        38: info = 0;
-        39: info = 0;
-        40: info = 0;
-        41: info = 0;
-        42: info = 0;
-        43: info = 0;
-        44: info = 0;
-        45: info = 0;
-        46: info = 0;
-        47: info = 0;
-        48: info = 0;
-        49: info = 0;
-        50: info = 0;
-        51: info = 0;
-        52: info = 0;
-        53: info = 0;
-        54: info = 0;
-        55: info = 0;
-        56: info = 0;
-        57: info = 0;
-        58: info = 0;
-        59: info = 0;
-        60: info = 0;
-        61: info = 0;
-        62: info = 0;
-        default: info = 0;
-    endcase
-end
+assign op = ir_r[32-1:26];
+assign nbit = ir_r[25];
+assign frd = ir_r[17-1:13];
+assign itr = ir_r[13-1:0];
+assign w1 = ir_r[64-1:32];
+assign w6 = ir_r[224-1:192];
+assign w7 = ir_r[256-1:224];
+assign w27nz = (ir_r[256-1:64] != 0);
+assign tgt = ir_r[40-1:32];
+assign sidx = ir_r[29-1:26];
+assign lmask = ir_r[48-1:32];
 
 
 
@@ -1255,7 +1317,7 @@ always @(is_load, unz, nib_nz, info) begin: chk_res_ch
 end
 
 
-always @(w1, amem, res_ch, ir, w7, info) begin: chk_res_sub
+always @(w1, ir_r, amem, res_ch, w7, info) begin: chk_res_sub
     reg r;
     r = (res_ch != 0);
     if ((w1[24] && (!info[20]))) begin
@@ -1268,7 +1330,7 @@ always @(w1, amem, res_ch, ir, w7, info) begin: chk_res_sub
         r = 1'b1;
     end
     if (amem) begin
-        if ((w1[16] || w1[20] || (ir[96-1:64] != 0) || (w7[32-1:21] != 0))) begin
+        if ((w1[16] || w1[20] || (ir_r[96-1:64] != 0) || (w7[32-1:21] != 0))) begin
             r = 1'b1;
         end
     end
@@ -1336,29 +1398,29 @@ always @(n_ge_tgt, op, amem, res_sub, res_ctl, len_ne_1, acc_bad, len_ne_dim, in
 end
 
 
-always @(b_opc, b_acc, b_fld, b_res, b_tgt, b_len, b_rsm, b_abs) begin: chk_enc
-    if (b_opc) begin
+always @(b_r) begin: chk_enc
+    if (b_r[0]) begin
         dec_err = 1;
     end
-    else if (b_res) begin
+    else if (b_r[1]) begin
         dec_err = 2;
     end
-    else if (b_abs) begin
+    else if (b_r[2]) begin
         dec_err = 3;
     end
-    else if (b_fld) begin
+    else if (b_r[3]) begin
         dec_err = 4;
     end
-    else if (b_acc) begin
+    else if (b_r[4]) begin
         dec_err = 5;
     end
-    else if (b_len) begin
+    else if (b_r[5]) begin
         dec_err = 6;
     end
-    else if (b_rsm) begin
+    else if (b_r[6]) begin
         dec_err = 7;
     end
-    else if (b_tgt) begin
+    else if (b_r[7]) begin
         dec_err = 8;
     end
     else begin
@@ -1598,6 +1660,68 @@ assign prog_a = prog_lo;
 assign ctx_a = ctx_lo;
 
 
+always @(op, f_sw, tbusy, ex_first, in_store, in_load, blk_wait, info) begin: e_go_c
+    if (info[1]) begin
+        e_go = ((!tbusy) && (!ex_first));
+    end
+    else if ((op == 9)) begin
+        e_go = (!blk_wait);
+    end
+    else if ((op == 10)) begin
+        e_go = (!(f_sw && (!in_load) && (!in_store)));
+    end
+    else if ((op == 11)) begin
+        e_go = 1'b0;
+    end
+    else begin
+        e_go = 1'b1;
+    end
+end
+
+
+always @(e_go, st_dseen, sc_pc, s_axil_awvalid, busy_s, ctx_pcw, tbusy, st_state, state, saved_pc, s_axil_wdata, ctx_st, lc_pc, pc, s_axil_wvalid, fw_st_done, pc_nx, bvalid_r, ph, st_idx, s_axil_wstrb, s_axil_awaddr, nbit, dec_err, info) begin: pc_c
+    pc_d = pc;
+    case (state)
+        'h2: begin
+            if (((ph != 0) && (ph != 1))) begin
+                if ((ctx_st == 0)) begin
+                    pc_d = 0;
+                end
+                else if (((ctx_st == 1) && (ctx_pcw[32-1:8] == 0))) begin
+                    if ((lc_pc != 255)) begin
+                        pc_d = lc_pc;
+                    end
+                    else begin
+                        pc_d = ctx_pcw[8-1:0];
+                    end
+                end
+            end
+        end
+        'h4: begin
+            if (((ph != 0) && (dec_err == 0) && info[1] && (!tbusy) && nbit)) begin
+                pc_d = pc_nx;
+            end
+        end
+        'h5: begin
+            if (e_go) begin
+                pc_d = pc_nx;
+            end
+        end
+        'h7: begin
+            pc_d = saved_pc;
+        end
+        'h6: begin
+            if (((ph != 0) && (ph != 1) && (st_idx == 2) && (st_dseen || fw_st_done) && (st_state == 1) && (sc_pc != 255))) begin
+                pc_d = sc_pc;
+            end
+        end
+    endcase
+    if ((s_axil_awvalid && s_axil_wvalid && (!bvalid_r) && (s_axil_wstrb == 15) && (s_axil_awaddr == 0) && s_axil_wdata[0] && (!busy_s))) begin
+        pc_d = 0;
+    end
+end
+
+
 always @(posedge clk) begin: main
     reg busy_now;
     reg [8-1:0] ra;
@@ -1668,6 +1792,7 @@ always @(posedge clk) begin: main
         fifo_clr <= 1'b0;
         ra_q <= ra_val;
         rb_q <= rb_val;
+        pc <= pc_d;
         busy_now = (busy_s != 0);
         if ((busy_now && (!cyc_full))) begin
             cyc <= (cyc + 1);
@@ -1782,7 +1907,6 @@ always @(posedge clk) begin: main
                     default: begin
                         ph <= 0;
                         if ((ctx_st == 0)) begin
-                            pc <= 0;
                             state <= 3;
                         end
                         else if (((ctx_st == 1) && (ctx_pcw[32-1:8] == 0))) begin
@@ -1790,10 +1914,6 @@ always @(posedge clk) begin: main
                             if ((lc_pc != 255)) begin
                                 in_load <= 1'b1;
                                 saved_pc <= ctx_pcw[8-1:0];
-                                pc <= lc_pc;
-                            end
-                            else begin
-                                pc <= ctx_pcw[8-1:0];
                             end
                         end
                         else begin
@@ -1851,15 +1971,14 @@ always @(posedge clk) begin: main
                         spc_r <= pc;
                         sit_r <= itr;
                         sw1_r <= w1;
-                        sacc0 <= eff0;
-                        sacc1 <= eff1;
-                        sacc2 <= eff2;
-                        sacc3 <= eff3;
-                        sw6_r <= w6_eff;
+                        sacc0 <= effr0;
+                        sacc1 <= effr1;
+                        sacc2 <= effr2;
+                        sacc3 <= effr3;
+                        sw6_r <= w6e_r;
                         sw7_r <= w7;
                         ex_first <= 1'b1;
                         if (nbit) begin
-                            pc <= (pc + 1);
                             state <= 3;
                         end
                         else begin
@@ -1875,30 +1994,20 @@ always @(posedge clk) begin: main
                 if (info[1]) begin
                     ex_first <= 1'b0;
                     if (((!tbusy) && (!ex_first))) begin
-                        pc <= (pc + 1);
                         state <= 3;
                     end
                 end
                 else if (((op == 1) || (op == 2) || (op == 3))) begin
-                    pc <= (pc + 1);
                     state <= 3;
                 end
                 else if (((op == 4) || (op == 5) || (op == 6) || (op == 7))) begin
-                    if (take_c) begin
-                        pc <= tgt;
-                    end
-                    else begin
-                        pc <= (pc + 1);
-                    end
                     state <= 3;
                 end
                 else if ((op == 8)) begin
-                    pc <= tgt;
                     state <= 3;
                 end
                 else if ((op == 9)) begin
                     if ((!blk_wait)) begin
-                        pc <= (pc + 1);
                         state <= 3;
                     end
                 end
@@ -1911,7 +2020,6 @@ always @(posedge clk) begin: main
                         ph <= 0;
                     end
                     else begin
-                        pc <= (pc + 1);
                         state <= 3;
                     end
                 end
@@ -1920,12 +2028,10 @@ always @(posedge clk) begin: main
                     state <= 7;
                 end
                 else begin
-                    pc <= (pc + 1);
                     state <= 3;
                 end
             end
             'h7: begin
-                pc <= saved_pc;
                 state <= 3;
             end
             'h6: begin
@@ -1952,7 +2058,6 @@ always @(posedge clk) begin: main
                             if ((st_state == 1)) begin
                                 if ((sc_pc != 255)) begin
                                     in_store <= 1'b1;
-                                    pc <= sc_pc;
                                     state <= 3;
                                 end
                                 else begin
@@ -2051,7 +2156,6 @@ always @(posedge clk) begin: main
                             state <= 1;
                             fifo_clr <= 1'b1;
                             ph <= 0;
-                            pc <= 0;
                             in_load <= 1'b0;
                             in_store <= 1'b0;
                             f_done <= 1'b0;

@@ -112,6 +112,7 @@ signal b_acc: std_logic;
 signal b_fld: std_logic;
 signal b_len: std_logic;
 signal b_opc: std_logic;
+signal b_r: unsigned(7 downto 0);
 signal b_res: std_logic;
 signal b_rsm: std_logic;
 signal b_tgt: std_logic;
@@ -136,10 +137,15 @@ signal cyc: unsigned(63 downto 0);
 signal cyc_full: std_logic;
 signal cyc_hi_l: unsigned(31 downto 0);
 signal dec_err: unsigned(7 downto 0);
+signal e_go: std_logic;
 signal eff0: unsigned(31 downto 0);
 signal eff1: unsigned(31 downto 0);
 signal eff2: unsigned(31 downto 0);
 signal eff3: unsigned(31 downto 0);
+signal effr0: unsigned(31 downto 0);
+signal effr1: unsigned(31 downto 0);
+signal effr2: unsigned(31 downto 0);
+signal effr3: unsigned(31 downto 0);
 signal err_code: unsigned(7 downto 0);
 signal err_pc: unsigned(7 downto 0);
 signal ex_first: std_logic;
@@ -159,6 +165,7 @@ signal in_load: std_logic;
 signal in_store: std_logic;
 signal info: unsigned(25 downto 0);
 signal ir: unsigned(255 downto 0);
+signal ir_r: unsigned(255 downto 0);
 signal is_load: std_logic;
 signal itr: unsigned(12 downto 0);
 signal lc_pc: unsigned(7 downto 0);
@@ -182,6 +189,9 @@ signal nib_ge: unsigned(3 downto 0);
 signal nib_nz: unsigned(3 downto 0);
 signal op: unsigned(5 downto 0);
 signal pc: unsigned(7 downto 0);
+signal pc1: unsigned(7 downto 0);
+signal pc_d: unsigned(7 downto 0);
+signal pc_nx: unsigned(7 downto 0);
 signal ph: unsigned(1 downto 0);
 signal pm_wa: unsigned(7 downto 0);
 signal pm_we: std_logic;
@@ -238,7 +248,10 @@ signal w1: unsigned(31 downto 0);
 signal w27nz: std_logic;
 signal w6: unsigned(31 downto 0);
 signal w6_eff: unsigned(31 downto 0);
+signal w6e_r: unsigned(31 downto 0);
 signal w7: unsigned(31 downto 0);
+signal op_f: unsigned(5 downto 0);
+signal info_f: unsigned(25 downto 0);
 signal n16: unsigned(15 downto 0);
 signal itr_big: std_logic;
 signal mask_big: std_logic;
@@ -430,6 +443,97 @@ end process conv;
 ck_data <= lr(256-1 downto 0);
 ck_valid <= lrv;
 cv_full <= lrv;
+
+
+op_f <= ir(32-1 downto 26);
+
+info_fc: process (op_f) is
+begin
+    case to_integer(op_f) is
+        when 0 => info_f <= "00000000000000000000000001";
+        when 1 => info_f <= "00000000000000000000110101";
+        when 2 => info_f <= "00000000000000000000011101";
+        when 3 => info_f <= "00000000000000000000011101";
+        when 4 => info_f <= "10000000000000000001001101";
+        when 5 => info_f <= "10000000000000000001001101";
+        when 6 => info_f <= "10000000000000000001001101";
+        when 7 => info_f <= "10000000000000000001001101";
+        when 8 => info_f <= "10000000000000000001000001";
+        when 9 => info_f <= "00000000000000000001100001";
+        when 10 => info_f <= "00000000000000000000000001";
+        when 11 => info_f <= "00000000000000000000000001";
+        when 12 => info_f <= "00000000000000000000000000";
+        when 13 => info_f <= "00000000000000000000000000";
+        when 14 => info_f <= "00000000000000000000000000";
+        when 15 => info_f <= "00000000000000000000000000";
+        when 16 => info_f <= "01001100000000000100001111";
+        when 17 => info_f <= "01001000000000000100001111";
+        when 18 => info_f <= "01100101000011011100001111";
+        when 19 => info_f <= "01100100000111011100001111";
+        when 20 => info_f <= "01010101110000011100001111";
+        when 21 => info_f <= "01100101001011111100001111";
+        when 22 => info_f <= "01110000000111011100001111";
+        when 23 => info_f <= "00000000000000000000000000";
+        when 24 => info_f <= "00000000000000000000000000";
+        when 25 => info_f <= "00000000000000000000000000";
+        when 26 => info_f <= "00000000000000000000000000";
+        when 27 => info_f <= "00000000000000000000000000";
+        when 28 => info_f <= "00000000000000000000000000";
+        when 29 => info_f <= "00000000000000000000000000";
+        when 30 => info_f <= "00000000000000000000000000";
+        when 31 => info_f <= "00000000000000000000000000";
+        when 32 => info_f <= "00000000000000000000000000";
+        when 33 => info_f <= "00000000000000000000000000";
+        when 34 => info_f <= "00000000000000000000000000";
+        when 35 => info_f <= "00000000000000000000000000";
+        when 36 => info_f <= "00000000000000000000000000";
+        when 37 => info_f <= "00000000000000000000000000";
+        when 38 => info_f <= "00000000000000000000000000";
+        when 39 => info_f <= "00000000000000000000000000";
+        when 40 => info_f <= "00000000000000000000000000";
+        when 41 => info_f <= "00000000000000000000000000";
+        when 42 => info_f <= "00000000000000000000000000";
+        when 43 => info_f <= "00000000000000000000000000";
+        when 44 => info_f <= "00000000000000000000000000";
+        when 45 => info_f <= "00000000000000000000000000";
+        when 46 => info_f <= "00000000000000000000000000";
+        when 47 => info_f <= "00000000000000000000000000";
+        when 48 => info_f <= "00000000000000000000000000";
+        when 49 => info_f <= "00000000000000000000000000";
+        when 50 => info_f <= "00000000000000000000000000";
+        when 51 => info_f <= "00000000000000000000000000";
+        when 52 => info_f <= "00000000000000000000000000";
+        when 53 => info_f <= "00000000000000000000000000";
+        when 54 => info_f <= "00000000000000000000000000";
+        when 55 => info_f <= "00000000000000000000000000";
+        when 56 => info_f <= "00000000000000000000000000";
+        when 57 => info_f <= "00000000000000000000000000";
+        when 58 => info_f <= "00000000000000000000000000";
+        when 59 => info_f <= "00000000000000000000000000";
+        when 60 => info_f <= "00000000000000000000000000";
+        when 61 => info_f <= "00000000000000000000000000";
+        when 62 => info_f <= "00000000000000000000000000";
+        when others => info_f <= "00000000000000000000000000";
+    end case;
+end process info_fc;
+
+ir_copy: process (clk) is
+begin
+    if rising_edge(clk) then
+        ir_r <= ir;
+    end if;
+end process ir_copy;
+
+info_reg: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            info <= to_unsigned(0, 26);
+        else
+            info <= info_f;
+        end if;
+    end if;
+end process info_reg;
 
 
 n9 <= unsigned'(to_unsigned(0, 1) & prog_n);
@@ -696,10 +800,10 @@ begin
 end process rm_reg14_rproc;
 
 
-rm_channel0_wk <= ir((32 * (0 + 3))-1 downto (32 * (0 + 2)));
-rm_channel0_fa <= ir(((32 + 16) + 0));
-rm_channel0_fb <= ir(((32 + 20) + 0));
-rm_channel0_nib <= ir(((32 + (4 * 0)) + 4)-1 downto (32 + (4 * 0)));
+rm_channel0_wk <= ir_r((32 * (0 + 3))-1 downto (32 * (0 + 2)));
+rm_channel0_fa <= ir_r(((32 + 16) + 0));
+rm_channel0_fb <= ir_r(((32 + 20) + 0));
+rm_channel0_nib <= ir_r(((32 + (4 * 0)) + 4)-1 downto (32 + (4 * 0)));
 
 rm_channel0_ch_ops: process (rm_channel0_fa, rm_channel0_wk, rb_q, rm_channel0_fb, ra_q) is
 begin
@@ -737,10 +841,10 @@ rm_channel0_uz_k <= stdl(bool(rm_channel0_fa) or bool(rm_channel0_fb) or (rm_cha
 rm_channel0_ng_k <= stdl(rm_channel0_nib >= 6);
 
 
-rm_channel1_wk <= ir((32 * (1 + 3))-1 downto (32 * (1 + 2)));
-rm_channel1_fa <= ir(((32 + 16) + 1));
-rm_channel1_fb <= ir(((32 + 20) + 1));
-rm_channel1_nib <= ir(((32 + (4 * 1)) + 4)-1 downto (32 + (4 * 1)));
+rm_channel1_wk <= ir_r((32 * (1 + 3))-1 downto (32 * (1 + 2)));
+rm_channel1_fa <= ir_r(((32 + 16) + 1));
+rm_channel1_fb <= ir_r(((32 + 20) + 1));
+rm_channel1_nib <= ir_r(((32 + (4 * 1)) + 4)-1 downto (32 + (4 * 1)));
 
 rm_channel1_ch_ops: process (rm_channel1_fa, rm_channel1_wk, rb_q, rm_channel1_fb, ra_q) is
 begin
@@ -778,10 +882,10 @@ rm_channel1_uz_k <= stdl(bool(rm_channel1_fa) or bool(rm_channel1_fb) or (rm_cha
 rm_channel1_ng_k <= stdl(rm_channel1_nib >= 6);
 
 
-rm_channel2_wk <= ir((32 * (2 + 3))-1 downto (32 * (2 + 2)));
-rm_channel2_fa <= ir(((32 + 16) + 2));
-rm_channel2_fb <= ir(((32 + 20) + 2));
-rm_channel2_nib <= ir(((32 + (4 * 2)) + 4)-1 downto (32 + (4 * 2)));
+rm_channel2_wk <= ir_r((32 * (2 + 3))-1 downto (32 * (2 + 2)));
+rm_channel2_fa <= ir_r(((32 + 16) + 2));
+rm_channel2_fb <= ir_r(((32 + 20) + 2));
+rm_channel2_nib <= ir_r(((32 + (4 * 2)) + 4)-1 downto (32 + (4 * 2)));
 
 rm_channel2_ch_ops: process (rm_channel2_fa, rm_channel2_wk, rb_q, rm_channel2_fb, ra_q) is
 begin
@@ -819,10 +923,10 @@ rm_channel2_uz_k <= stdl(bool(rm_channel2_fa) or bool(rm_channel2_fb) or (rm_cha
 rm_channel2_ng_k <= stdl(rm_channel2_nib >= 6);
 
 
-rm_channel3_wk <= ir((32 * (3 + 3))-1 downto (32 * (3 + 2)));
-rm_channel3_fa <= ir(((32 + 16) + 3));
-rm_channel3_fb <= ir(((32 + 20) + 3));
-rm_channel3_nib <= ir(((32 + (4 * 3)) + 4)-1 downto (32 + (4 * 3)));
+rm_channel3_wk <= ir_r((32 * (3 + 3))-1 downto (32 * (3 + 2)));
+rm_channel3_fa <= ir_r(((32 + 16) + 3));
+rm_channel3_fb <= ir_r(((32 + 20) + 3));
+rm_channel3_nib <= ir_r(((32 + (4 * 3)) + 4)-1 downto (32 + (4 * 3)));
 
 rm_channel3_ch_ops: process (rm_channel3_fa, rm_channel3_wk, rb_q, rm_channel3_fb, ra_q) is
 begin
@@ -871,6 +975,37 @@ am_end <= (unsigned'(to_unsigned(0, 3) & w7(16-1 downto 0)) + unsigned'(to_unsig
 
 amem_big <= stdl(am_end > 256);
 
+dec_reg: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            b_r <= to_unsigned(0, 8);
+            pc_nx <= to_unsigned(0, 8);
+        else
+            b_r <= unsigned'(b_tgt & b_rsm & b_len & b_acc & b_fld & b_abs & b_res & b_opc);
+            if ((op = 8) or (((op = 4) or (op = 5) or (op = 6) or (op = 7)) and bool(take_c))) then
+                pc_nx <= tgt;
+            else
+                pc_nx <= pc1;
+            end if;
+        end if;
+    end if;
+end process dec_reg;
+
+dec_words: process (clk) is
+begin
+    if rising_edge(clk) then
+        w6e_r <= w6_eff;
+        effr0 <= eff0;
+        effr1 <= eff1;
+        effr2 <= eff2;
+        effr3 <= eff3;
+    end if;
+end process dec_words;
+
+
+pc1 <= (pc + 1);
+
 ctx_shift: process (clk) is
 begin
     if rising_edge(clk) then
@@ -910,7 +1045,7 @@ begin
         if bool(pm_we) then
             pmem(to_integer(pm_wa)) <= ck_data;
         end if;
-        ir <= pmem(to_integer(pc));
+        ir <= pmem(to_integer(pc_d));
     end if;
 end process pm_ram;
 
@@ -1023,89 +1158,19 @@ begin
 end process sdec_c;
 
 
-op <= ir(32-1 downto 26);
-nbit <= ir(25);
 fra <= ir(25-1 downto 21);
 frb <= ir(21-1 downto 17);
-frd <= ir(17-1 downto 13);
-itr <= ir(13-1 downto 0);
-w1 <= ir(64-1 downto 32);
-w6 <= ir(224-1 downto 192);
-w7 <= ir(256-1 downto 224);
-w27nz <= stdl(ir(256-1 downto 64) /= 0);
-tgt <= ir(40-1 downto 32);
-sidx <= ir(29-1 downto 26);
-lmask <= ir(48-1 downto 32);
-
-info_c: process (op) is
-begin
-    case to_integer(op) is
-        when 0 => info <= "00000000000000000000000001";
-        when 1 => info <= "00000000000000000000110101";
-        when 2 => info <= "00000000000000000000011101";
-        when 3 => info <= "00000000000000000000011101";
-        when 4 => info <= "10000000000000000001001101";
-        when 5 => info <= "10000000000000000001001101";
-        when 6 => info <= "10000000000000000001001101";
-        when 7 => info <= "10000000000000000001001101";
-        when 8 => info <= "10000000000000000001000001";
-        when 9 => info <= "00000000000000000001100001";
-        when 10 => info <= "00000000000000000000000001";
-        when 11 => info <= "00000000000000000000000001";
-        when 12 => info <= "00000000000000000000000000";
-        when 13 => info <= "00000000000000000000000000";
-        when 14 => info <= "00000000000000000000000000";
-        when 15 => info <= "00000000000000000000000000";
-        when 16 => info <= "01001100000000000100001111";
-        when 17 => info <= "01001000000000000100001111";
-        when 18 => info <= "01100101000011011100001111";
-        when 19 => info <= "01100100000111011100001111";
-        when 20 => info <= "01010101110000011100001111";
-        when 21 => info <= "01100101001011111100001111";
-        when 22 => info <= "01110000000111011100001111";
-        when 23 => info <= "00000000000000000000000000";
-        when 24 => info <= "00000000000000000000000000";
-        when 25 => info <= "00000000000000000000000000";
-        when 26 => info <= "00000000000000000000000000";
-        when 27 => info <= "00000000000000000000000000";
-        when 28 => info <= "00000000000000000000000000";
-        when 29 => info <= "00000000000000000000000000";
-        when 30 => info <= "00000000000000000000000000";
-        when 31 => info <= "00000000000000000000000000";
-        when 32 => info <= "00000000000000000000000000";
-        when 33 => info <= "00000000000000000000000000";
-        when 34 => info <= "00000000000000000000000000";
-        when 35 => info <= "00000000000000000000000000";
-        when 36 => info <= "00000000000000000000000000";
-        when 37 => info <= "00000000000000000000000000";
-        when 38 => info <= "00000000000000000000000000";
-        when 39 => info <= "00000000000000000000000000";
-        when 40 => info <= "00000000000000000000000000";
-        when 41 => info <= "00000000000000000000000000";
-        when 42 => info <= "00000000000000000000000000";
-        when 43 => info <= "00000000000000000000000000";
-        when 44 => info <= "00000000000000000000000000";
-        when 45 => info <= "00000000000000000000000000";
-        when 46 => info <= "00000000000000000000000000";
-        when 47 => info <= "00000000000000000000000000";
-        when 48 => info <= "00000000000000000000000000";
-        when 49 => info <= "00000000000000000000000000";
-        when 50 => info <= "00000000000000000000000000";
-        when 51 => info <= "00000000000000000000000000";
-        when 52 => info <= "00000000000000000000000000";
-        when 53 => info <= "00000000000000000000000000";
-        when 54 => info <= "00000000000000000000000000";
-        when 55 => info <= "00000000000000000000000000";
-        when 56 => info <= "00000000000000000000000000";
-        when 57 => info <= "00000000000000000000000000";
-        when 58 => info <= "00000000000000000000000000";
-        when 59 => info <= "00000000000000000000000000";
-        when 60 => info <= "00000000000000000000000000";
-        when 61 => info <= "00000000000000000000000000";
-        when 62 => info <= "00000000000000000000000000";
-        when others => info <= "00000000000000000000000000";
-    end case;
-end process info_c;
+op <= ir_r(32-1 downto 26);
+nbit <= ir_r(25);
+frd <= ir_r(17-1 downto 13);
+itr <= ir_r(13-1 downto 0);
+w1 <= ir_r(64-1 downto 32);
+w6 <= ir_r(224-1 downto 192);
+w7 <= ir_r(256-1 downto 224);
+w27nz <= stdl(ir_r(256-1 downto 64) /= 0);
+tgt <= ir_r(40-1 downto 32);
+sidx <= ir_r(29-1 downto 26);
+lmask <= ir_r(48-1 downto 32);
 
 
 is_load <= stdl(op = 16);
@@ -1142,7 +1207,7 @@ begin
     res_ch <= r;
 end process chk_res_ch;
 
-chk_res_sub: process (w1, amem, res_ch, ir, w7, info) is
+chk_res_sub: process (w1, ir_r, amem, res_ch, w7, info) is
     variable r: std_logic;
 begin
     r := res_ch;
@@ -1156,7 +1221,7 @@ begin
         r := '1';
     end if;
     if bool(amem) then
-        if (bool(w1(16)) or bool(w1(20)) or (ir(96-1 downto 64) /= 0) or (w7(32-1 downto 21) /= 0)) then
+        if (bool(w1(16)) or bool(w1(20)) or (ir_r(96-1 downto 64) /= 0) or (w7(32-1 downto 21) /= 0)) then
             r := '1';
         end if;
     elsif ((not bool(info(22))) and (w7 /= 0)) then
@@ -1219,23 +1284,23 @@ begin
     b_tgt <= stdl(bool(info(25)) and bool(n_ge_tgt));
 end process chk_all;
 
-chk_enc: process (b_opc, b_acc, b_fld, b_res, b_tgt, b_len, b_rsm, b_abs) is
+chk_enc: process (b_r) is
 begin
-    if bool(b_opc) then
+    if bool(b_r(0)) then
         dec_err <= to_unsigned(1, 8);
-    elsif bool(b_res) then
+    elsif bool(b_r(1)) then
         dec_err <= to_unsigned(2, 8);
-    elsif bool(b_abs) then
+    elsif bool(b_r(2)) then
         dec_err <= to_unsigned(3, 8);
-    elsif bool(b_fld) then
+    elsif bool(b_r(3)) then
         dec_err <= to_unsigned(4, 8);
-    elsif bool(b_acc) then
+    elsif bool(b_r(4)) then
         dec_err <= to_unsigned(5, 8);
-    elsif bool(b_len) then
+    elsif bool(b_r(5)) then
         dec_err <= to_unsigned(6, 8);
-    elsif bool(b_rsm) then
+    elsif bool(b_r(6)) then
         dec_err <= to_unsigned(7, 8);
-    elsif bool(b_tgt) then
+    elsif bool(b_r(7)) then
         dec_err <= to_unsigned(8, 8);
     else
         dec_err <= to_unsigned(0, 8);
@@ -1458,6 +1523,56 @@ s_axil_rdata_num <= rdata_r;
 prog_a <= prog_lo;
 ctx_a <= ctx_lo;
 
+e_go_c: process (op, f_sw, tbusy, ex_first, in_store, in_load, blk_wait, info) is
+begin
+    if bool(info(1)) then
+        e_go <= stdl((not bool(tbusy)) and (not bool(ex_first)));
+    elsif (op = 9) then
+        e_go <= stdl((not bool(blk_wait)));
+    elsif (op = 10) then
+        e_go <= stdl((not (bool(f_sw) and (not bool(in_load)) and (not bool(in_store)))));
+    elsif (op = 11) then
+        e_go <= '0';
+    else
+        e_go <= '1';
+    end if;
+end process e_go_c;
+
+pc_c: process (e_go, st_dseen, sc_pc, s_axil_awvalid, busy_s, ctx_pcw, tbusy, st_state, state, saved_pc, s_axil_wdata_num, ctx_st, lc_pc, pc, s_axil_wvalid, fw_st_done, pc_nx, bvalid_r, ph, st_idx, s_axil_wstrb_num, s_axil_awaddr_num, nbit, dec_err, info) is
+begin
+    pc_d <= pc;
+    if (state = 2) then
+        if ((ph /= 0) and (ph /= 1)) then
+            if (ctx_st = 0) then
+                pc_d <= to_unsigned(0, 8);
+            elsif ((ctx_st = 1) and (ctx_pcw(32-1 downto 8) = 0)) then
+                if (lc_pc /= 255) then
+                    pc_d <= lc_pc;
+                else
+                    pc_d <= ctx_pcw(8-1 downto 0);
+                end if;
+            end if;
+        end if;
+    elsif (state = 4) then
+        if ((ph /= 0) and (dec_err = 0) and bool(info(1)) and (not bool(tbusy)) and bool(nbit)) then
+            pc_d <= pc_nx;
+        end if;
+    elsif (state = 5) then
+        if bool(e_go) then
+            pc_d <= pc_nx;
+        end if;
+    elsif (state = 7) then
+        pc_d <= saved_pc;
+    elsif (state = 6) then
+        if ((ph /= 0) and (ph /= 1) and (st_idx = 2) and (bool(st_dseen) or bool(fw_st_done)) and (st_state = 1) and (sc_pc /= 255)) then
+            pc_d <= sc_pc;
+        end if;
+    end if;
+    if (bool(s_axil_awvalid) and bool(s_axil_wvalid) and (not bool(bvalid_r)) and (s_axil_wstrb_num = 15) and (s_axil_awaddr_num = 0) and bool(s_axil_wdata_num(0)) and (not bool(busy_s))) then
+        pc_d <= to_unsigned(0, 8);
+    end if;
+end process pc_c;
+
 main: process (clk) is
     variable busy_now: std_logic;
     variable ra: unsigned(7 downto 0);
@@ -1529,6 +1644,7 @@ begin
             fifo_clr <= '0';
             ra_q <= ra_val;
             rb_q <= rb_val;
+            pc <= pc_d;
             busy_now := busy_s;
             if (bool(busy_now) and (not bool(cyc_full))) then
                 cyc <= (cyc + 1);
@@ -1632,16 +1748,12 @@ begin
                     when others =>
                         ph <= to_unsigned(0, 2);
                         if (ctx_st = 0) then
-                            pc <= to_unsigned(0, 8);
                             state <= to_unsigned(3, 4);
                         elsif ((ctx_st = 1) and (ctx_pcw(32-1 downto 8) = 0)) then
                             state <= to_unsigned(3, 4);
                             if (lc_pc /= 255) then
                                 in_load <= '1';
                                 saved_pc <= ctx_pcw(8-1 downto 0);
-                                pc <= lc_pc;
-                            else
-                                pc <= ctx_pcw(8-1 downto 0);
                             end if;
                         else
                             state <= to_unsigned(9, 4);
@@ -1690,15 +1802,14 @@ begin
                         spc_r <= pc;
                         sit_r <= itr;
                         sw1_r <= w1;
-                        sacc0 <= eff0;
-                        sacc1 <= eff1;
-                        sacc2 <= eff2;
-                        sacc3 <= eff3;
-                        sw6_r <= w6_eff;
+                        sacc0 <= effr0;
+                        sacc1 <= effr1;
+                        sacc2 <= effr2;
+                        sacc3 <= effr3;
+                        sw6_r <= w6e_r;
                         sw7_r <= w7;
                         ex_first <= '1';
                         if bool(nbit) then
-                            pc <= (pc + 1);
                             state <= to_unsigned(3, 4);
                         else
                             state <= to_unsigned(5, 4);
@@ -1711,25 +1822,16 @@ begin
                 if bool(info(1)) then
                     ex_first <= '0';
                     if ((not bool(tbusy)) and (not bool(ex_first))) then
-                        pc <= (pc + 1);
                         state <= to_unsigned(3, 4);
                     end if;
                 elsif ((op = 1) or (op = 2) or (op = 3)) then
-                    pc <= (pc + 1);
                     state <= to_unsigned(3, 4);
                 elsif ((op = 4) or (op = 5) or (op = 6) or (op = 7)) then
-                    if bool(take_c) then
-                        pc <= tgt;
-                    else
-                        pc <= (pc + 1);
-                    end if;
                     state <= to_unsigned(3, 4);
                 elsif (op = 8) then
-                    pc <= tgt;
                     state <= to_unsigned(3, 4);
                 elsif (op = 9) then
                     if (not bool(blk_wait)) then
-                        pc <= (pc + 1);
                         state <= to_unsigned(3, 4);
                     end if;
                 elsif (op = 10) then
@@ -1740,18 +1842,15 @@ begin
                         state <= to_unsigned(6, 4);
                         ph <= to_unsigned(0, 2);
                     else
-                        pc <= (pc + 1);
                         state <= to_unsigned(3, 4);
                     end if;
                 elsif (op = 11) then
                     in_load <= '0';
                     state <= to_unsigned(7, 4);
                 else
-                    pc <= (pc + 1);
                     state <= to_unsigned(3, 4);
                 end if;
             elsif (state = 7) then
-                pc <= saved_pc;
                 state <= to_unsigned(3, 4);
             elsif (state = 6) then
                 case ph is
@@ -1775,7 +1874,6 @@ begin
                             if (st_state = 1) then
                                 if (sc_pc /= 255) then
                                     in_store <= '1';
-                                    pc <= sc_pc;
                                     state <= to_unsigned(3, 4);
                                 else
                                     state <= to_unsigned(8, 4);
@@ -1856,7 +1954,6 @@ begin
                             state <= to_unsigned(1, 4);
                             fifo_clr <= '1';
                             ph <= to_unsigned(0, 2);
-                            pc <= to_unsigned(0, 8);
                             in_load <= '0';
                             in_store <= '0';
                             f_done <= '0';
