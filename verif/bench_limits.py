@@ -221,8 +221,8 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
     "fpdeep_node": {"default": [_lo("cycles_per_sample", 94.0), _lo("steady_cycles_per_sample", 66.0)],
                     "k2": [_lo("cycles_per_sample", 41.667), _lo("steady_cycles_per_sample", 32.0)]},
     "fpdeep_node_chain": {"n2": [_lo("cycles_per_sample", 95.25), _lo("runs.pad1.steady_cycles_per_sample", 68.0)],
-                          "n3": [_lo("cycles_per_sample", 144.75)],
-                          "n4": [_lo("cycles_per_sample", 147.5)]},
+                          "n3": [_lo("cycles_per_sample", 96.5), _lo("runs.pad1.steady_cycles_per_sample", 70.0)],
+                          "n4": [_lo("cycles_per_sample", 98.5), _lo("runs.pad1.steady_cycles_per_sample", 72.0)]},
     # README "pipearch_engine": DotSig 0.97 lines/cycle from two regions, 0.49 from one,
     # LOAD broadcast 0.99; DotSig + L2Reg on disjoint regions as fast as DotSig alone
     # (lanes16 only widens the lines: same line counts and dimensions as default, same cycles)
