@@ -42,20 +42,28 @@ nonlinear function is not instantiated (``NL`` bitmask: bit0 sigmoid, bit1 gauss
 bit2 reciprocal, bit3 log) sets error bit 1; both are sticky until the next start and
 the instruction's write-back (buffer and every output port) is suppressed.
 
-Hazards.  With ``BYPASS=1`` every read sees every earlier write (sequential
-semantics: the write-back-to-ALU bypass forwards the previous instruction's result and
-three retired write-back registers cover distances 2..4).  With ``BYPASS=0`` an
-instruction sees only the buffer writes of instructions at least 5 slots earlier
-(the pipeline is exposed; :func:`pad_hazards` inserts nops).  The accumulator is inside
-the ALU stage, so mac chains never need a bypass.
+Hazards.  Each op has a result latency L (:func:`result_latency`: 1 for add, sub, lt,
+gt, min, max, pass; 3 for mul; 4 for mac and the nonlinear ops).  With ``BYPASS=1`` a
+write of slot ``k`` is seen by slots ``s >= k+L`` (the execute stage forwards every
+completed result still in the pipeline and three retired write-backs); a slot
+reading earlier sees the word's previous value, and of several visible writes of one
+word the latest instruction's wins (buffers are written in order at the end of the
+pipeline, so the final state is sequential).  A dependent op must therefore be L slots
+after its producer (:func:`pad_hazards` with ``distance=None`` inserts the nops); a
+chain of macs into the accumulator still issues one term per slot.  With ``BYPASS=0``
+an instruction sees only the buffer writes of instructions at least
+:data:`HAZARD_DISTANCE` (8) slots earlier (the pipeline is exposed; :func:`pad_hazards`
+inserts nops).
 
 Timing (cycles from the edge that accepted ``start``): instruction ``k`` is in stage 1
-in cycle ``k+1`` (:data:`ISSUE_OFFSET`), executes in cycle ``k+4`` and reads the
-``left_in``/``right_in``/``bus_in`` ports directly in that cycle (:data:`IN_OFFSET`;
-the ports feed the execute stage's operand multiplexer like a bypass), and its
-outputs are valid in cycle ``k+5`` (:data:`OUT_OFFSET`).  So a neighbour's output is
-readable one slot after its producer, the same distance as a result on the same PE
-with ``BYPASS=1``.
+in cycle ``k+1`` (:data:`ISSUE_OFFSET`), enters the execute stages in cycle ``k+4``
+and reads the ``left_in``/``right_in``/``bus_in`` ports directly in that cycle
+(:data:`IN_OFFSET`; the ports feed the first execute stage's operand multiplexer like
+a bypass); its outputs are valid in cycle ``k+4+L`` (:func:`out_offset`; ``k+5``,
+:data:`OUT_OFFSET`, for the latency-1 ops), its buffer write lands at the end of cycle
+``k+8`` and ``done`` is high in cycle ``n+8`` (:data:`DONE_OFFSET`).  So a neighbour
+reads a result L slots after its producer, the same distance as on the same PE with
+``BYPASS=1``; the row bus register L+1.
 """
 from __future__ import annotations
 
@@ -85,7 +93,8 @@ IN_OFFSET = 4          # ... reads its left_in/right_in/bus_in ports in cycle k+
 # neighbour reads it from) slot k+L on; its outputs are valid in cycle k+IN_OFFSET+L
 # (:func:`out_offset`).  Every instruction writes its buffer word in order, at the end
 # of cycle k+DONE_OFFSET, and ``done`` is high in cycle n+DONE_OFFSET.
-RESULT_LATENCY = {name: 1 for name in OPS}
+RESULT_LATENCY = {**{name: 1 for name in OPS}, "mul": 3, "mac": 4, "sigmoid": 4, "gauss": 4,
+                  "recip": 4, "log": 4}
 LAT_MAX = max(RESULT_LATENCY.values())
 OUT_OFFSET = IN_OFFSET + 1                # outputs of a latency-1 op (add, sub, ..., pass)
 DONE_OFFSET = IN_OFFSET + LAT_MAX         # in-order write-back / done
@@ -103,9 +112,9 @@ def out_offset(op) -> int:
     return IN_OFFSET + result_latency(op)
 
 # Slot distances these give between PEs (a consumer in slot s, a producer in slot k):
-# a neighbour output register is valid in cycle k+OUT_OFFSET, so s >= k+1; a register
-# the assembled accelerator loads from a PE output (the row bus) is valid one cycle
-# later, so s >= k+2.
+# a neighbour output register is valid in cycle k+out_offset(op), so s >= k+L; a
+# register the assembled accelerator loads from a PE output (the row bus) is valid one
+# cycle later, so s >= k+L+1.
 
 
 def nl_tables(fmt: QFormat, nl: int) -> dict:

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from golden import sgd as gsgd
-from golden.cosmic_pe import (ERR_ILLEGAL, ERR_NL, OPS, AsmError, Assembler, Instr, PEConfig,
-                              PEModel, pad_hazards, sgd_buffers, sgd_step_program)
+from golden.cosmic_pe import (DONE_OFFSET, ERR_ILLEGAL, ERR_NL, HAZARD_DISTANCE, OPS, AsmError,
+                              Assembler, Instr, PEConfig, PEModel, out_offset, pad_hazards,
+                              result_latency, sgd_buffers, sgd_step_program)
 from golden.fixedpoint import sigmoid_table
 
 CFG = PEConfig()
@@ -117,13 +118,55 @@ def test_hazard_semantics_with_and_without_bypass():
     assert run(CFG, txt).buffers[3][0] == 6 * one          # sequential
     nb = PEConfig(BYPASS=0)
     r = run(nb, txt)
-    # slot k sees writes of slots <= k-5: slots 0..4 all read 0 -> write one; slot 5 reads
-    # slot 0's write (one) -> 2*one; slot 6 (pass) reads slot 1's write -> one
-    assert r.buffers[1][0] == 2 * one and r.buffers[3][0] == one
+    # slot k sees writes of slots <= k-H (H = HAZARD_DISTANCE); an independent
+    # reference: the value slot k writes is one more than what slot k-H wrote (or 0)
+    H = HAZARD_DISTANCE
+    wrote = []
+    for k in range(6):
+        wrote.append((wrote[k - H] if k >= H else 0) + one)
+    seen = wrote[6 - H] if 6 >= H else 0
+    assert r.buffers[1][0] == wrote[-1] and r.buffers[3][0] == seen
+    assert (r.buffers[1][0], r.buffers[3][0]) != (6 * one, 6 * one)
     padded = pad_hazards(Assembler(nb).text(txt).instrs)
-    assert len(padded) == 7 + 6 * 4
+    assert len(padded) == 7 + 6 * (H - 1)
     r = PEModel(nb).run(padded)
     assert r.buffers[3][0] == 6 * one
+
+
+def test_result_latencies_with_bypass():
+    """BYPASS=1: a result is forwarded from slot k + result_latency(op); earlier readers
+    see the previous value; of several visible writes of a word the latest instruction's
+    wins (an older, longer op completing later does not overwrite it), and so does the
+    final buffer; outputs come in cycle k + out_offset(op), the later instruction first
+    when two land in one cycle."""
+    one = CFG.fmt.one
+    two, three = 2 * one, 3 * one
+    lm = result_latency("mul")
+    assert lm > 1 and result_latency("add") == 1 and result_latency("mac") >= lm
+    # a mul's consumer 1 .. lm slots later
+    for d in range(1, lm + 2):
+        txt = "mul D0 M0 -> I0\n" + "nop\n" * (d - 1) + "pass I0 -> I1"
+        r = run(CFG, txt, data=[two], model=[three], interim=[one])
+        assert r.buffers[3][1] == (6 * one if d >= lm else one), d
+        assert r.buffers[3][0] == 6 * one
+    # an older mul and a younger add of the same word: the add wins once visible, also
+    # after the mul completes, and in the final buffer
+    txt = "mul D0 M0 -> I0\nadd D0 ONE -> I0\n" + "\n".join(f"pass I0 -> M{j}" for j in range(lm + 2))
+    r = run(CFG, txt, data=[two], model=[three], interim=[one])
+    assert r.buffers[2][:lm + 2].tolist() == [three] * (lm + 2)
+    assert r.buffers[3][0] == three
+    # outputs: the mul's out cycle equals the add's two slots later; the add wins
+    txt = "mul D0 M0 -> B\n" + "nop\n" * (lm - 2) + "add D0 ONE -> B"
+    r = run(CFG, txt, data=[two], model=[three])
+    assert r.outputs["bus"] == [(0, 6 * one), (lm - 1, three)]
+    assert r.out_cycles["bus"] == [(out_offset("add") + lm - 1, three)]
+    assert out_offset("mul") == out_offset("add") + lm - 1
+    assert r.cycles == lm + DONE_OFFSET - 1 + 1
+    # pad_hazards(None) pads exactly to the writer's latency
+    prog = Assembler(CFG).text("mac.clr D0 M0 -> I0\npass I0 -> I1").instrs
+    padded = pad_hazards(prog, None)
+    assert len(padded) == 1 + result_latency("mac")
+    assert PEModel(CFG, [two], [three]).run(padded).buffers[3][1] == 6 * one
 
 
 def test_links_and_bus():

@@ -3,34 +3,43 @@ Fig. 6; TABLA section 6.3).
 
 Separate DATA / MODEL / INTERIM buffers (synchronous-read RAM, one read and one write
 port each, all three read in the same cycle), a schedule memory holding a static
-microcode program, a five-stage pipeline
+microcode program, an eight-stage pipeline
 
   1 read      the instruction (schedule memory output register) drives the three buffer
               read addresses
   2 register  buffer outputs (the RAM output registers)
-  3 select    operand A and B multiplexers (buffers, zero, one)
-  4 execute   ALU (add sub mul mac lt gt min max pass) and the nonlinear unit;
-              the bypass from stage 5 (and three retired write-backs) and the
-              left/right neighbour and bus input ports feed this stage's operand
-              multiplexer directly (a neighbour's stage-5 output register is a bypass
-              source like the PE's own), so a neighbour reads a result one slot after
-              its producer and the row bus register two slots after
-  5 write back  buffer write, left/right/bus outputs
+  3 select    operand A and B multiplexers (buffers, zero, one); the bypass hit flags
+              and port selects, priority-encoded and registered one-hot for stage 4
+  4 execute 1 the operand multiplexer (forwarded results, the buffer operand, the
+              left/right neighbour and bus input ports, read directly in this cycle);
+              add sub lt gt min max pass complete here; the multiplier's four partial
+              products and the nonlinear units' segment select are registered
+  5 execute 2 the product (carry-save + one carry chain); the PWL slope x offset
+  6 execute 3 mul rounds/saturates (complete); mac adds the product to the 72-bit
+              accumulator (carry-select, one mac per cycle); the PWL product rounds
+  7 execute 4 mac rounds/saturates the accumulator, the PWL base + term and clamp
+              (complete)
+  8 write back  in-order buffer write (a result completed earlier rides along and is
+              forwarded from its pipeline register)
 
+Outputs (left/right/bus) are written when the op completes: cycle k+5 for the
+latency-1 ops, k+7 for mul, k+8 for mac and the nonlinear ops
+(``golden.cosmic_pe.result_latency``/``out_offset``); every path is at most 20 logic
+levels (issue 16; 46 with the single execute stage before),
 and one instruction per cycle without interlocks.  The instruction set, its encoding
 and the bit-true reference are in ``golden/cosmic_pe.py``.
 """
 from __future__ import annotations
 
-from myhdl import always, always_comb, always_seq, block, concat, intbv
+from myhdl import ConcatSignal, always, always_comb, always_seq, block, concat, intbv
 
-from golden.cosmic_pe import (HAZARD_DISTANCE, IN_OFFSET, NL_OPS, OPS,
-                              OUT_OFFSET, PEConfig, _aw, nl_tables)
+from golden.cosmic_pe import (DONE_OFFSET, HAZARD_DISTANCE, IN_OFFSET, NL_OPS, OPS,
+                              PEConfig, _aw, nl_tables, result_latency)
 from golden.fixedpoint import pwl_error_bound
 from rtl_gen.common.blocks import round_sat, sat, sext
 from rtl_gen.common.core import CoreDef, Datasheet, Port
 from rtl_gen.common.hdl import sig_b, sig_s, sig_u
-from rtl_gen.common.nonlinear import pwl_comb
+from rtl_gen.pipearch.split_mul import SPLIT_MUL_LATENCY, split_mul_reg
 from rtl_gen.common.params import Param, ParamSet, multiple_of_8, power_of_two
 from rtl_gen.common.ports import make_factory
 
@@ -70,6 +79,331 @@ def low_bits(x, y, n):
         def c():
             y.next = concat(intbv(0)[k:], x[n:])
     return c
+
+
+@block
+def round_sat_fast(v, y, shift):
+    """``y = sat((v + 2**(shift-1)) >> shift)``, the same function as
+    :func:`rtl_gen.common.blocks.round_sat`, with one ``len(y)+1``-bit carry chain instead
+    of one over all of ``v >> shift``: the rounding bit is added to the low ``len(y)``
+    bits of ``v >> shift``; the result is in range when the bits above them (compared
+    with all-zeros / all-ones in parallel with the chain) plus that sum's carry are the
+    sign extension of its top bit; otherwise it saturates toward the sign of ``v``."""
+    wv, W = len(v), len(y)
+    hw = wv - shift - W
+    if shift == 0 or hw < 2:
+        return round_sat(v, y, shift)
+    lo = sig_u(W)
+    rb = sig_u(1)
+    s = sig_u(W + 1)
+    hi = sig_u(hw)
+    hin = sig_u(hw)
+    neg = sig_b()
+    nneg = sig_b()
+    fill = ConcatSignal(*([nneg] * (W - 1)))
+
+    @always_comb
+    def parts():
+        lo.next = v[shift + W:shift]
+        rb.next = v[shift - 1]
+        hi.next = v[wv:shift + W]
+        neg.next = v[wv - 1]
+        nneg.next = not v[wv - 1]
+
+    @always_comb
+    def inv():
+        hin.next = ~hi
+
+    @always_comb
+    def inc():
+        s.next = lo + rb
+
+    @always_comb
+    def outc():
+        if (s[W] and hin == 0) or (not s[W] and ((hi == 0 and not s[W - 1]) or (hin == 0 and s[W - 1]))):
+            y.next = s[W:].signed()
+        else:
+            y.next = concat(neg, fill).signed()
+
+    return parts, inv, inc, outc
+
+
+@block
+def acc_csel(acc, clr, prod_e, acc_new, split):
+    """``acc_new = sat((clr ? 0 : acc) + prod_e)`` (all ``len(acc)`` bits, signed) as a
+    carry-select adder: the low ``split`` bits once, the high part twice (carry-in 0 and
+    1, the latter as ``({ah, 1} + {ph, 1}) >> 1``), the low carry picks one."""
+    A = len(acc)
+    N0, N1 = split, len(acc) - split
+    ai = sig_s(A)
+    al, pl = sig_u(N0), sig_u(N0)
+    ah, ph = sig_s(N1), sig_s(N1)
+    slo = sig_u(N0 + 1)
+    h0 = sig_s(N1 + 1)
+    t1 = sig_s(N1 + 2)
+    hs = sig_s(N1 + 1)
+    full = sig_s(A + 1)
+
+    @always_comb
+    def gate():
+        if clr:
+            ai.next = 0
+        else:
+            ai.next = acc
+
+    @always_comb
+    def parts():
+        al.next = ai[N0:]
+        pl.next = prod_e[N0:]
+        ah.next = ai[A:N0].signed()
+        ph.next = prod_e[A:N0].signed()
+
+    @always_comb
+    def adds():
+        slo.next = al + pl
+        h0.next = ah + ph
+        t1.next = concat(ah, True).signed() + concat(ph, True).signed()
+
+    @always_comb
+    def pick():
+        if slo[N0]:
+            hs.next = t1[N1 + 2:1].signed()
+        else:
+            hs.next = h0
+
+    @always_comb
+    def join():
+        full.next = concat(hs, slo[N0:]).signed()
+
+    return gate, parts, adds, pick, join, sat(full, acc_new)
+
+
+@block
+def pwl_pipe(clk, rst, z, y, table):
+    """``y = pwl_fx(z, table)`` (bit-exact with :func:`rtl_gen.common.nonlinear.pwl_comb`)
+    over four stages: ``z`` in cycle c, ``y`` (combinational) in cycle c+3.
+
+    1. clamp ``z`` to the domain and subtract its low end (registered: the segment index
+       and offset);
+    2. the slope ROM (sized to the table's slopes) and the slope x offset product;
+    3. the product rounded and saturated to W bits;
+    4. the base ROM and ``base + rounded`` saturated; the output clamp compares the
+       rounded term with per-segment ROMs ``y_max - base`` / ``y_min - base`` in
+       parallel with that sum (``sat(x) > y_max`` iff ``x > y_max`` as ``y_max`` is
+       below the largest word; likewise at the low end)."""
+    W = len(z)
+    F = table.fmt.F
+    sh = table.shift
+    ib = table.index_bits
+    ub = sh + ib
+    lo, hi = table.lo, table.hi
+    assert sh >= 1 and table.fmt.W == W
+    assert table.fmt.min_int < lo and hi < table.fmt.max_int
+    base_rom = tuple(int(b) for b in table.base)
+    slope_rom = tuple(int(b) for b in table.slope)
+    sw = max(2, max(abs(v) for v in slope_rom).bit_length() + 1)
+    pw = max(sw + sh + 1, W + 1)
+    y_min, y_max = table.y_min, table.y_max
+    clamp_lo = y_min > table.fmt.min_int
+    clamp_hi = y_max < table.fmt.max_int
+    limh_rom = tuple(y_max - b for b in base_rom)
+    liml_rom = tuple(y_min - b for b in base_rom)
+    lim_ok = all(table.fmt.min_int <= v <= table.fmt.max_int for v in limh_rom + liml_rom)
+    assert lim_ok or not (clamp_lo or clamp_hi), f"{table}: the clamp ROMs do not fit W bits"
+    zl = sig_s(W + 1)
+    u_c = sig_u(ub)
+    u1 = sig_u(ub)
+    idx2 = sig_u(ib)
+    off2 = sig_s(sh + 1)
+    slope2 = sig_s(sw)
+    prod3 = sig_s(pw)
+    idx3 = sig_u(ib)
+    rnd_c = sig_s(W)
+    rnd4 = sig_s(W)
+    idx4 = sig_u(ib)
+    base4 = sig_s(W)
+    sumv = sig_s(W + 1)
+    ys = sig_s(W)
+    limh = sig_s(W)
+    liml = sig_s(W)
+    insts = []
+
+    if lo < 0:
+        nlo = -lo
+
+        @always_comb
+        def sub_lo():
+            zl.next = z + nlo
+    else:
+        @always_comb
+        def sub_lo():
+            zl.next = z - lo
+
+    span_m1 = hi - lo - 1
+
+    @always_comb
+    def clampz():
+        if z >= hi:
+            u_c.next = span_m1
+        elif z < lo:
+            u_c.next = 0
+        else:
+            u_c.next = zl[ub:]
+
+    @always_seq(clk.posedge, reset=rst)
+    def p1():
+        u1.next = u_c
+
+    @always_comb
+    def p2c():
+        idx2.next = u1[ub:sh]
+        off2.next = concat(intbv(0)[1:], u1[sh:]).signed()
+
+    @always_comb
+    def p2rom():
+        slope2.next = slope_rom[int(idx2)]
+
+    @always_seq(clk.posedge, reset=rst)
+    def p2():
+        prod3.next = slope2 * off2
+        idx3.next = idx2
+
+    insts += [sub_lo, clampz, p1, p2c, p2rom, p2, round_sat_fast(prod3, rnd_c, F)]
+
+    @always_seq(clk.posedge, reset=rst)
+    def p3():
+        rnd4.next = rnd_c
+        idx4.next = idx3
+
+    @always_comb
+    def p4rom():
+        base4.next = base_rom[int(idx4)]
+
+    @always_comb
+    def p4add():
+        sumv.next = base4 + rnd4
+
+    insts += [p3, p4rom, p4add, sat(sumv, ys)]
+    if clamp_hi:
+        @always_comb
+        def p4romh():
+            limh.next = limh_rom[int(idx4)]
+        insts.append(p4romh)
+    if clamp_lo:
+        @always_comb
+        def p4roml():
+            liml.next = liml_rom[int(idx4)]
+        insts.append(p4roml)
+
+    if clamp_lo and clamp_hi:
+        @always_comb
+        def outc():
+            if rnd4 > limh:
+                y.next = y_max
+            elif rnd4 < liml:
+                y.next = y_min
+            else:
+                y.next = ys
+    elif clamp_hi:
+        @always_comb
+        def outc():
+            if rnd4 > limh:
+                y.next = y_max
+            else:
+                y.next = ys
+    elif clamp_lo:
+        @always_comb
+        def outc():
+            if rnd4 < liml:
+                y.next = y_min
+            else:
+                y.next = ys
+    else:
+        @always_comb
+        def outc():
+            y.next = ys
+    insts.append(outc)
+    return insts
+
+
+@block
+def mul2_csa(clk, rst, en, a_u, b_u, p):
+    """``p = a * b`` (signed ``W`` x ``W``, ``len(p) == 2*W``) two enabled stages after
+    ``a_u``/``b_u``, like :func:`rtl_gen.pipearch.split_mul.split_mul_reg` (the four
+    half-width partial products registered straight out of their multipliers), but the
+    second stage adds the three terms above bit ``W//2`` -- ``{ah*bh, al*bl}``,
+    ``al*bh``, ``ah*bl`` -- through one carry-save level (sum and carry bit per column,
+    which fits the LUT in front of each carry-chain bit) and one carry chain, instead
+    of two chained adders.  ``W <= 18``: :func:`split_mul_reg` (one multiplier)."""
+    W = len(a_u)
+    if W <= 18:
+        return split_mul_reg(clk, rst, en, None, a_u, b_u, p)
+    LO = W // 2
+    HI = W - LO
+    HW = 2 * W - LO
+    ac, bc = sig_u(W), sig_u(W)
+
+    @always_comb
+    def copy():
+        ac.next = a_u
+        bc.next = b_u
+
+    alu, blu = sig_u(LO), sig_u(LO)
+    al, bl = sig_s(LO + 1), sig_s(LO + 1)
+    ah, bh = sig_s(HI), sig_s(HI)
+
+    @always_comb
+    def halves():
+        alu.next = ac[LO:]
+        blu.next = bc[LO:]
+        al.next = concat(False, ac[LO:]).signed()
+        bl.next = concat(False, bc[LO:]).signed()
+        ah.next = ac[W:LO].signed()
+        bh.next = bc[W:LO].signed()
+
+    ll = sig_u(2 * LO)
+    lh = sig_s(LO + 1 + HI)
+    hl = sig_s(LO + 1 + HI)
+    hh = sig_s(2 * HI)
+
+    @always_seq(clk.posedge, reset=rst)
+    def st1():
+        if en:
+            ll.next = alu * blu
+            lh.next = al * bh
+            hl.next = ah * bl
+            hh.next = ah * bh
+
+    lhe, hle = sig_s(HW), sig_s(HW)
+    ta, tb, tc = sig_u(HW), sig_u(HW), sig_u(HW)
+    xs, xc, mj = sig_u(HW), sig_u(HW), sig_u(HW - 1)
+    hsum = sig_u(HW)     # modulo 2**HW (the product fits)
+
+    @always_comb
+    def terms():
+        ta.next = concat(hh, ll[2 * LO:LO])
+        tb.next = lhe[HW:]
+        tc.next = hle[HW:]
+
+    @always_comb
+    def csa():
+        xs.next = ta ^ tb ^ tc
+        mj.next = (ta[HW - 1:] & tb[HW - 1:]) | (ta[HW - 1:] & tc[HW - 1:]) | (tb[HW - 1:] & tc[HW - 1:])
+
+    @always_comb
+    def shc():
+        xc.next = concat(mj, False)
+
+    @always_comb
+    def cpa():
+        hsum.next = xs + xc
+
+    @always_seq(clk.posedge, reset=rst)
+    def st2():
+        if en:
+            p.next = concat(hsum, ll[LO:]).signed()
+
+    return copy, halves, st1, sext(lh, lhe), sext(hl, hle), terms, csa, shc, cpa, st2
 
 
 def ports_of(p: dict) -> list[Port]:
@@ -126,6 +460,12 @@ def build(p):
     lay = {n: (lsb + w, lsb) for n, lsb, w in cfg.layout()}
     ONE = fmt.one
     ILL_ROM = tuple(1 if c >= 14 else 0 for c in range(16))
+    LAT_ROM = tuple(result_latency(c) for c in range(16))
+    assert all(LAT_ROM[OPS[n]] == 1 for n in ("add", "sub", "lt", "gt", "min", "max", "pass")) \
+        and LAT_ROM[OPS["mul"]] == 3 and LAT_ROM[OPS["mac"]] == 4 \
+        and all(LAT_ROM[OPS[n]] == 4 for n in NL_OPS) and DONE_OFFSET == IN_OFFSET + 4, \
+        "golden.cosmic_pe.RESULT_LATENCY / DONE_OFFSET do not match this pipeline"
+    assert SPLIT_MUL_LATENCY == 2
     NLM_ROM = tuple(1 if any(c == OPS[n] and n not in tables for n in NL_OPS) else 0 for c in range(16))
     OP_ADD, OP_SUB, OP_MUL, OP_MAC = OPS["add"], OPS["sub"], OPS["mul"], OPS["mac"]
     OP_LT, OP_GT, OP_MIN, OP_MAX = OPS["lt"], OPS["gt"], OPS["min"], OPS["max"]
@@ -146,8 +486,8 @@ def build(p):
         pc = sig_u(LW)
         lm1 = sig_u(LW)
         len_bad = sig_b()
-        v1, v2, v3, v4, v5 = (sig_b() for _ in range(5))
-        l1, l2, l3, l4, l5 = (sig_b() for _ in range(5))
+        v1, v2, v3, v4, v5, v6, v7, v8 = (sig_b() for _ in range(8))
+        l1, l2, l3, l4, l5, l6, l7, l8 = (sig_b() for _ in range(8))
         e_ill = sig_b()
         e_nl = sig_b()
         e_len = sig_b()
@@ -169,7 +509,7 @@ def build(p):
                     running.next = False
                 else:
                     pc.next = pc + 1
-            if v5 and l5:
+            if v8 and l8:
                 busy.next = False
                 done.next = True
             if go:
@@ -265,10 +605,10 @@ def build(p):
         # buffers: read address from stage 1 (or the read-back port when stage 1 is
         # empty), write from stage 5 (or the load port while idle)
         rd_d, rd_m, rd_i = sig_u(W), sig_u(W), sig_u(W)
-        res5 = sig_s(W)
-        we5 = sig_b()
-        wb5 = sig_u(2)
-        wa5 = sig_u(AW)
+        res_w = sig_s(W)
+        we_w = sig_b()
+        wb_w = sig_u(2)
+        wa_w = sig_u(AW)
         bufs = []
         if DBUF:
             # DATA in two banks: the program reads and writes bank ``bk``; a DATA load
@@ -287,9 +627,9 @@ def build(p):
                 @always_comb
                 def c():
                     if prog_side:
-                        we.next = we5 and wb5 == 1
-                        wa.next = wa5[DAW:]
-                        wd.next = res5[W:]
+                        we.next = we_w and wb_w == 1
+                        wa.next = wa_w[DAW:]
+                        wd.next = res_w[W:]
                     else:
                         we.next = ld_en and ld_sel == 1
                         wa.next = ld_addr[DAW:]
@@ -328,9 +668,9 @@ def build(p):
                 @always_comb
                 def c():
                     if busy:
-                        we.next = we5 and wb5 == code
-                        wa.next = wa5[aw_:]
-                        wd.next = res5[W:]
+                        we.next = we_w and wb_w == code
+                        wa.next = wa_w[aw_:]
+                        wd.next = res_w[W:]
                     else:
                         we.next = ld_en and ld_sel == code
                         wa.next = ld_addr[aw_:]
@@ -366,20 +706,22 @@ def build(p):
         # {sa, sb, op, clr, abuf, aaddr, bbuf, baddr, wb, waddr, out}, MSB first; stage 4
         # keeps the operand selects too (codes 3-5 pick the link/bus input ports there)
         # (without BYPASS the operand buffer/address fields are not carried)
-        cfields = (("sa", 3), ("sb", 3), ("op", 4), ("clr", 1)) + (
+        cfields = (("sa", 3), ("sb", 3)) + (
             (("ab", 2), ("aa", AW), ("bb", 2), ("ba", AW)) if BYPASS else ()) + (
-            ("wb", 2), ("wa", AW), ("out", 3))
+            ("op", 4), ("clr", 1), ("wb", 2), ("wa", AW), ("out", 3))
+        CW4 = 4 + 1 + 2 + AW + 3     # the low fields: what stage 4 on needs
         CW = sum(w for _, w in cfields)
         cpos, pos = {}, CW
         for n_, w_ in cfields:
             cpos[n_] = (pos, pos - w_)
             pos -= w_
-        ctl1, c2, c3, c4 = sig_u(CW), sig_u(CW), sig_u(CW), sig_u(CW)
+        ctl1, c2, c3 = sig_u(CW), sig_u(CW), sig_u(CW)
+        c4 = sig_u(CW4)
 
         if BYPASS:
             @always_comb
             def mkctl():
-                ctl1.next = concat(sa1, sb1, op1, clr1, abuf1, aad1, bbuf1, bad1, wb1, wam1, out1)
+                ctl1.next = concat(sa1, sb1, abuf1, aad1, bbuf1, bad1, op1, clr1, wb1, wam1, out1)
         else:
             @always_comb
             def mkctl():
@@ -434,161 +776,245 @@ def build(p):
 
         insts += [dec3, select(sa3, opa_c), select(sb3, opb_c)]
 
-        @always_seq(clk.posedge, reset=rst)
-        def st3():
-            v4.next = v3
-            l4.next = l3
-            c4.next = c3
-            opa4.next = opa_c
-            opb4.next = opb_c
-
-        # ---------------------------------------------------------- stage 4: execute
-        fa, fb = sig_s(W), sig_s(W)
-        fwa, fwb = sig_s(W), sig_s(W)     # operands after the bypass, before the link ports
-        sa4, sb4 = sig_u(3), sig_u(3)
-        op4 = sig_u(4)
-        clr4 = sig_b()
-        ab4, bb4, wb4 = sig_u(2), sig_u(2), sig_u(2)
-        aa4, ba4, wa4 = sig_u(AW), sig_u(AW), sig_u(AW)
-        out4 = sig_u(3)
+        # per-stage control of stages 4..8 (stage 4 decodes c4; 5..8 are registers)
+        op4, op5, op6, op7 = (sig_u(4) for _ in range(4))
+        clr4, clr5, clr6 = sig_b(), sig_b(), sig_b()
+        wb4, wb5, wb6, wb7 = (sig_u(2) for _ in range(4))
+        wa4, wa5, wa6, wa7 = (sig_u(AW) for _ in range(4))
+        out4, out5, out6, out7 = (sig_u(3) for _ in range(4))
+        ok4, ok5, ok6, ok7 = (sig_b() for _ in range(4))
+        we4, we5, we6, we7 = (sig_b() for _ in range(4))
+        # latency class of the op: 1 (add ... pass), 3 (mul), 4 (mac, nonlinear)
+        sh4, sh5, mu4, mu5, mu6, lg4, lg5, lg6, lg7 = (sig_b() for _ in range(9))
         (P_OPH, P_OPL), (P_CL, P_CLB), (P_WBH, P_WBL), (P_WAH, P_WAL), (P_OUH, P_OUL) = (
             cpos[k] for k in ("op", "clr", "wb", "wa", "out"))
-        (P_SAH, P_SAL), (P_SBH, P_SBL) = cpos["sa"], cpos["sb"]
 
         @always_comb
         def dec4():
-            sa4.next = c4[P_SAH:P_SAL]
-            sb4.next = c4[P_SBH:P_SBL]
             op4.next = c4[P_OPH:P_OPL]
             clr4.next = c4[P_CLB]
             wb4.next = c4[P_WBH:P_WBL]
             wa4.next = c4[P_WAH:P_WAL]
             out4.next = c4[P_OUH:P_OUL]
 
-        if BYPASS:
-            (P_ABH, P_ABL), (P_AAH, P_AAL), (P_BBH, P_BBL), (P_BAH, P_BAL) = (
-                cpos[k] for k in ("ab", "aa", "bb", "ba"))
+        ill_c = sig_u(1)
+        nlm_c = sig_u(1)
+        lat_c = sig_u(3)
 
-            @always_comb
-            def dec4b():
-                ab4.next = c4[P_ABH:P_ABL]
-                aa4.next = c4[P_AAH:P_AAL]
-                bb4.next = c4[P_BBH:P_BBL]
-                ba4.next = c4[P_BAH:P_BAL]
+        @always_comb
+        def legal():
+            ill_c.next = ILL_ROM[int(op4)]
+            nlm_c.next = NLM_ROM[int(op4)]
 
-            insts.append(dec4b)
-        insts.append(dec4)
+        @always_comb
+        def latc():
+            lat_c.next = LAT_ROM[int(op4)]
+
+        @always_comb
+        def okc():
+            ok4.next = v4 and ill_c == 0 and nlm_c == 0 and op4 != 0
+            we4.next = v4 and ill_c == 0 and nlm_c == 0 and op4 != 0 and wb4 != 0
+            sh4.next = lat_c == 1
+            mu4.next = lat_c == 3
+            lg4.next = lat_c == 4
+
+        insts += [dec4, legal, latc, okc]
+
+        # operand sources of the stage-4 multiplexer, one-hot selects registered in
+        # stage 3: with BYPASS the results of the instructions 1..3 slots ahead
+        # (registers r5..r7, when their op has completed), 4 ahead (r8, the write-back
+        # register), 5..7 ahead (three retired write-backs), then the buffer/constant
+        # operand; the link and bus ports for operand codes 3-5.
+        r5, r6, r7, r8 = (sig_s(W) for _ in range(4))
         if BYPASS:
-            h1w, h2w, h3w = sig_b(), sig_b(), sig_b()
-            h1b, h2b, h3b = sig_u(2), sig_u(2), sig_u(2)
-            h1a, h2a, h3a = sig_u(AW), sig_u(AW), sig_u(AW)
+            h1w, h2w = sig_b(), sig_b()
+            h1b, h2b = sig_u(2), sig_u(2)
+            h1a, h2a = sig_u(AW), sig_u(AW)
             h1v, h2v, h3v = sig_s(W), sig_s(W), sig_s(W)
 
             @always_seq(clk.posedge, reset=rst)
             def hist():
-                h1w.next = we5
-                h1b.next = wb5
-                h1a.next = wa5
-                h1v.next = res5
+                h1w.next = we_w
+                h1b.next = wb_w
+                h1a.next = wa_w
+                h1v.next = res_w
                 h2w.next = h1w
                 h2b.next = h1b
                 h2a.next = h1a
                 h2v.next = h1v
-                h3w.next = h2w
-                h3b.next = h2b
-                h3a.next = h2a
                 h3v.next = h2v
 
+            insts.append(hist)
+            NS = 11
+            srcs = (r5, r6, r7, res_w, h1v, h2v, h3v)
+            # the entry each source holds next cycle: (write enable and complete, buffer, address)
+            e5, e6, e7 = sig_b(), sig_b(), sig_b()
+
+            @always_comb
+            def ents():
+                e5.next = we4 and sh4
+                e6.next = we5 and sh5
+                e7.next = we6 and not lg6
+
+            insts.append(ents)
+            ents_next = ((e5, wb4, wa4), (e6, wb5, wa5), (e7, wb6, wa6), (we7, wb7, wa7),
+                         (we_w, wb_w, wa_w), (h1w, h1b, h1a), (h2w, h2b, h2a))
+            ab3, bb3 = sig_u(2), sig_u(2)
+            aa3, ba3 = sig_u(AW), sig_u(AW)
+            (P_ABH, P_ABL), (P_AAH, P_AAL), (P_BBH, P_BBL), (P_BAH, P_BAL) = (
+                cpos[k] for k in ("ab", "aa", "bb", "ba"))
+
+            @always_comb
+            def dec3b():
+                ab3.next = c3[P_ABH:P_ABL]
+                aa3.next = c3[P_AAH:P_AAL]
+                bb3.next = c3[P_BBH:P_BBL]
+                ba3.next = c3[P_BAH:P_BAL]
+
+            insts.append(dec3b)
+
             @block
-            def forward(bsel, addr, raw, o):
+            def hitb(en, wb_, wa_, bsel, addr, h):
                 @always_comb
                 def c():
-                    if bsel != 0 and we5 and wb5 == bsel and wa5 == addr:
-                        o.next = res5
-                    elif bsel != 0 and h1w and h1b == bsel and h1a == addr:
-                        o.next = h1v
-                    elif bsel != 0 and h2w and h2b == bsel and h2a == addr:
-                        o.next = h2v
-                    elif bsel != 0 and h3w and h3b == bsel and h3a == addr:
-                        o.next = h3v
-                    else:
-                        o.next = raw
+                    h.next = en and bsel != 0 and wb_ == bsel and wa_ == addr
                 return c
 
-            insts += [hist, forward(ab4, aa4, opa4, fwa), forward(bb4, ba4, opb4, fwb)]
+            @block
+            def onehot(s, hits, sel):
+                """Priority (youngest complete write first) and the port codes as a
+                one-hot vector: bits 0..6 the forwarding sources, 7 the buffer or
+                constant operand, 8/9/10 left_in/right_in/bus_in."""
+                h0, h1_, h2_, h3_, h4, h5, h6 = hits
+                S0, S1, S2, S3, S4, S5, S6, S7, S8, S9, S10 = (1 << i for i in range(11))
+
+                @always_comb
+                def c():
+                    if s == 3:
+                        sel.next = S8
+                    elif s == 4:
+                        sel.next = S9
+                    elif s == 5:
+                        sel.next = S10
+                    elif h0:
+                        sel.next = S0
+                    elif h1_:
+                        sel.next = S1
+                    elif h2_:
+                        sel.next = S2
+                    elif h3_:
+                        sel.next = S3
+                    elif h4:
+                        sel.next = S4
+                    elif h5:
+                        sel.next = S5
+                    elif h6:
+                        sel.next = S6
+                    else:
+                        sel.next = S7
+                return c
+
+            sel_a_c, sel_b_c = sig_u(NS), sig_u(NS)
+            for bsel, addr, s_, selc in ((ab3, aa3, sa3, sel_a_c), (bb3, ba3, sb3, sel_b_c)):
+                hits = tuple(sig_b() for _ in range(7))
+                insts += [hitb(en, wb_, wa_, bsel, addr, h) for (en, wb_, wa_), h in zip(ents_next, hits)]
+                insts.append(onehot(s_, hits, selc))
         else:
-            @always_comb
-            def nofwd():
-                fwa.next = opa4
-                fwb.next = opb4
-            insts.append(nofwd)
+            NS = 4
+            srcs = ()
+
+            @block
+            def onehot(s, sel):
+                S0, S1, S2, S3 = 1, 2, 4, 8
+                @always_comb
+                def c():
+                    if s == 3:
+                        sel.next = S1
+                    elif s == 4:
+                        sel.next = S2
+                    elif s == 5:
+                        sel.next = S3
+                    else:
+                        sel.next = S0
+                return c
+
+            sel_a_c, sel_b_c = sig_u(NS), sig_u(NS)
+            insts += [onehot(sa3, sel_a_c), onehot(sb3, sel_b_c)]
+        sel_a4, sel_b4 = sig_u(NS), sig_u(NS)
+
+        @always_seq(clk.posedge, reset=rst)
+        def st3():
+            v4.next = v3
+            l4.next = l3
+            c4.next = c3[CW4:]
+            opa4.next = opa_c
+            opb4.next = opb_c
+            sel_a4.next = sel_a_c
+            sel_b4.next = sel_b_c
+
+        # ---------------------------------------------------------- stage 4: execute 1
+        fa, fb = sig_s(W), sig_s(W)
+        fa_u, fb_u = sig_u(W), sig_u(W)
 
         @block
-        def portsel(s, fw, o):
-            """Operand codes 3-5: the link/bus input port, read in this stage."""
+        def andmask(x, sel, i, m):
             @always_comb
             def c():
-                if s == 3:
-                    o.next = left_in.signed()
-                elif s == 4:
-                    o.next = right_in.signed()
-                elif s == 5:
-                    o.next = bus_in.signed()
+                if sel[i]:
+                    m.next = x
                 else:
-                    o.next = fw
+                    m.next = 0
             return c
 
-        insts += [portsel(sa4, fwa, fa), portsel(sb4, fwb, fb)]
+        @block
+        def orall(ms, o):
+            if len(ms) == 4:
+                a0, a1, a2, a3 = ms
+
+                @always_comb
+                def c():
+                    o.next = a0 | a1 | a2 | a3
+            else:
+                a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10 = ms
+
+                @always_comb
+                def c():
+                    o.next = a0 | a1 | a2 | a3 | a4 | a5 | a6 | a7 | a8 | a9 | a10
+            return c
+
+        lin_s, rin_s, bin_s = sig_s(W), sig_s(W), sig_s(W)
+
+        @always_comb
+        def ports_s():
+            lin_s.next = left_in.signed()
+            rin_s.next = right_in.signed()
+            bin_s.next = bus_in.signed()
+
+        insts.append(ports_s)
+        for raw, sel, o in ((opa4, sel_a4, fa), (opb4, sel_b4, fb)):
+            order = srcs + (raw, lin_s, rin_s, bin_s)
+            ms = tuple(sig_s(W) for _ in order)
+            insts += [andmask(x, sel, i, m) for i, (x, m) in enumerate(zip(order, ms))]
+            insts.append(orall(ms, o))
+
+        @always_comb
+        def unsg():
+            fa_u.next = fa[W:]
+            fb_u.next = fb[W:]
+
+        insts.append(unsg)
 
         sum_ab, dif_ab = sig_s(W + 1), sig_s(W + 1)
-        add_s, sub_s, mul_s, mac_s = (sig_s(W) for _ in range(4))
-        prod = sig_s(2 * W)
-        prod_e = sig_s(ACC)
-        acc = sig_s(ACC)
-        acc_in = sig_s(ACC)
-        acc_sum = sig_s(ACC + 1)
-        acc_new = sig_s(ACC)
+        add_s, sub_s = sig_s(W), sig_s(W)
 
         @always_comb
         def alu_arith():
             sum_ab.next = fa + fb
             dif_ab.next = fa - fb
-            prod.next = fa * fb
 
-        @always_comb
-        def acc_sel():
-            if clr4:
-                acc_in.next = 0
-            else:
-                acc_in.next = acc
-
-        @always_comb
-        def acc_add():
-            acc_sum.next = acc_in + prod_e
-
-        insts += [sat(sum_ab, add_s), sat(dif_ab, sub_s), round_sat(prod, mul_s, F),
-                  sext(prod, prod_e), sat(acc_sum, acc_new), round_sat(acc_new, mac_s, F)]
-
-        ys = {}
-        for name, opc in (("sigmoid", OP_SIG), ("gauss", OP_GAU), ("recip", OP_REC), ("log", OP_LOG)):
-            y = sig_s(W)
-            ys[name] = y
-            if name in tables:
-                insts.append(pwl_comb(fa, y, tables[name]))
-            else:
-                @block
-                def absent(y):
-                    @always_comb
-                    def c():
-                        y.next = fa   # unit not instantiated: the result is suppressed
-                    return c
-                insts.append(absent(y))
-        y_sig, y_gau, y_rec, y_log = ys["sigmoid"], ys["gauss"], ys["recip"], ys["log"]
+        insts += [alu_arith, sat(sum_ab, add_s), sat(dif_ab, sub_s)]
 
         res_c = sig_s(W)
-        ill_c = sig_u(1)
-        nlm_c = sig_u(1)
-        ok4 = sig_b()
 
         @always_comb
         def resmux():
@@ -596,10 +1022,6 @@ def build(p):
                 res_c.next = add_s
             elif op4 == OP_SUB:
                 res_c.next = sub_s
-            elif op4 == OP_MUL:
-                res_c.next = mul_s
-            elif op4 == OP_MAC:
-                res_c.next = mac_s
             elif op4 == OP_LT:
                 if fa < fb:
                     res_c.next = ONE
@@ -620,44 +1042,112 @@ def build(p):
                     res_c.next = fa
                 else:
                     res_c.next = fb
-            elif op4 == OP_SIG:
-                res_c.next = y_sig
-            elif op4 == OP_GAU:
-                res_c.next = y_gau
-            elif op4 == OP_REC:
-                res_c.next = y_rec
-            elif op4 == OP_LOG:
-                res_c.next = y_log
             else:
-                res_c.next = fa
+                res_c.next = fa          # pass (and ops whose result comes later)
 
-        @always_comb
-        def legal():
-            ill_c.next = ILL_ROM[int(op4)]
-            nlm_c.next = NLM_ROM[int(op4)]
+        # the multiplier: partial products registered in stage 4, the product in stage 5
+        prod6 = sig_s(2 * W)
+        insts += [resmux, mul2_csa(clk, rst, busy, fa_u, fb_u, prod6)]
 
-        @always_comb
-        def okc():
-            ok4.next = v4 and ill_c == 0 and nlm_c == 0 and op4 != 0
+        # the nonlinear units: four stages from stage 4, the value in stage 7
+        ys = {}
+        for name in ("sigmoid", "gauss", "recip", "log"):
+            if name in tables:
+                y = sig_s(W)
+                ys[name] = y
+                insts.append(pwl_pipe(clk, rst, fa, y, tables[name]))
 
+        # ---------------------------------------------------------- stages 5..7
         @always_seq(clk.posedge, reset=rst)
-        def st4():
+        def pipe():
             v5.next = v4
             l5.next = l4
-            we5.next = ok4 and wb4 != 0
+            v6.next = v5
+            l6.next = l5
+            v7.next = v6
+            l7.next = l6
+            v8.next = v7
+            l8.next = l7
+            op5.next = op4
+            op6.next = op5
+            op7.next = op6
+            clr5.next = clr4
+            clr6.next = clr5
             wb5.next = wb4
+            wb6.next = wb5
+            wb7.next = wb6
+            wb_w.next = wb7
             wa5.next = wa4
-            res5.next = res_c
-            left_out_valid.next = ok4 and out4[0]
-            right_out_valid.next = ok4 and out4[1]
-            bus_out_valid.next = ok4 and out4[2]
-            if ok4 and out4[0]:
-                left_out.next = res_c[W:]
-            if ok4 and out4[1]:
-                right_out.next = res_c[W:]
-            if ok4 and out4[2]:
-                bus_out.next = res_c[W:]
-            if v4 and op4 == OP_MAC:
+            wa6.next = wa5
+            wa7.next = wa6
+            wa_w.next = wa7
+            out5.next = out4
+            out6.next = out5
+            out7.next = out6
+            ok5.next = ok4
+            ok6.next = ok5
+            ok7.next = ok6
+            we5.next = we4
+            we6.next = we5
+            we7.next = we6
+            we_w.next = we7
+            sh5.next = sh4
+            mu5.next = mu4
+            mu6.next = mu5
+            lg5.next = lg4
+            lg6.next = lg5
+            lg7.next = lg6
+
+        insts.append(pipe)
+
+        # stage 6: the accumulator (one mac per cycle: its carry-select add is the loop)
+        # and the mul's rounding
+        acc = sig_s(ACC)
+        prod_e = sig_s(ACC)
+        acc_new = sig_s(ACC)
+        mul_s = sig_s(W)
+        insts += [sext(prod6, prod_e), acc_csel(acc, clr6, prod_e, acc_new, ACC // 2),
+                  round_sat_fast(prod6, mul_s, F)]
+
+        # stage 7: the mac's rounding (of the accumulator register) and the nonlinear value
+        mac_s = sig_s(W)
+        insts.append(round_sat_fast(acc, mac_s, F))
+        r7n, r8n = sig_s(W), sig_s(W)
+
+        @always_comb
+        def r7mux():
+            if mu6:
+                r7n.next = mul_s
+            else:
+                r7n.next = r6
+
+        y_sig = ys.get("sigmoid", mac_s)
+        y_gau = ys.get("gauss", mac_s)
+        y_rec = ys.get("recip", mac_s)
+        y_log = ys.get("log", mac_s)
+
+        @always_comb
+        def r8mux():
+            if op7 == OP_SIG:
+                r8n.next = y_sig
+            elif op7 == OP_GAU:
+                r8n.next = y_gau
+            elif op7 == OP_REC:
+                r8n.next = y_rec
+            elif op7 == OP_LOG:
+                r8n.next = y_log
+            elif op7 == OP_MAC:
+                r8n.next = mac_s
+            else:
+                r8n.next = r7
+
+        @always_seq(clk.posedge, reset=rst)
+        def st_res():
+            r5.next = res_c
+            r6.next = r5
+            r7.next = r7n
+            res_w.next = r8n
+            if v6 and op6 == OP_MAC:
                 acc.next = acc_new
             if v4 and ill_c == 1:
                 e_ill.next = True
@@ -669,8 +1159,41 @@ def build(p):
                 e_nl.next = False
                 e_len.next = len_bad
 
-        insts += [ctl_c, sched, s_c, dec, rbreg, rbmux, mkctl, st1, st2, st3,
-                  alu_arith, acc_sel, acc_add, resmux, legal, okc, st4]
+        # outputs: written when the op completes (stage 4, 6 or 7); of two completing
+        # in one cycle the later instruction (the shorter latency) wins
+        o4, o6, o7 = sig_u(3), sig_u(3), sig_u(3)
+
+        @always_comb
+        def outsel():
+            if ok4 and sh4:
+                o4.next = out4
+            else:
+                o4.next = 0
+            if ok6 and mu6:
+                o6.next = out6
+            else:
+                o6.next = 0
+            if ok7 and lg7:
+                o7.next = out7
+            else:
+                o7.next = 0
+
+        @block
+        def outreg(i, q, qv):
+            @always_seq(clk.posedge, reset=rst)
+            def r():
+                qv.next = o4[i] or o6[i] or o7[i]
+                if o4[i]:
+                    q.next = res_c[W:]
+                elif o6[i]:
+                    q.next = mul_s[W:]
+                elif o7[i]:
+                    q.next = r8n[W:]
+            return r
+
+        insts += [r7mux, r8mux, st_res, outsel, outreg(0, left_out, left_out_valid),
+                  outreg(1, right_out, right_out_valid), outreg(2, bus_out, bus_out_valid)]
+        insts += [ctl_c, sched, s_c, dec, rbreg, rbmux, mkctl, st1, st2, st3]
         return insts
 
     ports = ports_of(p)
@@ -705,17 +1228,21 @@ def datasheet(p):
     return Datasheet(
         summary=("CoSMIC processing engine: DATA/MODEL/INTERIM buffers read in parallel, a static "
                  "microcode schedule (one instruction per cycle, no fetch from main memory, no "
-                 "interlock), a five-stage pipeline (1 read buffers/links/bus, 2 register, 3 select "
-                 "operands, 4 execute ALU/nonlinear, 5 write back buffer/neighbour/bus) with a "
-                 "write-back-to-execute bypass, and a wide multiply-accumulator.  Bit-exact with "
+                 "interlock), an eight-stage pipeline (1 read buffers, 2 register, 3 select "
+                 "operands, 4-7 execute: simple ALU ops in 4, mul in 4-6, mac and the nonlinear "
+                 "units in 4-7; 8 write back) with a bypass of every completed result into "
+                 "stage 4, and a wide multiply-accumulator.  Bit-exact with "
                  "`golden.cosmic_pe.PEModel`; assemble programs with `golden.cosmic_pe.Assembler`."),
         latency=(f"instruction k (0-based) is in stage 1 in cycle k+1 after the edge that accepted "
                  f"`start`, reads its link/bus input ports in cycle k+{IN_OFFSET} (stage 4), its outputs are "
-                 f"valid in cycle k+{OUT_OFFSET} and its buffer write lands at the end of that cycle; "
-                 f"`done` is high in cycle cfg_len+{OUT_OFFSET}"),
-        throughput="one instruction per cycle, always (no stalls); a dependent instruction may "
-                   "follow its producer directly when BYPASS=1, and must be "
-                   f"{HAZARD_DISTANCE} slots later when BYPASS=0",
+                 f"valid in cycle k+{IN_OFFSET}+L with L its op's result latency (1: add sub lt gt min max "
+                 f"pass, 3: mul, 4: mac sigmoid gauss recip log), its buffer write lands at the end of "
+                 f"cycle k+{DONE_OFFSET}; `done` is high in cycle cfg_len+{DONE_OFFSET}"),
+        throughput="one instruction per cycle, always (no stalls); with BYPASS=1 a dependent "
+                   "instruction may follow its producer L slots later (L = 1 for add and the "
+                   "other simple ops, so a dependent add chain issues back to back), a mac "
+                   "chain into the accumulator issues one term per cycle; with BYPASS=0 a "
+                   f"reader must be {HAZARD_DISTANCE} slots after the writer",
         fields=fields,
         fields_title=f"Microcode word ({cfg.instr_w} bits, loaded with ld_sel=0)",
         notes=[
@@ -728,23 +1255,28 @@ def datasheet(p):
             f"2**{p['ACC_GUARD']} terms.  acc is cleared at start.",
             f"Nonlinear unit (NL={p['NL']}): {nl_txt}.  Tables come from golden/fixedpoint.py "
             "(sigmoid_pwl, gaussian_table, reciprocal_table, log_table); each unit is a "
-            "combinational PWL evaluator in stage 4 (LUT ROM + one multiplier).  Inputs outside "
+            "PWL evaluator pipelined over stages 4-7 (segment select; slope ROM and one multiplier; "
+            "rounding; base ROM, add and the output clamp).  Inputs outside "
             "a domain are clamped to it.  Divide is `recip` then `mul`.",
             "An opcode whose function is not instantiated sets err bit1; an illegal opcode sets "
             "err bit0; both suppress the instruction's write-back (buffer and all outputs) and "
             "the program continues.  err is cleared by the next start.",
-            "Hazards: BYPASS=1 forwards the stage-5 result and three retired write-backs into "
-            "stage 4 (the paper's write-back-to-ALU bypass widened to the 4-slot read window), so "
-            "every instruction sees every earlier write.  BYPASS=0 exposes the pipeline: a read "
+            "Hazards: BYPASS=1 forwards every completed result in stages 5-8 and three retired "
+            "write-backs into stage 4 (the paper's write-back-to-ALU bypass widened to the "
+            "7-slot window), so a read sees a write of an instruction at least L slots earlier "
+            "(L its op's result latency); an earlier read sees the word's previous value, and of "
+            "two visible writes the later instruction's wins.  BYPASS=0 exposes the pipeline: a read "
             f"sees only writes of instructions at least {HAZARD_DISTANCE} slots earlier "
-            "(golden.cosmic_pe.pad_hazards inserts the nops).  The accumulator never needs a bypass.",
+            "(golden.cosmic_pe.pad_hazards inserts the nops; with distance=None it pads to the "
+            "latencies).  The accumulator never needs a bypass: a mac chain issues one term per cycle.",
             "Neighbour and bus links use fixed timing (the static schedule guarantees "
             "producer/consumer alignment): outputs are registers with a one-cycle `*_valid` "
-            "strobe in the producing instruction's stage 5 (cycle k+5); inputs are read "
+            f"strobe in cycle k+{IN_OFFSET}+L (when the op completes; of two writes of one port "
+            "landing in one cycle the later instruction's wins); inputs are read "
             f"combinationally by the consuming instruction's stage-4 operand multiplexer (cycle "
-            f"s+{IN_OFFSET}), next to the bypass, so a neighbour link costs one slot (s >= k+1, "
-            "like the PE's own bypass) and a bus register loaded from a PE output two "
-            "(s >= k+2).",
+            f"s+{IN_OFFSET}), next to the bypass, so a neighbour link costs L slots (s >= k+L, "
+            "like the PE's own bypass) and a bus register loaded from a PE output L+1 "
+            "(s >= k+L+1).",
             "Loading: while busy is low, `ld_en` writes `ld_data` to the schedule memory (ld_sel 0) "
             "or a buffer (1-3) at `ld_addr`, one word per cycle; ignored while busy.  Read-back: "
             "`rb_data` shows buffer `rb_sel` at the `rb_addr` of the previous cycle while no "
@@ -799,7 +1331,7 @@ def _params() -> ParamSet:
 
 CORE = CoreDef(
     name=KIND, family="cosmic",
-    description="CoSMIC processing engine: data/model/interim buffers, 5-stage microcoded ALU/nonlinear pipeline",
+    description="CoSMIC processing engine: data/model/interim buffers, 8-stage microcoded ALU/nonlinear pipeline",
     params=_params(),
     build=build, datasheet=datasheet,
     configs={"default": {},

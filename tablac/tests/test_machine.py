@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tablac
-from golden.cosmic_pe import Instr, PEModel
+from golden.cosmic_pe import DONE_OFFSET, Instr, PEModel
 from golden.fixedpoint import QFormat
 from tablac import interp
 from tablac.codegen import compile_graph
@@ -261,7 +261,7 @@ def test_thread_starts_mimd_rule():
     comp = compile_graph(tablac.load(tablac.program_path("linear"), overrides={"m": 6, "n": 2}),
                          plan_pes(8, 2, columns=4))
     per = sample_period(comp)
-    assert per == comp.length + 6
+    assert per == comp.length + DONE_OFFSET + 1
     # thread 0's data arrives early, thread 1's late for sample 0; both early for sample 1
     complete = [[10, 12], [40, 42]]
     got = thread_starts(comp, complete)

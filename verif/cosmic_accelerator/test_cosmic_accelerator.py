@@ -28,7 +28,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from golden.cosmic_msu import Entry
-from golden.cosmic_pe import Instr
+from golden.cosmic_pe import DONE_OFFSET, Instr, result_latency
 from golden.sgd import average_fx
 from scoreboards import regmap
 from scoreboards.gates import Gate
@@ -888,7 +888,8 @@ async def every_op_on_every_pe(dut):
 def bypass_program(cfg, mac_run):
     """(program, INTERIM words to check, MODEL words to check) of one PE: for each operand
     (a from INTERIM, b from MODEL) and each slot distance d = 1..4, a producer writes the
-    word the consumer d slots later reads (the forwarding paths of cosmic_pe's bypass);
+    word the consumer d slots after its result is ready reads (the producer's result
+    latency L - 1 + d slots later: the forwarding paths of cosmic_pe's bypass);
     then ``mac_run`` macs of max x max into one accumulator (products reach 2**(2W-2), so
     more than 2**(ACC_GUARD+1) of them saturate it), its last rounded output in INTERIM."""
     p, iw, mw = [], [], []
@@ -899,7 +900,7 @@ def bypass_program(cfg, mac_run):
         p.append(Instr(op=2, src_a=2, src_b=1, ra_i=2, ra_m=20 + d, wb=3, wa=40 + d))
         # a side: producer -> INTERIM[30 + d], consumer reads src_a = I[30 + d]
         p.append(Instr(op=3, src_a=2, src_b=1, ra_i=3, ra_m=2, wb=3, wa=30 + d))
-        p += [Instr()] * (d - 1)
+        p += [Instr()] * (result_latency(3) - 1 + d - 1)
         p.append(Instr(op=1, src_a=2, src_b=1, ra_i=30 + d, ra_m=3, wb=3, wa=50 + d))
         iw += [40 + d, 30 + d, 50 + d]
         mw += [20 + d]
@@ -1076,7 +1077,7 @@ async def overlap_waits_for_data(dut):
     await h.put_mem(case.mem_words)
     await h.load_case(case, transcode(case.comp, hw_cfg(h.p)))
     await h.load_model(case)
-    period = case.comp.length + 6
+    period = case.comp.length + DONE_OFFSET + 1
     r_chan = h.ram.read_if.r_channel
     base_cyc = None
     for r in range(case.rounds):
@@ -1295,7 +1296,7 @@ async def bench_throughput(dut):
         comp_c = await h.rd(COMPUTE_CYC)
         load_c = await h.rd(LOAD_CYC)
         agg_c = await h.rd(AGG_CYC)
-        sched = case.comp.length + 5
+        sched = case.comp.length + DONE_OFFSET
         per = (cyc - agg_c) / sub
         words = case.comp.sample_words * case.T
         win = streaming_windows(beats)
@@ -1321,20 +1322,20 @@ async def bench_throughput(dut):
                         "load %.1f), aggregation %d; streaming %.2f words/cycle (bus %d)",
                         name, sched, per, comp_c / sub, load_c / sub, agg_c,
                         words * sub / span, h.C)
-    # steady state of every program against its compiled schedule length PROG_LEN + 5
-    # (tablac stats "cycles_compute": issue slots + the 5-stage drain, the datasheet's
-    # definition); the datasheet promises <= 1.05x
+    # steady state of every program against its compiled schedule length PROG_LEN +
+    # DONE_OFFSET (tablac stats "cycles_compute": issue slots + the pipeline drain, the
+    # datasheet's definition); the datasheet promises <= 1.05x
     from tablac.codegen import load_cycles
     from tablac.machine import sample_period
     from verif.cosmic_accelerator.acc_case import PROGRAMS
     tmon = ThreadMonitor(h)
     for name in PROGRAMS:
         case, per, got = await steady_state(h, name, mon=tmon)
-        sched = case.comp.length + 5
+        sched = case.comp.length + DONE_OFFSET
         rec[f"{name}_schedule_cycles"] = sched
         rec[f"{name}_steady_cycles_per_sample"] = round(per, 3)
         rec[f"{name}_schedule_ratio"] = round(per / sched, 4)
-        # tablac.machine's timing of the overlapped accelerator: PROG_LEN + 6 while the
+        # tablac.machine's timing of the overlapped accelerator: PROG_LEN + DONE_OFFSET + 1 while the
         # next sample's delivery fits in the compute; when it does not (a short program
         # and many threads sharing the unit: t4) the delivery sets the pace, and the
         # start cycles of every thread, checked above against thread_starts, say so

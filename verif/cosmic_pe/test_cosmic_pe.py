@@ -19,8 +19,8 @@ from cocotb.triggers import ClockCycles, Event, FallingEdge, ReadOnly, RisingEdg
 from cocotb_bus.monitors import Monitor
 
 from golden import sgd as gsgd
-from golden.cosmic_pe import (ERR_ILLEGAL, ERR_LEN, ERR_NL, IN_OFFSET, NL_OPS, OPS, OUT_OFFSET, OUT_PORTS,
-                              Assembler, Instr, PEConfig, PEModel, pad_hazards, sgd_buffers,
+from golden.cosmic_pe import (DONE_OFFSET, ERR_ILLEGAL, ERR_LEN, ERR_NL, HAZARD_DISTANCE, IN_OFFSET,
+                              NL_OPS, OPS, OUT_PORTS, Assembler, Instr, PEConfig, PEModel, pad_hazards, sgd_buffers,
                               sgd_step_program)
 from golden.fixedpoint import sigmoid_table
 from scoreboards.checker import FixedScoreboard, StreamSpec
@@ -87,7 +87,7 @@ class PETB:
             for n in OUT_PORTS:
                 if int(valid[n].value):
                     fcov.sample_output(n)
-                    k = self.cycle - self.start_cycle - OUT_OFFSET
+                    k = self.cycle - self.start_cycle   # tag: the cycle after the start edge
                     if self.divert is not None:
                         self.divert.append((n, k, int(data[n].value)))
                     else:
@@ -176,8 +176,8 @@ class PETB:
         exp = PEModel(cfg, *bufs).run(words, inputs)
         m = (1 << self.W) - 1
         for port in OUT_PORTS:
-            for k, v in exp.outputs[port]:
-                self.exp[port].append((v & m, k))
+            for cy, v in exp.out_cycles[port]:
+                self.exp[port].append((v & m, cy))
         dc = await self.run(words, inputs)
         assert dc == exp.cycles, f"done in cycle {dc}, expected {exp.cycles}"
         err = int(self.dut.err.value)
@@ -444,7 +444,7 @@ async def reset_mid_program(dut):
     await RisingEdge(dut.clk)
     got, tb.divert = tb.divert, None
     m = (1 << tb.W) - 1
-    want = sorted((n, k, v & m) for n in OUT_PORTS for k, v in exp.outputs[n] if k <= at - OUT_OFFSET)
+    want = sorted((n, cy, v & m) for n in OUT_PORTS for cy, v in exp.out_cycles[n] if cy <= at)
     assert sorted(got) == want, f"outputs before reset {sorted(got)} != golden prefix {want}"
     await tb.job(random_program(tb, min(cfg.SCHED_DEPTH, 60)), tb.random_buffers())
     tb.finish()
@@ -469,8 +469,8 @@ async def start_while_busy_ignored(dut):
     exp = PEModel(cfg, *bufs).run(words, inputs)
     m = (1 << tb.W) - 1
     for port in OUT_PORTS:
-        for k, v in exp.outputs[port]:
-            tb.exp[port].append((v & m, k))
+        for cy, v in exp.out_cycles[port]:
+            tb.exp[port].append((v & m, cy))
     run = cocotb.start_soon(tb.run(words, inputs))
     given = await start_while_busy(dut, dut.clk, dict(len=1), pulses=3)
     fcov.sample_start(1, 1, cfg.SCHED_DEPTH)          # start_while_busy saw busy high before each pulse
@@ -520,8 +520,8 @@ async def data_load_while_busy(dut):
     await tb.load_buffers(*bufs)
     exp1 = PEModel(cfg, *bufs).run(words, inputs)
     for port in OUT_PORTS:
-        for k, v in exp1.outputs[port]:
-            tb.exp[port].append((v & m, k))
+        for cy, v in exp1.out_cycles[port]:
+            tb.exp[port].append((v & m, cy))
     k_ld = max(1, min(cfg.DATA_DEPTH, n - 8))
     new = rand_words(tb.rng, k_ld, tb.fmt, 0.1)
 
@@ -551,8 +551,8 @@ async def data_load_while_busy(dut):
     inputs2 = rand_words(tb.rng, (n, 3), tb.fmt, 0.1)
     exp2 = PEModel(cfg, data2, exp1.buffers[2].copy(), exp1.buffers[3].copy()).run(words, inputs2)
     for port in OUT_PORTS:
-        for k, v in exp2.outputs[port]:
-            tb.exp[port].append((v & m, k))
+        for cy, v in exp2.out_cycles[port]:
+            tb.exp[port].append((v & m, cy))
     await RisingEdge(dut.clk)   # tb.run starts right after an edge (the monitor's cycle 0)
     dc = await tb.run(words, inputs2)
     assert dc == exp2.cycles, f"run 2: done in cycle {dc}, expected {exp2.cycles}"
@@ -574,8 +574,9 @@ async def checker_catches_corruption(dut):
     bufs = tb.random_buffers(0.0)
     exp = PEModel(cfg, *bufs).run(words)
     m = (1 << tb.W) - 1
-    tb.exp["bus"].append(((exp.outputs["bus"][0][1] ^ 1) & m, 0))        # wrong value
-    tb.exp["left"].append((exp.outputs["left"][0][1] & m, 0))            # wrong cycle (k=1)
+    (cb, vb), (cl, vl) = exp.out_cycles["bus"][0], exp.out_cycles["left"][0]
+    tb.exp["bus"].append(((vb ^ 1) & m, cb))                             # wrong value
+    tb.exp["left"].append((vl & m, cl - 1))                              # wrong cycle
     await tb.load(0, words)
     await tb.load_buffers(*bufs)
     await tb.run(words)
@@ -603,7 +604,7 @@ async def bench_throughput(dut):
     tb = PETB(dut)
     await tb.reset()
     cfg = tb.cfg
-    n = min(200, cfg.SCHED_DEPTH // 5)
+    n = min(200, cfg.SCHED_DEPTH // (5 if cfg.BYPASS else HAZARD_DISTANCE))
     asm = Assembler(cfg).op("pass", "D0", dst=["I0"])
     for _ in range(n - 1):
         asm.op("add", "I0", "D1", dst=["I0"])
@@ -611,12 +612,23 @@ async def bench_throughput(dut):
     words = [w.encode(cfg) for w in prog]
     exp = await tb.job(words, tb.random_buffers(0.0), check_buffers=False)
     dc = tb.done_cycles[-1] - tb.start_cycle
-    issue = dc - OUT_OFFSET
+    issue = dc - DONE_OFFSET
+    assert exp.cycles == dc
+    # a mac chain into the accumulator (each term depends on the previous sum): one
+    # term per cycle whatever the bypass, the dot product's result written at the end
+    nm = min(cfg.DATA_DEPTH, cfg.MODEL_DEPTH, 2 ** cfg.ACC_GUARD, cfg.SCHED_DEPTH - 1)
+    asm = Assembler(cfg)
+    for j in range(nm):
+        asm.op("mac", f"D{j}", f"M{j}", dst=["I0", "B"] if j == nm - 1 else [], clr=(j == 0))
+    words_m = [w.encode(cfg) for w in asm.instrs]
+    exp_m = await tb.job(words_m, tb.random_buffers(0.0), check_buffers=False)
+    dcm = tb.done_cycles[-1] - tb.start_cycle
+    assert exp_m.cycles == dcm
     rec = record_bench(CORE, chain=n, slots=len(words), cycles_start_to_done=dc,
                        ipc_dependent_chain=n / issue, ideal=1.0, bypass=cfg.BYPASS,
-                       fill_latency_cycles=OUT_OFFSET + 1)
+                       fill_latency_cycles=DONE_OFFSET + 1, mac_chain=nm,
+                       ipc_mac_chain=nm / (dcm - DONE_OFFSET))
     dut._log.info("bench: %s", rec)
-    assert exp.cycles == dc
     tb.finish()
 
 

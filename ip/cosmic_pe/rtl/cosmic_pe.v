@@ -76,6 +76,9 @@ reg l2;
 reg l3;
 reg l4;
 reg l5;
+reg l6;
+reg l7;
+reg l8;
 wire len_bad;
 reg [10:0] lm1;
 reg [10:0] pc;
@@ -85,6 +88,9 @@ reg v2;
 reg v3;
 reg v4;
 reg v5;
+reg v6;
+reg v7;
+reg v8;
 reg [47:0] ir;
 wire [9:0] s_ra;
 wire [9:0] s_wa;
@@ -98,34 +104,94 @@ wire [7:0] wai;
 wire [2:0] sa3;
 reg [43:0] c3;
 wire [2:0] sb3;
-wire [1:0] ab4;
-reg [43:0] c4;
-wire [7:0] aa4;
-wire [1:0] bb4;
-wire [7:0] ba4;
-wire [2:0] sa4;
-wire [2:0] sb4;
 wire [3:0] op4;
+reg [17:0] c4;
 wire clr4;
 wire [1:0] wb4;
 wire [7:0] wa4;
 wire [2:0] out4;
+reg [0:0] ill_c;
+reg [0:0] nlm_c;
+reg [2:0] lat_c;
+wire ok4;
+wire we4;
+wire sh4;
+wire mu4;
+wire lg4;
 reg h1w;
-reg we5;
+reg we_w;
 reg [1:0] h1b;
-reg [1:0] wb5;
+reg [1:0] wb_w;
 reg [7:0] h1a;
-reg [7:0] wa5;
+reg [7:0] wa_w;
 reg signed [31:0] h1v;
-reg signed [31:0] res5;
+reg signed [31:0] res_w;
 reg h2w;
 reg [1:0] h2b;
 reg [7:0] h2a;
 reg signed [31:0] h2v;
-reg h3w;
-reg [1:0] h3b;
-reg [7:0] h3a;
 reg signed [31:0] h3v;
+wire e5;
+wire e6;
+reg we5;
+reg sh5;
+wire e7;
+reg we6;
+reg lg6;
+wire [1:0] ab3;
+wire [7:0] aa3;
+wire [1:0] bb3;
+wire [7:0] ba3;
+wire signed [31:0] lin_s;
+wire signed [31:0] rin_s;
+wire signed [31:0] bin_s;
+wire [31:0] fa_u;
+wire signed [31:0] fa;
+wire [31:0] fb_u;
+wire signed [31:0] fb;
+wire signed [32:0] sum_ab;
+wire signed [32:0] dif_ab;
+reg signed [31:0] res_c;
+reg signed [31:0] add_s;
+reg signed [31:0] sub_s;
+reg [3:0] op5;
+reg [3:0] op6;
+reg [3:0] op7;
+reg clr5;
+reg clr6;
+reg [1:0] wb5;
+reg [1:0] wb6;
+reg [1:0] wb7;
+reg [7:0] wa5;
+reg [7:0] wa6;
+reg [7:0] wa7;
+reg [2:0] out5;
+reg [2:0] out6;
+reg [2:0] out7;
+reg ok5;
+reg ok6;
+reg ok7;
+reg we7;
+reg mu5;
+reg mu6;
+reg lg5;
+reg lg7;
+reg signed [31:0] r7n;
+reg signed [31:0] mul_s;
+reg signed [31:0] r6;
+reg signed [31:0] r8n;
+reg signed [31:0] y_sig;
+reg signed [31:0] y_gau;
+reg signed [31:0] y_rec;
+wire signed [31:0] y_log;
+reg signed [31:0] mac_s;
+reg signed [31:0] r7;
+reg signed [31:0] r5;
+reg signed [71:0] acc;
+reg signed [71:0] acc_new;
+reg [2:0] o4;
+reg [2:0] o6;
+reg [2:0] o7;
 wire [3:0] op1;
 wire clr1;
 wire [2:0] sa1;
@@ -152,28 +218,10 @@ reg signed [31:0] opa4;
 reg signed [31:0] opa_c;
 reg signed [31:0] opb4;
 reg signed [31:0] opb_c;
-wire signed [32:0] sum_ab;
-reg signed [31:0] fa;
-reg signed [31:0] fb;
-wire signed [32:0] dif_ab;
-wire signed [63:0] prod;
-reg signed [71:0] acc_in;
-reg signed [71:0] acc;
-wire signed [72:0] acc_sum;
-wire signed [71:0] prod_e;
-reg signed [31:0] res_c;
-reg signed [31:0] add_s;
-reg signed [31:0] sub_s;
-reg signed [31:0] mul_s;
-reg signed [31:0] mac_s;
-reg signed [31:0] y_sig;
-reg signed [31:0] y_gau;
-reg signed [31:0] y_rec;
-wire signed [31:0] y_log;
-reg [0:0] ill_c;
-reg [0:0] nlm_c;
-wire ok4;
-reg signed [71:0] acc_new;
+reg [10:0] sel_a4;
+reg [10:0] sel_a_c;
+reg [10:0] sel_b4;
+reg [10:0] sel_b_c;
 wire [7:0] low_bits3_y;
 wire [7:0] low_bits4_y;
 wire [7:0] low_bits5_y;
@@ -189,8 +237,42 @@ reg bufmux0_0_1_we;
 reg [7:0] bufmux0_0_1_wa;
 reg [31:0] bufmux0_0_1_wd;
 reg [7:0] bufmux0_0_1_ra;
-reg signed [31:0] forward0_o;
-reg signed [31:0] forward1_o;
+wire hitb0_h;
+wire hitb1_h;
+wire hitb2_h;
+wire hitb3_h;
+wire hitb4_h;
+wire hitb5_h;
+wire hitb6_h;
+wire hitb7_h;
+wire hitb8_h;
+wire hitb9_h;
+wire hitb10_h;
+wire hitb11_h;
+wire hitb12_h;
+wire hitb13_h;
+reg signed [31:0] andmask0_m;
+reg signed [31:0] andmask1_m;
+reg signed [31:0] andmask2_m;
+reg signed [31:0] andmask3_m;
+reg signed [31:0] andmask4_m;
+reg signed [31:0] andmask5_m;
+reg signed [31:0] andmask6_m;
+reg signed [31:0] andmask7_m;
+reg signed [31:0] andmask8_m;
+reg signed [31:0] andmask9_m;
+reg signed [31:0] andmask10_m;
+reg signed [31:0] andmask11_m;
+reg signed [31:0] andmask12_m;
+reg signed [31:0] andmask13_m;
+reg signed [31:0] andmask14_m;
+reg signed [31:0] andmask15_m;
+reg signed [31:0] andmask16_m;
+reg signed [31:0] andmask17_m;
+reg signed [31:0] andmask18_m;
+reg signed [31:0] andmask19_m;
+reg signed [31:0] andmask20_m;
+reg signed [31:0] andmask21_m;
 wire [30:0] sat0_fill;
 wire [1:0] sat0_hi;
 wire [1:0] sat0_hin;
@@ -199,113 +281,168 @@ wire [30:0] sat1_fill;
 wire [1:0] sat1_hi;
 wire [1:0] sat1_hin;
 wire sat1_nsign;
-wire signed [63:0] round_sat0_r;
-wire signed [63:0] round_sat0_rb;
-wire signed [63:0] round_sat0_t;
-wire [30:0] round_sat0_sat2_fill;
-wire [32:0] round_sat0_sat2_hi;
-wire [32:0] round_sat0_sat2_hin;
-wire round_sat0_sat2_nsign;
-reg [7:0] sext0_sgn;
-wire [70:0] sat3_fill;
-wire [1:0] sat3_hi;
-wire [1:0] sat3_hin;
-wire sat3_nsign;
-wire signed [71:0] round_sat1_r;
-wire signed [71:0] round_sat1_rb;
-wire signed [71:0] round_sat1_t;
-wire [30:0] round_sat1_sat4_fill;
-wire [40:0] round_sat1_sat4_hi;
-wire [40:0] round_sat1_sat4_hin;
-wire round_sat1_sat4_nsign;
-reg signed [31:0] pwl_comb0_base_c;
-wire [5:0] pwl_comb0_idx;
-wire [13:0] pwl_comb0_off;
-wire signed [14:0] pwl_comb0_offs;
-wire signed [46:0] pwl_comb0_prod;
-reg signed [31:0] pwl_comb0_rnd;
-reg signed [31:0] pwl_comb0_slope_c;
-wire signed [32:0] pwl_comb0_sumv;
-reg [19:0] pwl_comb0_u;
-reg signed [31:0] pwl_comb0_ys;
-wire signed [32:0] pwl_comb0_zl;
-wire signed [46:0] pwl_comb0_round_sat2_r;
-wire signed [46:0] pwl_comb0_round_sat2_rb;
-wire signed [46:0] pwl_comb0_round_sat2_t;
-wire [30:0] pwl_comb0_round_sat2_sat5_fill;
-wire [15:0] pwl_comb0_round_sat2_sat5_hi;
-wire [15:0] pwl_comb0_round_sat2_sat5_hin;
-wire pwl_comb0_round_sat2_sat5_nsign;
-wire [30:0] pwl_comb0_sat6_fill;
-wire [1:0] pwl_comb0_sat6_hi;
-wire [1:0] pwl_comb0_sat6_hin;
-wire pwl_comb0_sat6_nsign;
-reg signed [31:0] pwl_comb1_base_c;
-wire [6:0] pwl_comb1_idx;
-wire [11:0] pwl_comb1_off;
-wire signed [12:0] pwl_comb1_offs;
-wire signed [44:0] pwl_comb1_prod;
-reg signed [31:0] pwl_comb1_rnd;
-reg signed [31:0] pwl_comb1_slope_c;
-wire signed [32:0] pwl_comb1_sumv;
-reg [18:0] pwl_comb1_u;
-reg signed [31:0] pwl_comb1_ys;
-wire signed [32:0] pwl_comb1_zl;
-wire signed [44:0] pwl_comb1_round_sat3_r;
-wire signed [44:0] pwl_comb1_round_sat3_rb;
-wire signed [44:0] pwl_comb1_round_sat3_t;
-wire [30:0] pwl_comb1_round_sat3_sat7_fill;
-wire [13:0] pwl_comb1_round_sat3_sat7_hi;
-wire [13:0] pwl_comb1_round_sat3_sat7_hin;
-wire pwl_comb1_round_sat3_sat7_nsign;
-wire [30:0] pwl_comb1_sat8_fill;
-wire [1:0] pwl_comb1_sat8_hi;
-wire [1:0] pwl_comb1_sat8_hin;
-wire pwl_comb1_sat8_nsign;
-reg signed [31:0] pwl_comb2_base_c;
-wire [7:0] pwl_comb2_idx;
-wire [11:0] pwl_comb2_off;
-wire signed [12:0] pwl_comb2_offs;
-wire signed [44:0] pwl_comb2_prod;
-reg signed [31:0] pwl_comb2_rnd;
-reg signed [31:0] pwl_comb2_slope_c;
-wire signed [32:0] pwl_comb2_sumv;
-reg [19:0] pwl_comb2_u;
-reg signed [31:0] pwl_comb2_ys;
-wire signed [32:0] pwl_comb2_zl;
-wire signed [44:0] pwl_comb2_round_sat4_r;
-wire signed [44:0] pwl_comb2_round_sat4_rb;
-wire signed [44:0] pwl_comb2_round_sat4_t;
-wire [30:0] pwl_comb2_round_sat4_sat9_fill;
-wire [13:0] pwl_comb2_round_sat4_sat9_hi;
-wire [13:0] pwl_comb2_round_sat4_sat9_hin;
-wire pwl_comb2_round_sat4_sat9_nsign;
-wire [30:0] pwl_comb2_sat10_fill;
-wire [1:0] pwl_comb2_sat10_hi;
-wire [1:0] pwl_comb2_sat10_hin;
-wire pwl_comb2_sat10_nsign;
-reg signed [31:0] pwl_comb3_base_c;
-wire [7:0] pwl_comb3_idx;
-wire [11:0] pwl_comb3_off;
-wire signed [12:0] pwl_comb3_offs;
-wire signed [44:0] pwl_comb3_prod;
-reg signed [31:0] pwl_comb3_rnd;
-reg signed [31:0] pwl_comb3_slope_c;
-wire signed [32:0] pwl_comb3_sumv;
-reg [19:0] pwl_comb3_u;
-reg signed [31:0] pwl_comb3_ys;
-wire signed [32:0] pwl_comb3_zl;
-wire signed [44:0] pwl_comb3_round_sat5_r;
-wire signed [44:0] pwl_comb3_round_sat5_rb;
-wire signed [44:0] pwl_comb3_round_sat5_t;
-wire [30:0] pwl_comb3_round_sat5_sat11_fill;
-wire [13:0] pwl_comb3_round_sat5_sat11_hi;
-wire [13:0] pwl_comb3_round_sat5_sat11_hin;
-wire pwl_comb3_round_sat5_sat11_nsign;
-wire [30:0] pwl_comb3_sat12_fill;
-wire [1:0] pwl_comb3_sat12_hi;
-wire [1:0] pwl_comb3_sat12_hin;
-wire pwl_comb3_sat12_nsign;
+reg signed [63:0] mul2_csa0_p;
+wire [31:0] mul2_csa0_ac;
+wire [31:0] mul2_csa0_bc;
+wire [15:0] mul2_csa0_alu;
+wire [15:0] mul2_csa0_blu;
+wire signed [16:0] mul2_csa0_al;
+wire signed [16:0] mul2_csa0_bl;
+wire signed [15:0] mul2_csa0_ah;
+wire signed [15:0] mul2_csa0_bh;
+reg [31:0] mul2_csa0_ll;
+reg signed [32:0] mul2_csa0_lh;
+reg signed [32:0] mul2_csa0_hl;
+reg signed [31:0] mul2_csa0_hh;
+wire [47:0] mul2_csa0_ta;
+wire [47:0] mul2_csa0_tb;
+wire signed [47:0] mul2_csa0_lhe;
+wire [47:0] mul2_csa0_tc;
+wire signed [47:0] mul2_csa0_hle;
+wire [47:0] mul2_csa0_xs;
+wire [46:0] mul2_csa0_mj;
+wire [47:0] mul2_csa0_xc;
+wire [47:0] mul2_csa0_hsum;
+reg [14:0] mul2_csa0_sext0_sgn;
+reg [14:0] mul2_csa0_sext1_sgn;
+reg signed [31:0] pwl_pipe0_base4;
+wire [5:0] pwl_pipe0_idx2;
+reg [5:0] pwl_pipe0_idx3;
+reg [5:0] pwl_pipe0_idx4;
+reg signed [31:0] pwl_pipe0_limh;
+reg signed [31:0] pwl_pipe0_liml;
+wire signed [14:0] pwl_pipe0_off2;
+reg signed [32:0] pwl_pipe0_prod3;
+reg signed [31:0] pwl_pipe0_rnd4;
+reg signed [31:0] pwl_pipe0_rnd_c;
+reg signed [14:0] pwl_pipe0_slope2;
+wire signed [32:0] pwl_pipe0_sumv;
+reg [19:0] pwl_pipe0_u1;
+reg [19:0] pwl_pipe0_u_c;
+reg signed [31:0] pwl_pipe0_ys;
+wire signed [32:0] pwl_pipe0_zl;
+wire signed [32:0] pwl_pipe0_round_sat_fast0_round_sat0_r;
+wire signed [32:0] pwl_pipe0_round_sat_fast0_round_sat0_rb;
+wire signed [32:0] pwl_pipe0_round_sat_fast0_round_sat0_t;
+wire [30:0] pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill;
+wire [1:0] pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi;
+wire [1:0] pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin;
+wire pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+wire [30:0] pwl_pipe0_sat3_fill;
+wire [1:0] pwl_pipe0_sat3_hi;
+wire [1:0] pwl_pipe0_sat3_hin;
+wire pwl_pipe0_sat3_nsign;
+reg signed [31:0] pwl_pipe1_base4;
+wire [6:0] pwl_pipe1_idx2;
+reg [6:0] pwl_pipe1_idx3;
+reg [6:0] pwl_pipe1_idx4;
+reg signed [31:0] pwl_pipe1_limh;
+reg signed [31:0] pwl_pipe1_liml;
+wire signed [12:0] pwl_pipe1_off2;
+reg signed [32:0] pwl_pipe1_prod3;
+reg signed [31:0] pwl_pipe1_rnd4;
+reg signed [31:0] pwl_pipe1_rnd_c;
+reg signed [16:0] pwl_pipe1_slope2;
+wire signed [32:0] pwl_pipe1_sumv;
+reg [18:0] pwl_pipe1_u1;
+reg [18:0] pwl_pipe1_u_c;
+reg signed [31:0] pwl_pipe1_ys;
+wire signed [32:0] pwl_pipe1_zl;
+wire signed [32:0] pwl_pipe1_round_sat_fast1_round_sat1_r;
+wire signed [32:0] pwl_pipe1_round_sat_fast1_round_sat1_rb;
+wire signed [32:0] pwl_pipe1_round_sat_fast1_round_sat1_t;
+wire [30:0] pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill;
+wire [1:0] pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi;
+wire [1:0] pwl_pipe1_round_sat_fast1_round_sat1_sat4_hin;
+wire pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+wire [30:0] pwl_pipe1_sat5_fill;
+wire [1:0] pwl_pipe1_sat5_hi;
+wire [1:0] pwl_pipe1_sat5_hin;
+wire pwl_pipe1_sat5_nsign;
+reg signed [31:0] pwl_pipe2_base4;
+wire [7:0] pwl_pipe2_idx2;
+reg [7:0] pwl_pipe2_idx3;
+reg [7:0] pwl_pipe2_idx4;
+reg signed [31:0] pwl_pipe2_limh;
+reg signed [31:0] pwl_pipe2_liml;
+wire signed [12:0] pwl_pipe2_off2;
+reg signed [32:0] pwl_pipe2_prod3;
+reg signed [31:0] pwl_pipe2_rnd4;
+reg signed [31:0] pwl_pipe2_rnd_c;
+reg signed [16:0] pwl_pipe2_slope2;
+wire signed [32:0] pwl_pipe2_sumv;
+reg [19:0] pwl_pipe2_u1;
+reg [19:0] pwl_pipe2_u_c;
+reg signed [31:0] pwl_pipe2_ys;
+wire signed [32:0] pwl_pipe2_zl;
+wire signed [32:0] pwl_pipe2_round_sat_fast2_round_sat2_r;
+wire signed [32:0] pwl_pipe2_round_sat_fast2_round_sat2_rb;
+wire signed [32:0] pwl_pipe2_round_sat_fast2_round_sat2_t;
+wire [30:0] pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill;
+wire [1:0] pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi;
+wire [1:0] pwl_pipe2_round_sat_fast2_round_sat2_sat6_hin;
+wire pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+wire [30:0] pwl_pipe2_sat7_fill;
+wire [1:0] pwl_pipe2_sat7_hi;
+wire [1:0] pwl_pipe2_sat7_hin;
+wire pwl_pipe2_sat7_nsign;
+reg signed [31:0] pwl_pipe3_base4;
+wire [7:0] pwl_pipe3_idx2;
+reg [7:0] pwl_pipe3_idx3;
+reg [7:0] pwl_pipe3_idx4;
+wire signed [12:0] pwl_pipe3_off2;
+reg signed [32:0] pwl_pipe3_prod3;
+reg signed [31:0] pwl_pipe3_rnd4;
+reg signed [31:0] pwl_pipe3_rnd_c;
+reg signed [17:0] pwl_pipe3_slope2;
+wire signed [32:0] pwl_pipe3_sumv;
+reg [19:0] pwl_pipe3_u1;
+reg [19:0] pwl_pipe3_u_c;
+reg signed [31:0] pwl_pipe3_ys;
+wire signed [32:0] pwl_pipe3_zl;
+wire signed [32:0] pwl_pipe3_round_sat_fast3_round_sat3_r;
+wire signed [32:0] pwl_pipe3_round_sat_fast3_round_sat3_rb;
+wire signed [32:0] pwl_pipe3_round_sat_fast3_round_sat3_t;
+wire [30:0] pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill;
+wire [1:0] pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi;
+wire [1:0] pwl_pipe3_round_sat_fast3_round_sat3_sat8_hin;
+wire pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+wire [30:0] pwl_pipe3_sat9_fill;
+wire [1:0] pwl_pipe3_sat9_hi;
+wire [1:0] pwl_pipe3_sat9_hin;
+wire pwl_pipe3_sat9_nsign;
+wire signed [71:0] sext2_xe;
+reg [7:0] sext2_sgn;
+wire signed [35:0] acc_csel0_ah;
+reg signed [71:0] acc_csel0_ai;
+wire [35:0] acc_csel0_al;
+wire signed [72:0] acc_csel0_full;
+wire signed [36:0] acc_csel0_h0;
+reg signed [36:0] acc_csel0_hs;
+wire signed [35:0] acc_csel0_ph;
+wire [35:0] acc_csel0_pl;
+wire [36:0] acc_csel0_slo;
+wire signed [37:0] acc_csel0_t1;
+wire [70:0] acc_csel0_sat10_fill;
+wire [1:0] acc_csel0_sat10_hi;
+wire [1:0] acc_csel0_sat10_hin;
+wire acc_csel0_sat10_nsign;
+wire [30:0] round_sat_fast4_fill;
+wire [15:0] round_sat_fast4_hi;
+wire [15:0] round_sat_fast4_hin;
+wire [31:0] round_sat_fast4_lo;
+wire round_sat_fast4_neg;
+wire round_sat_fast4_nneg;
+wire [0:0] round_sat_fast4_rb;
+wire [32:0] round_sat_fast4_s;
+wire [30:0] round_sat_fast5_fill;
+wire [23:0] round_sat_fast5_hi;
+wire [23:0] round_sat_fast5_hin;
+wire [31:0] round_sat_fast5_lo;
+wire round_sat_fast5_neg;
+wire round_sat_fast5_nneg;
+wire [0:0] round_sat_fast5_rb;
+wire [32:0] round_sat_fast5_s;
 reg [47:0] ram_1r1w0_mem [0:1024-1];
 reg [31:0] ram_1r1w1_mem [0:256-1];
 reg [31:0] ram_1r1w2_mem [0:256-1];
@@ -373,387 +510,387 @@ assign sat1_fill[3] = sat1_nsign;
 assign sat1_fill[2] = sat1_nsign;
 assign sat1_fill[1] = sat1_nsign;
 assign sat1_fill[0] = sat1_nsign;
-assign round_sat0_sat2_fill[30] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[29] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[28] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[27] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[26] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[25] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[24] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[23] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[22] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[21] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[20] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[19] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[18] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[17] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[16] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[15] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[14] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[13] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[12] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[11] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[10] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[9] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[8] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[7] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[6] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[5] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[4] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[3] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[2] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[1] = round_sat0_sat2_nsign;
-assign round_sat0_sat2_fill[0] = round_sat0_sat2_nsign;
-assign sat3_fill[70] = sat3_nsign;
-assign sat3_fill[69] = sat3_nsign;
-assign sat3_fill[68] = sat3_nsign;
-assign sat3_fill[67] = sat3_nsign;
-assign sat3_fill[66] = sat3_nsign;
-assign sat3_fill[65] = sat3_nsign;
-assign sat3_fill[64] = sat3_nsign;
-assign sat3_fill[63] = sat3_nsign;
-assign sat3_fill[62] = sat3_nsign;
-assign sat3_fill[61] = sat3_nsign;
-assign sat3_fill[60] = sat3_nsign;
-assign sat3_fill[59] = sat3_nsign;
-assign sat3_fill[58] = sat3_nsign;
-assign sat3_fill[57] = sat3_nsign;
-assign sat3_fill[56] = sat3_nsign;
-assign sat3_fill[55] = sat3_nsign;
-assign sat3_fill[54] = sat3_nsign;
-assign sat3_fill[53] = sat3_nsign;
-assign sat3_fill[52] = sat3_nsign;
-assign sat3_fill[51] = sat3_nsign;
-assign sat3_fill[50] = sat3_nsign;
-assign sat3_fill[49] = sat3_nsign;
-assign sat3_fill[48] = sat3_nsign;
-assign sat3_fill[47] = sat3_nsign;
-assign sat3_fill[46] = sat3_nsign;
-assign sat3_fill[45] = sat3_nsign;
-assign sat3_fill[44] = sat3_nsign;
-assign sat3_fill[43] = sat3_nsign;
-assign sat3_fill[42] = sat3_nsign;
-assign sat3_fill[41] = sat3_nsign;
-assign sat3_fill[40] = sat3_nsign;
-assign sat3_fill[39] = sat3_nsign;
-assign sat3_fill[38] = sat3_nsign;
-assign sat3_fill[37] = sat3_nsign;
-assign sat3_fill[36] = sat3_nsign;
-assign sat3_fill[35] = sat3_nsign;
-assign sat3_fill[34] = sat3_nsign;
-assign sat3_fill[33] = sat3_nsign;
-assign sat3_fill[32] = sat3_nsign;
-assign sat3_fill[31] = sat3_nsign;
-assign sat3_fill[30] = sat3_nsign;
-assign sat3_fill[29] = sat3_nsign;
-assign sat3_fill[28] = sat3_nsign;
-assign sat3_fill[27] = sat3_nsign;
-assign sat3_fill[26] = sat3_nsign;
-assign sat3_fill[25] = sat3_nsign;
-assign sat3_fill[24] = sat3_nsign;
-assign sat3_fill[23] = sat3_nsign;
-assign sat3_fill[22] = sat3_nsign;
-assign sat3_fill[21] = sat3_nsign;
-assign sat3_fill[20] = sat3_nsign;
-assign sat3_fill[19] = sat3_nsign;
-assign sat3_fill[18] = sat3_nsign;
-assign sat3_fill[17] = sat3_nsign;
-assign sat3_fill[16] = sat3_nsign;
-assign sat3_fill[15] = sat3_nsign;
-assign sat3_fill[14] = sat3_nsign;
-assign sat3_fill[13] = sat3_nsign;
-assign sat3_fill[12] = sat3_nsign;
-assign sat3_fill[11] = sat3_nsign;
-assign sat3_fill[10] = sat3_nsign;
-assign sat3_fill[9] = sat3_nsign;
-assign sat3_fill[8] = sat3_nsign;
-assign sat3_fill[7] = sat3_nsign;
-assign sat3_fill[6] = sat3_nsign;
-assign sat3_fill[5] = sat3_nsign;
-assign sat3_fill[4] = sat3_nsign;
-assign sat3_fill[3] = sat3_nsign;
-assign sat3_fill[2] = sat3_nsign;
-assign sat3_fill[1] = sat3_nsign;
-assign sat3_fill[0] = sat3_nsign;
-assign round_sat1_sat4_fill[30] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[29] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[28] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[27] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[26] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[25] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[24] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[23] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[22] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[21] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[20] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[19] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[18] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[17] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[16] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[15] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[14] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[13] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[12] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[11] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[10] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[9] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[8] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[7] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[6] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[5] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[4] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[3] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[2] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[1] = round_sat1_sat4_nsign;
-assign round_sat1_sat4_fill[0] = round_sat1_sat4_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[30] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[29] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[28] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[27] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[26] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[25] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[24] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[23] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[22] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[21] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[20] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[19] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[18] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[17] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[16] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[15] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[14] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[13] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[12] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[11] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[10] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[9] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[8] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[7] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[6] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[5] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[4] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[3] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[2] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[1] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_round_sat2_sat5_fill[0] = pwl_comb0_round_sat2_sat5_nsign;
-assign pwl_comb0_sat6_fill[30] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[29] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[28] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[27] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[26] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[25] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[24] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[23] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[22] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[21] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[20] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[19] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[18] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[17] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[16] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[15] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[14] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[13] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[12] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[11] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[10] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[9] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[8] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[7] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[6] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[5] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[4] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[3] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[2] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[1] = pwl_comb0_sat6_nsign;
-assign pwl_comb0_sat6_fill[0] = pwl_comb0_sat6_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[30] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[29] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[28] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[27] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[26] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[25] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[24] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[23] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[22] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[21] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[20] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[19] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[18] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[17] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[16] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[15] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[14] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[13] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[12] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[11] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[10] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[9] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[8] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[7] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[6] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[5] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[4] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[3] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[2] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[1] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_round_sat3_sat7_fill[0] = pwl_comb1_round_sat3_sat7_nsign;
-assign pwl_comb1_sat8_fill[30] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[29] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[28] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[27] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[26] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[25] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[24] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[23] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[22] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[21] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[20] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[19] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[18] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[17] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[16] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[15] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[14] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[13] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[12] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[11] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[10] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[9] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[8] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[7] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[6] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[5] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[4] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[3] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[2] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[1] = pwl_comb1_sat8_nsign;
-assign pwl_comb1_sat8_fill[0] = pwl_comb1_sat8_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[30] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[29] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[28] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[27] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[26] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[25] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[24] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[23] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[22] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[21] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[20] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[19] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[18] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[17] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[16] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[15] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[14] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[13] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[12] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[11] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[10] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[9] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[8] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[7] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[6] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[5] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[4] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[3] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[2] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[1] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_round_sat4_sat9_fill[0] = pwl_comb2_round_sat4_sat9_nsign;
-assign pwl_comb2_sat10_fill[30] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[29] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[28] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[27] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[26] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[25] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[24] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[23] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[22] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[21] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[20] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[19] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[18] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[17] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[16] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[15] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[14] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[13] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[12] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[11] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[10] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[9] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[8] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[7] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[6] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[5] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[4] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[3] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[2] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[1] = pwl_comb2_sat10_nsign;
-assign pwl_comb2_sat10_fill[0] = pwl_comb2_sat10_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[30] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[29] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[28] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[27] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[26] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[25] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[24] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[23] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[22] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[21] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[20] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[19] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[18] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[17] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[16] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[15] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[14] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[13] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[12] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[11] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[10] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[9] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[8] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[7] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[6] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[5] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[4] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[3] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[2] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[1] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_round_sat5_sat11_fill[0] = pwl_comb3_round_sat5_sat11_nsign;
-assign pwl_comb3_sat12_fill[30] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[29] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[28] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[27] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[26] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[25] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[24] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[23] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[22] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[21] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[20] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[19] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[18] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[17] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[16] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[15] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[14] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[13] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[12] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[11] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[10] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[9] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[8] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[7] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[6] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[5] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[4] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[3] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[2] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[1] = pwl_comb3_sat12_nsign;
-assign pwl_comb3_sat12_fill[0] = pwl_comb3_sat12_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[30] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[29] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[28] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[27] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[26] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[25] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[24] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[23] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[22] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[21] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[20] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[19] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[18] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[17] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[16] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[15] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[14] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[13] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[12] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[11] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[10] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[9] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[8] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[7] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[6] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[5] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[4] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[3] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[2] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[1] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[0] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+assign pwl_pipe0_sat3_fill[30] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[29] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[28] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[27] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[26] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[25] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[24] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[23] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[22] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[21] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[20] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[19] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[18] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[17] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[16] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[15] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[14] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[13] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[12] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[11] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[10] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[9] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[8] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[7] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[6] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[5] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[4] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[3] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[2] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[1] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe0_sat3_fill[0] = pwl_pipe0_sat3_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[30] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[29] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[28] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[27] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[26] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[25] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[24] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[23] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[22] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[21] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[20] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[19] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[18] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[17] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[16] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[15] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[14] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[13] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[12] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[11] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[10] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[9] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[8] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[7] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[6] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[5] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[4] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[3] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[2] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[1] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[0] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+assign pwl_pipe1_sat5_fill[30] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[29] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[28] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[27] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[26] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[25] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[24] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[23] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[22] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[21] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[20] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[19] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[18] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[17] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[16] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[15] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[14] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[13] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[12] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[11] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[10] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[9] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[8] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[7] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[6] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[5] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[4] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[3] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[2] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[1] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe1_sat5_fill[0] = pwl_pipe1_sat5_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[30] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[29] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[28] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[27] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[26] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[25] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[24] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[23] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[22] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[21] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[20] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[19] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[18] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[17] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[16] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[15] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[14] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[13] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[12] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[11] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[10] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[9] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[8] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[7] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[6] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[5] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[4] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[3] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[2] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[1] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[0] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+assign pwl_pipe2_sat7_fill[30] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[29] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[28] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[27] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[26] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[25] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[24] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[23] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[22] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[21] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[20] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[19] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[18] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[17] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[16] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[15] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[14] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[13] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[12] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[11] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[10] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[9] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[8] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[7] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[6] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[5] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[4] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[3] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[2] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[1] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe2_sat7_fill[0] = pwl_pipe2_sat7_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[30] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[29] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[28] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[27] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[26] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[25] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[24] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[23] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[22] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[21] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[20] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[19] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[18] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[17] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[16] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[15] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[14] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[13] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[12] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[11] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[10] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[9] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[8] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[7] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[6] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[5] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[4] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[3] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[2] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[1] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[0] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+assign pwl_pipe3_sat9_fill[30] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[29] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[28] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[27] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[26] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[25] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[24] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[23] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[22] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[21] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[20] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[19] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[18] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[17] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[16] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[15] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[14] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[13] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[12] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[11] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[10] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[9] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[8] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[7] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[6] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[5] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[4] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[3] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[2] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[1] = pwl_pipe3_sat9_nsign;
+assign pwl_pipe3_sat9_fill[0] = pwl_pipe3_sat9_nsign;
+assign acc_csel0_sat10_fill[70] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[69] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[68] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[67] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[66] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[65] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[64] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[63] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[62] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[61] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[60] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[59] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[58] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[57] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[56] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[55] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[54] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[53] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[52] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[51] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[50] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[49] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[48] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[47] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[46] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[45] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[44] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[43] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[42] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[41] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[40] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[39] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[38] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[37] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[36] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[35] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[34] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[33] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[32] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[31] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[30] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[29] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[28] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[27] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[26] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[25] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[24] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[23] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[22] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[21] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[20] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[19] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[18] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[17] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[16] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[15] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[14] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[13] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[12] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[11] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[10] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[9] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[8] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[7] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[6] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[5] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[4] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[3] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[2] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[1] = acc_csel0_sat10_nsign;
+assign acc_csel0_sat10_fill[0] = acc_csel0_sat10_nsign;
+assign round_sat_fast4_fill[30] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[29] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[28] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[27] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[26] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[25] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[24] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[23] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[22] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[21] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[20] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[19] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[18] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[17] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[16] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[15] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[14] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[13] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[12] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[11] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[10] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[9] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[8] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[7] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[6] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[5] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[4] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[3] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[2] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[1] = round_sat_fast4_nneg;
+assign round_sat_fast4_fill[0] = round_sat_fast4_nneg;
+assign round_sat_fast5_fill[30] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[29] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[28] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[27] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[26] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[25] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[24] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[23] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[22] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[21] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[20] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[19] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[18] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[17] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[16] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[15] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[14] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[13] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[12] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[11] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[10] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[9] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[8] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[7] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[6] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[5] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[4] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[3] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[2] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[1] = round_sat_fast5_nneg;
+assign round_sat_fast5_fill[0] = round_sat_fast5_nneg;
 
 
 always @(posedge clk) begin: ram_1r1w0_ram
@@ -843,11 +980,11 @@ always @(low_bits5_y, low_bits4_y, sb1, low_bits3_y) begin: opaddr1_c
 end
 
 
-always @(res5, ld_sel, rad1, wa5, we5, ld_en, v1, wb5, rb_addr, busy, ld_addr, ld_data) begin: bufmux0_c
+always @(ld_sel, rad1, wb_w, res_w, ld_en, v1, rb_addr, busy, ld_addr, we_w, ld_data, wa_w) begin: bufmux0_c
     if (busy) begin
-        bufmux0_we = (we5 && (wb5 == 1));
-        bufmux0_wa = wa5[8-1:0];
-        bufmux0_wd = res5[32-1:0];
+        bufmux0_we = (we_w && (wb_w == 1));
+        bufmux0_wa = wa_w[8-1:0];
+        bufmux0_wd = res_w[32-1:0];
     end
     else begin
         bufmux0_we = (ld_en && (ld_sel == 1));
@@ -871,11 +1008,11 @@ always @(posedge clk) begin: ram_1r1w1_ram
 end
 
 
-always @(res5, ld_sel, ram1, wa5, we5, ld_en, v1, wb5, rb_addr, busy, ld_addr, ld_data) begin: bufmux0_0_c
+always @(ld_sel, ram1, wb_w, res_w, ld_en, v1, rb_addr, busy, ld_addr, we_w, ld_data, wa_w) begin: bufmux0_0_c
     if (busy) begin
-        bufmux0_0_we = (we5 && (wb5 == 2));
-        bufmux0_0_wa = wa5[8-1:0];
-        bufmux0_0_wd = res5[32-1:0];
+        bufmux0_0_we = (we_w && (wb_w == 2));
+        bufmux0_0_wa = wa_w[8-1:0];
+        bufmux0_0_wd = res_w[32-1:0];
     end
     else begin
         bufmux0_0_we = (ld_en && (ld_sel == 2));
@@ -899,11 +1036,11 @@ always @(posedge clk) begin: ram_1r1w2_ram
 end
 
 
-always @(res5, ld_sel, rai1, wa5, we5, ld_en, v1, wb5, rb_addr, busy, ld_addr, ld_data) begin: bufmux0_0_1_c
+always @(ld_sel, rai1, wb_w, res_w, ld_en, v1, rb_addr, busy, ld_addr, we_w, ld_data, wa_w) begin: bufmux0_0_1_c
     if (busy) begin
-        bufmux0_0_1_we = (we5 && (wb5 == 3));
-        bufmux0_0_1_wa = wa5[8-1:0];
-        bufmux0_0_1_wd = res5[32-1:0];
+        bufmux0_0_1_we = (we_w && (wb_w == 3));
+        bufmux0_0_1_wa = wa_w[8-1:0];
+        bufmux0_0_1_wd = res_w[32-1:0];
     end
     else begin
         bufmux0_0_1_we = (ld_en && (ld_sel == 3));
@@ -975,31 +1112,89 @@ end
 
 
 
-assign ab4 = c4[33-1:31];
-assign aa4 = c4[31-1:23];
-assign bb4 = c4[23-1:21];
-assign ba4 = c4[21-1:13];
-
-
-
-assign sa4 = c4[44-1:41];
-assign sb4 = c4[41-1:38];
-assign op4 = c4[38-1:34];
-assign clr4 = c4[33];
+assign op4 = c4[18-1:14];
+assign clr4 = c4[13];
 assign wb4 = c4[13-1:11];
 assign wa4 = c4[11-1:3];
 assign out4 = c4[3-1:0];
 
 
+always @(op4) begin: legal
+    case (op4)
+        0: ill_c = 0;
+        1: ill_c = 0;
+        2: ill_c = 0;
+        3: ill_c = 0;
+        4: ill_c = 0;
+        5: ill_c = 0;
+        6: ill_c = 0;
+        7: ill_c = 0;
+        8: ill_c = 0;
+        9: ill_c = 0;
+        10: ill_c = 0;
+        11: ill_c = 0;
+        12: ill_c = 0;
+        13: ill_c = 0;
+        14: ill_c = 1;
+        default: ill_c = 1;
+    endcase
+    case (op4)
+        0: nlm_c = 0;
+        1: nlm_c = 0;
+        2: nlm_c = 0;
+        3: nlm_c = 0;
+        4: nlm_c = 0;
+        5: nlm_c = 0;
+        6: nlm_c = 0;
+        7: nlm_c = 0;
+        8: nlm_c = 0;
+        9: nlm_c = 0;
+        10: nlm_c = 0;
+        11: nlm_c = 0;
+        12: nlm_c = 0;
+        13: nlm_c = 0;
+        14: nlm_c = 0;
+        default: nlm_c = 0;
+    endcase
+end
+
+
+always @(op4) begin: latc
+    case (op4)
+        0: lat_c = 1;
+        1: lat_c = 1;
+        2: lat_c = 1;
+        3: lat_c = 3;
+        4: lat_c = 4;
+        5: lat_c = 1;
+        6: lat_c = 1;
+        7: lat_c = 1;
+        8: lat_c = 1;
+        9: lat_c = 1;
+        10: lat_c = 4;
+        11: lat_c = 4;
+        12: lat_c = 4;
+        13: lat_c = 4;
+        14: lat_c = 1;
+        default: lat_c = 1;
+    endcase
+end
+
+
+
+assign ok4 = (v4 && (ill_c == 0) && (nlm_c == 0) && (op4 != 0));
+assign we4 = (v4 && (ill_c == 0) && (nlm_c == 0) && (op4 != 0) && (wb4 != 0));
+assign sh4 = (lat_c == 1);
+assign mu4 = (lat_c == 3);
+assign lg4 = (lat_c == 4);
+
+
 always @(posedge clk) begin: hist
     if (rst == 1) begin
         h1b <= 0;
-        h3b <= 0;
         h2v <= 0;
         h1v <= 0;
         h2w <= 0;
-        h3w <= 0;
-        h3a <= 0;
         h2b <= 0;
         h3v <= 0;
         h1a <= 0;
@@ -1007,94 +1202,404 @@ always @(posedge clk) begin: hist
         h2a <= 0;
     end
     else begin
-        h1w <= we5;
-        h1b <= wb5;
-        h1a <= wa5;
-        h1v <= res5;
+        h1w <= we_w;
+        h1b <= wb_w;
+        h1a <= wa_w;
+        h1v <= res_w;
         h2w <= h1w;
         h2b <= h1b;
         h2a <= h1a;
         h2v <= h1v;
-        h3w <= h2w;
-        h3b <= h2b;
-        h3a <= h2a;
         h3v <= h2v;
     end
 end
 
 
-always @(h1b, h2v, wa5, h3v, h1a, h1v, opa4, h2b, h2w, h3w, we5, res5, h3b, h3a, ab4, wb5, aa4, h1w, h2a) begin: forward0_c
-    if (((ab4 != 0) && we5 && (wb5 == ab4) && (wa5 == aa4))) begin
-        forward0_o = res5;
+
+assign e5 = (we4 && sh4);
+assign e6 = (we5 && sh5);
+assign e7 = (we6 && (!lg6));
+
+
+
+assign ab3 = c3[38-1:36];
+assign aa3 = c3[36-1:28];
+assign bb3 = c3[28-1:26];
+assign ba3 = c3[26-1:18];
+
+
+
+assign hitb0_h = (e5 && (ab3 != 0) && (wb4 == ab3) && (wa4 == aa3));
+
+
+
+assign hitb1_h = (e6 && (ab3 != 0) && (wb5 == ab3) && (wa5 == aa3));
+
+
+
+assign hitb2_h = (e7 && (ab3 != 0) && (wb6 == ab3) && (wa6 == aa3));
+
+
+
+assign hitb3_h = (we7 && (ab3 != 0) && (wb7 == ab3) && (wa7 == aa3));
+
+
+
+assign hitb4_h = (we_w && (ab3 != 0) && (wb_w == ab3) && (wa_w == aa3));
+
+
+
+assign hitb5_h = (h1w && (ab3 != 0) && (h1b == ab3) && (h1a == aa3));
+
+
+
+assign hitb6_h = (h2w && (ab3 != 0) && (h2b == ab3) && (h2a == aa3));
+
+
+always @(hitb6_h, hitb1_h, sa3, hitb2_h, hitb4_h, hitb3_h, hitb5_h, hitb0_h) begin: onehot0_c
+    if ((sa3 == 3)) begin
+        sel_a_c = 256;
     end
-    else if (((ab4 != 0) && h1w && (h1b == ab4) && (h1a == aa4))) begin
-        forward0_o = h1v;
+    else if ((sa3 == 4)) begin
+        sel_a_c = 512;
     end
-    else if (((ab4 != 0) && h2w && (h2b == ab4) && (h2a == aa4))) begin
-        forward0_o = h2v;
+    else if ((sa3 == 5)) begin
+        sel_a_c = 1024;
     end
-    else if (((ab4 != 0) && h3w && (h3b == ab4) && (h3a == aa4))) begin
-        forward0_o = h3v;
+    else if (hitb0_h) begin
+        sel_a_c = 1;
+    end
+    else if (hitb1_h) begin
+        sel_a_c = 2;
+    end
+    else if (hitb2_h) begin
+        sel_a_c = 4;
+    end
+    else if (hitb3_h) begin
+        sel_a_c = 8;
+    end
+    else if (hitb4_h) begin
+        sel_a_c = 16;
+    end
+    else if (hitb5_h) begin
+        sel_a_c = 32;
+    end
+    else if (hitb6_h) begin
+        sel_a_c = 64;
     end
     else begin
-        forward0_o = opa4;
+        sel_a_c = 128;
     end
 end
 
 
-always @(h1b, h2v, wa5, h3v, h1a, h1v, opb4, h2b, h2w, h3w, we5, res5, h3b, h3a, bb4, wb5, ba4, h1w, h2a) begin: forward1_c
-    if (((bb4 != 0) && we5 && (wb5 == bb4) && (wa5 == ba4))) begin
-        forward1_o = res5;
+
+assign hitb7_h = (e5 && (bb3 != 0) && (wb4 == bb3) && (wa4 == ba3));
+
+
+
+assign hitb8_h = (e6 && (bb3 != 0) && (wb5 == bb3) && (wa5 == ba3));
+
+
+
+assign hitb9_h = (e7 && (bb3 != 0) && (wb6 == bb3) && (wa6 == ba3));
+
+
+
+assign hitb10_h = (we7 && (bb3 != 0) && (wb7 == bb3) && (wa7 == ba3));
+
+
+
+assign hitb11_h = (we_w && (bb3 != 0) && (wb_w == bb3) && (wa_w == ba3));
+
+
+
+assign hitb12_h = (h1w && (bb3 != 0) && (h1b == bb3) && (h1a == ba3));
+
+
+
+assign hitb13_h = (h2w && (bb3 != 0) && (h2b == bb3) && (h2a == ba3));
+
+
+always @(hitb13_h, hitb8_h, sb3, hitb9_h, hitb11_h, hitb10_h, hitb12_h, hitb7_h) begin: onehot1_c
+    if ((sb3 == 3)) begin
+        sel_b_c = 256;
     end
-    else if (((bb4 != 0) && h1w && (h1b == bb4) && (h1a == ba4))) begin
-        forward1_o = h1v;
+    else if ((sb3 == 4)) begin
+        sel_b_c = 512;
     end
-    else if (((bb4 != 0) && h2w && (h2b == bb4) && (h2a == ba4))) begin
-        forward1_o = h2v;
+    else if ((sb3 == 5)) begin
+        sel_b_c = 1024;
     end
-    else if (((bb4 != 0) && h3w && (h3b == bb4) && (h3a == ba4))) begin
-        forward1_o = h3v;
+    else if (hitb7_h) begin
+        sel_b_c = 1;
+    end
+    else if (hitb8_h) begin
+        sel_b_c = 2;
+    end
+    else if (hitb9_h) begin
+        sel_b_c = 4;
+    end
+    else if (hitb10_h) begin
+        sel_b_c = 8;
+    end
+    else if (hitb11_h) begin
+        sel_b_c = 16;
+    end
+    else if (hitb12_h) begin
+        sel_b_c = 32;
+    end
+    else if (hitb13_h) begin
+        sel_b_c = 64;
     end
     else begin
-        forward1_o = opb4;
+        sel_b_c = 128;
     end
 end
 
 
-always @(sa4, left_in, right_in, forward0_o, bus_in) begin: portsel0_c
-    case (sa4)
-        'h3: begin
-            fa = $signed(left_in);
-        end
-        'h4: begin
-            fa = $signed(right_in);
-        end
-        'h5: begin
-            fa = $signed(bus_in);
-        end
-        default: begin
-            fa = forward0_o;
-        end
-    endcase
+
+assign lin_s = $signed(left_in);
+assign rin_s = $signed(right_in);
+assign bin_s = $signed(bus_in);
+
+
+always @(r5, sel_a4) begin: andmask0_c
+    if (sel_a4[0]) begin
+        andmask0_m = r5;
+    end
+    else begin
+        andmask0_m = 0;
+    end
 end
 
 
-always @(sb4, left_in, right_in, forward1_o, bus_in) begin: portsel1_c
-    case (sb4)
-        'h3: begin
-            fb = $signed(left_in);
-        end
-        'h4: begin
-            fb = $signed(right_in);
-        end
-        'h5: begin
-            fb = $signed(bus_in);
-        end
-        default: begin
-            fb = forward1_o;
-        end
-    endcase
+always @(r6, sel_a4) begin: andmask1_c
+    if (sel_a4[1]) begin
+        andmask1_m = r6;
+    end
+    else begin
+        andmask1_m = 0;
+    end
 end
+
+
+always @(r7, sel_a4) begin: andmask2_c
+    if (sel_a4[2]) begin
+        andmask2_m = r7;
+    end
+    else begin
+        andmask2_m = 0;
+    end
+end
+
+
+always @(res_w, sel_a4) begin: andmask3_c
+    if (sel_a4[3]) begin
+        andmask3_m = res_w;
+    end
+    else begin
+        andmask3_m = 0;
+    end
+end
+
+
+always @(h1v, sel_a4) begin: andmask4_c
+    if (sel_a4[4]) begin
+        andmask4_m = h1v;
+    end
+    else begin
+        andmask4_m = 0;
+    end
+end
+
+
+always @(h2v, sel_a4) begin: andmask5_c
+    if (sel_a4[5]) begin
+        andmask5_m = h2v;
+    end
+    else begin
+        andmask5_m = 0;
+    end
+end
+
+
+always @(h3v, sel_a4) begin: andmask6_c
+    if (sel_a4[6]) begin
+        andmask6_m = h3v;
+    end
+    else begin
+        andmask6_m = 0;
+    end
+end
+
+
+always @(opa4, sel_a4) begin: andmask7_c
+    if (sel_a4[7]) begin
+        andmask7_m = opa4;
+    end
+    else begin
+        andmask7_m = 0;
+    end
+end
+
+
+always @(lin_s, sel_a4) begin: andmask8_c
+    if (sel_a4[8]) begin
+        andmask8_m = lin_s;
+    end
+    else begin
+        andmask8_m = 0;
+    end
+end
+
+
+always @(rin_s, sel_a4) begin: andmask9_c
+    if (sel_a4[9]) begin
+        andmask9_m = rin_s;
+    end
+    else begin
+        andmask9_m = 0;
+    end
+end
+
+
+always @(bin_s, sel_a4) begin: andmask10_c
+    if (sel_a4[10]) begin
+        andmask10_m = bin_s;
+    end
+    else begin
+        andmask10_m = 0;
+    end
+end
+
+
+
+assign fa = ((((((((((andmask0_m | andmask1_m) | andmask2_m) | andmask3_m) | andmask4_m) | andmask5_m) | andmask6_m) | andmask7_m) | andmask8_m) | andmask9_m) | andmask10_m);
+
+
+always @(r5, sel_b4) begin: andmask11_c
+    if (sel_b4[0]) begin
+        andmask11_m = r5;
+    end
+    else begin
+        andmask11_m = 0;
+    end
+end
+
+
+always @(r6, sel_b4) begin: andmask12_c
+    if (sel_b4[1]) begin
+        andmask12_m = r6;
+    end
+    else begin
+        andmask12_m = 0;
+    end
+end
+
+
+always @(r7, sel_b4) begin: andmask13_c
+    if (sel_b4[2]) begin
+        andmask13_m = r7;
+    end
+    else begin
+        andmask13_m = 0;
+    end
+end
+
+
+always @(res_w, sel_b4) begin: andmask14_c
+    if (sel_b4[3]) begin
+        andmask14_m = res_w;
+    end
+    else begin
+        andmask14_m = 0;
+    end
+end
+
+
+always @(h1v, sel_b4) begin: andmask15_c
+    if (sel_b4[4]) begin
+        andmask15_m = h1v;
+    end
+    else begin
+        andmask15_m = 0;
+    end
+end
+
+
+always @(h2v, sel_b4) begin: andmask16_c
+    if (sel_b4[5]) begin
+        andmask16_m = h2v;
+    end
+    else begin
+        andmask16_m = 0;
+    end
+end
+
+
+always @(h3v, sel_b4) begin: andmask17_c
+    if (sel_b4[6]) begin
+        andmask17_m = h3v;
+    end
+    else begin
+        andmask17_m = 0;
+    end
+end
+
+
+always @(opb4, sel_b4) begin: andmask18_c
+    if (sel_b4[7]) begin
+        andmask18_m = opb4;
+    end
+    else begin
+        andmask18_m = 0;
+    end
+end
+
+
+always @(lin_s, sel_b4) begin: andmask19_c
+    if (sel_b4[8]) begin
+        andmask19_m = lin_s;
+    end
+    else begin
+        andmask19_m = 0;
+    end
+end
+
+
+always @(rin_s, sel_b4) begin: andmask20_c
+    if (sel_b4[9]) begin
+        andmask20_m = rin_s;
+    end
+    else begin
+        andmask20_m = 0;
+    end
+end
+
+
+always @(bin_s, sel_b4) begin: andmask21_c
+    if (sel_b4[10]) begin
+        andmask21_m = bin_s;
+    end
+    else begin
+        andmask21_m = 0;
+    end
+end
+
+
+
+assign fb = ((((((((((andmask11_m | andmask12_m) | andmask13_m) | andmask14_m) | andmask15_m) | andmask16_m) | andmask17_m) | andmask18_m) | andmask19_m) | andmask20_m) | andmask21_m);
+
+
+
+assign fa_u = fa[32-1:0];
+assign fb_u = fb[32-1:0];
+
+
+
+assign sum_ab = (fa + fb);
+assign dif_ab = (fa - fb);
 
 
 
@@ -1141,1933 +1646,3383 @@ always @(sat1_fill, sat1_hi, dif_ab, sat1_hin) begin: sat1_clamp
 end
 
 
-
-assign round_sat0_t = $signed(prod >>> 16);
-assign round_sat0_rb = $signed({63'h0, prod[(16 - 1)]});
-
-
-
-assign round_sat0_r = (round_sat0_t + round_sat0_rb);
-
-
-
-assign round_sat0_sat2_hi = round_sat0_r[64-1:(32 - 1)];
-
-
-
-assign round_sat0_sat2_hin = (~round_sat0_sat2_hi);
-
-
-
-assign round_sat0_sat2_nsign = (!round_sat0_r[(64 - 1)]);
-
-
-always @(round_sat0_sat2_fill, round_sat0_sat2_hi, round_sat0_r, round_sat0_sat2_hin) begin: round_sat0_sat2_clamp
-    if (((round_sat0_sat2_hi == 0) || (round_sat0_sat2_hin == 0))) begin
-        mul_s = $signed(round_sat0_r[32-1:0]);
-    end
-    else begin
-        mul_s = $signed({round_sat0_r[(64 - 1)], round_sat0_sat2_fill});
-    end
-end
-
-
-always @(prod) begin: sext0_fill
-    if (prod[(64 - 1)]) begin
-        sext0_sgn = 255;
-    end
-    else begin
-        sext0_sgn = 0;
-    end
-end
-
-
-
-assign prod_e = $signed({sext0_sgn, prod});
-
-
-
-assign sat3_hi = acc_sum[73-1:(72 - 1)];
-
-
-
-assign sat3_hin = (~sat3_hi);
-
-
-
-assign sat3_nsign = (!acc_sum[(73 - 1)]);
-
-
-always @(sat3_fill, sat3_hi, acc_sum, sat3_hin) begin: sat3_clamp
-    if (((sat3_hi == 0) || (sat3_hin == 0))) begin
-        acc_new = $signed(acc_sum[72-1:0]);
-    end
-    else begin
-        acc_new = $signed({acc_sum[(73 - 1)], sat3_fill});
-    end
+always @(fa, sub_s, add_s, fb, op4) begin: resmux
+    case (op4)
+        'h1: begin
+            res_c = add_s;
+        end
+        'h2: begin
+            res_c = sub_s;
+        end
+        'h5: begin
+            if ((fa < fb)) begin
+                res_c = 65536;
+            end
+            else begin
+                res_c = 0;
+            end
+        end
+        'h6: begin
+            if ((fa > fb)) begin
+                res_c = 65536;
+            end
+            else begin
+                res_c = 0;
+            end
+        end
+        'h7: begin
+            if ((fa < fb)) begin
+                res_c = fa;
+            end
+            else begin
+                res_c = fb;
+            end
+        end
+        'h8: begin
+            if ((fa > fb)) begin
+                res_c = fa;
+            end
+            else begin
+                res_c = fb;
+            end
+        end
+        default: begin
+            res_c = fa;
+        end
+    endcase
 end
 
 
 
-assign round_sat1_t = $signed(acc_new >>> 16);
-assign round_sat1_rb = $signed({71'h0, acc_new[(16 - 1)]});
+assign mul2_csa0_ac = fa_u;
+assign mul2_csa0_bc = fb_u;
 
 
 
-assign round_sat1_r = (round_sat1_t + round_sat1_rb);
+assign mul2_csa0_alu = mul2_csa0_ac[16-1:0];
+assign mul2_csa0_blu = mul2_csa0_bc[16-1:0];
+assign mul2_csa0_al = $signed({1'b0, mul2_csa0_ac[16-1:0]});
+assign mul2_csa0_bl = $signed({1'b0, mul2_csa0_bc[16-1:0]});
+assign mul2_csa0_ah = $signed(mul2_csa0_ac[32-1:16]);
+assign mul2_csa0_bh = $signed(mul2_csa0_bc[32-1:16]);
 
 
-
-assign round_sat1_sat4_hi = round_sat1_r[72-1:(32 - 1)];
-
-
-
-assign round_sat1_sat4_hin = (~round_sat1_sat4_hi);
-
-
-
-assign round_sat1_sat4_nsign = (!round_sat1_r[(72 - 1)]);
-
-
-always @(round_sat1_sat4_fill, round_sat1_sat4_hi, round_sat1_r, round_sat1_sat4_hin) begin: round_sat1_sat4_clamp
-    if (((round_sat1_sat4_hi == 0) || (round_sat1_sat4_hin == 0))) begin
-        mac_s = $signed(round_sat1_r[32-1:0]);
+always @(posedge clk) begin: mul2_csa0_st1
+    if (rst == 1) begin
+        mul2_csa0_hl <= 0;
+        mul2_csa0_hh <= 0;
+        mul2_csa0_ll <= 0;
+        mul2_csa0_lh <= 0;
     end
     else begin
-        mac_s = $signed({round_sat1_r[(72 - 1)], round_sat1_sat4_fill});
+        if (busy) begin
+            mul2_csa0_ll <= (mul2_csa0_alu * mul2_csa0_blu);
+            mul2_csa0_lh <= (mul2_csa0_al * mul2_csa0_bh);
+            mul2_csa0_hl <= (mul2_csa0_ah * mul2_csa0_bl);
+            mul2_csa0_hh <= (mul2_csa0_ah * mul2_csa0_bh);
+        end
+    end
+end
+
+
+always @(mul2_csa0_lh) begin: mul2_csa0_sext0_fill
+    if (mul2_csa0_lh[(33 - 1)]) begin
+        mul2_csa0_sext0_sgn = 32767;
+    end
+    else begin
+        mul2_csa0_sext0_sgn = 0;
     end
 end
 
 
 
-assign pwl_comb0_zl = (fa + 524288);
+assign mul2_csa0_lhe = $signed({mul2_csa0_sext0_sgn, mul2_csa0_lh});
 
 
-always @(pwl_comb0_zl, fa) begin: pwl_comb0_clampz
+always @(mul2_csa0_hl) begin: mul2_csa0_sext1_fill
+    if (mul2_csa0_hl[(33 - 1)]) begin
+        mul2_csa0_sext1_sgn = 32767;
+    end
+    else begin
+        mul2_csa0_sext1_sgn = 0;
+    end
+end
+
+
+
+assign mul2_csa0_hle = $signed({mul2_csa0_sext1_sgn, mul2_csa0_hl});
+
+
+
+assign mul2_csa0_ta = {mul2_csa0_hh, mul2_csa0_ll[(2 * 16)-1:16]};
+assign mul2_csa0_tb = mul2_csa0_lhe[48-1:0];
+assign mul2_csa0_tc = mul2_csa0_hle[48-1:0];
+
+
+
+assign mul2_csa0_xs = ((mul2_csa0_ta ^ mul2_csa0_tb) ^ mul2_csa0_tc);
+assign mul2_csa0_mj = (((mul2_csa0_ta[(48 - 1)-1:0] & mul2_csa0_tb[(48 - 1)-1:0]) | (mul2_csa0_ta[(48 - 1)-1:0] & mul2_csa0_tc[(48 - 1)-1:0])) | (mul2_csa0_tb[(48 - 1)-1:0] & mul2_csa0_tc[(48 - 1)-1:0]));
+
+
+
+assign mul2_csa0_xc = {mul2_csa0_mj, 1'b0};
+
+
+
+assign mul2_csa0_hsum = (mul2_csa0_xs + mul2_csa0_xc);
+
+
+always @(posedge clk) begin: mul2_csa0_st2
+    if (rst == 1) begin
+        mul2_csa0_p <= 0;
+    end
+    else begin
+        if (busy) begin
+            mul2_csa0_p <= $signed({mul2_csa0_hsum, mul2_csa0_ll[16-1:0]});
+        end
+    end
+end
+
+
+
+assign pwl_pipe0_zl = (fa + 524288);
+
+
+always @(pwl_pipe0_zl, fa) begin: pwl_pipe0_clampz
     if ((fa >= 524288)) begin
-        pwl_comb0_u = 1048575;
+        pwl_pipe0_u_c = 1048575;
     end
     else if ((fa < (-524288))) begin
-        pwl_comb0_u = 0;
+        pwl_pipe0_u_c = 0;
     end
     else begin
-        pwl_comb0_u = pwl_comb0_zl[20-1:0];
+        pwl_pipe0_u_c = pwl_pipe0_zl[20-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: pwl_pipe0_p1
+    if (rst == 1) begin
+        pwl_pipe0_u1 <= 0;
+    end
+    else begin
+        pwl_pipe0_u1 <= pwl_pipe0_u_c;
     end
 end
 
 
 
-assign pwl_comb0_idx = pwl_comb0_u[20-1:14];
-assign pwl_comb0_off = pwl_comb0_u[14-1:0];
+assign pwl_pipe0_idx2 = pwl_pipe0_u1[20-1:14];
+assign pwl_pipe0_off2 = $signed({1'h0, pwl_pipe0_u1[14-1:0]});
 
 
-always @(pwl_comb0_idx) begin: pwl_comb0_rom
-    case (pwl_comb0_idx)
-        0: pwl_comb0_base_c = 22;
-        1: pwl_comb0_base_c = 28;
-        2: pwl_comb0_base_c = 36;
-        3: pwl_comb0_base_c = 47;
-        4: pwl_comb0_base_c = 60;
-        5: pwl_comb0_base_c = 77;
-        6: pwl_comb0_base_c = 98;
-        7: pwl_comb0_base_c = 126;
-        8: pwl_comb0_base_c = 162;
-        9: pwl_comb0_base_c = 208;
-        10: pwl_comb0_base_c = 267;
-        11: pwl_comb0_base_c = 342;
-        12: pwl_comb0_base_c = 439;
-        13: pwl_comb0_base_c = 562;
-        14: pwl_comb0_base_c = 720;
-        15: pwl_comb0_base_c = 922;
-        16: pwl_comb0_base_c = 1179;
-        17: pwl_comb0_base_c = 1506;
-        18: pwl_comb0_base_c = 1921;
-        19: pwl_comb0_base_c = 2446;
-        20: pwl_comb0_base_c = 3108;
-        21: pwl_comb0_base_c = 3938;
-        22: pwl_comb0_base_c = 4971;
-        23: pwl_comb0_base_c = 6249;
-        24: pwl_comb0_base_c = 7812;
-        25: pwl_comb0_base_c = 9702;
-        26: pwl_comb0_base_c = 11955;
-        27: pwl_comb0_base_c = 14595;
-        28: pwl_comb0_base_c = 17625;
-        29: pwl_comb0_base_c = 21025;
-        30: pwl_comb0_base_c = 24743;
-        31: pwl_comb0_base_c = 28693;
-        32: pwl_comb0_base_c = 32768;
-        33: pwl_comb0_base_c = 36843;
-        34: pwl_comb0_base_c = 40793;
-        35: pwl_comb0_base_c = 44511;
-        36: pwl_comb0_base_c = 47911;
-        37: pwl_comb0_base_c = 50941;
-        38: pwl_comb0_base_c = 53581;
-        39: pwl_comb0_base_c = 55834;
-        40: pwl_comb0_base_c = 57724;
-        41: pwl_comb0_base_c = 59287;
-        42: pwl_comb0_base_c = 60565;
-        43: pwl_comb0_base_c = 61598;
-        44: pwl_comb0_base_c = 62428;
-        45: pwl_comb0_base_c = 63090;
-        46: pwl_comb0_base_c = 63615;
-        47: pwl_comb0_base_c = 64030;
-        48: pwl_comb0_base_c = 64357;
-        49: pwl_comb0_base_c = 64614;
-        50: pwl_comb0_base_c = 64816;
-        51: pwl_comb0_base_c = 64974;
-        52: pwl_comb0_base_c = 65097;
-        53: pwl_comb0_base_c = 65194;
-        54: pwl_comb0_base_c = 65269;
-        55: pwl_comb0_base_c = 65328;
-        56: pwl_comb0_base_c = 65374;
-        57: pwl_comb0_base_c = 65410;
-        58: pwl_comb0_base_c = 65438;
-        59: pwl_comb0_base_c = 65459;
-        60: pwl_comb0_base_c = 65476;
-        61: pwl_comb0_base_c = 65489;
-        62: pwl_comb0_base_c = 65500;
-        default: pwl_comb0_base_c = 65508;
-    endcase
-    case (pwl_comb0_idx)
-        0: pwl_comb0_slope_c = 25;
-        1: pwl_comb0_slope_c = 32;
-        2: pwl_comb0_slope_c = 41;
-        3: pwl_comb0_slope_c = 53;
-        4: pwl_comb0_slope_c = 68;
-        5: pwl_comb0_slope_c = 87;
-        6: pwl_comb0_slope_c = 112;
-        7: pwl_comb0_slope_c = 143;
-        8: pwl_comb0_slope_c = 184;
-        9: pwl_comb0_slope_c = 235;
-        10: pwl_comb0_slope_c = 301;
-        11: pwl_comb0_slope_c = 386;
-        12: pwl_comb0_slope_c = 494;
-        13: pwl_comb0_slope_c = 632;
-        14: pwl_comb0_slope_c = 807;
-        15: pwl_comb0_slope_c = 1028;
-        16: pwl_comb0_slope_c = 1308;
-        17: pwl_comb0_slope_c = 1661;
-        18: pwl_comb0_slope_c = 2101;
-        19: pwl_comb0_slope_c = 2647;
-        20: pwl_comb0_slope_c = 3319;
-        21: pwl_comb0_slope_c = 4134;
-        22: pwl_comb0_slope_c = 5110;
-        23: pwl_comb0_slope_c = 6253;
-        24: pwl_comb0_slope_c = 7561;
-        25: pwl_comb0_slope_c = 9012;
-        26: pwl_comb0_slope_c = 10558;
-        27: pwl_comb0_slope_c = 12122;
-        28: pwl_comb0_slope_c = 13600;
-        29: pwl_comb0_slope_c = 14869;
-        30: pwl_comb0_slope_c = 15803;
-        31: pwl_comb0_slope_c = 16299;
-        32: pwl_comb0_slope_c = 16299;
-        33: pwl_comb0_slope_c = 15803;
-        34: pwl_comb0_slope_c = 14869;
-        35: pwl_comb0_slope_c = 13600;
-        36: pwl_comb0_slope_c = 12122;
-        37: pwl_comb0_slope_c = 10558;
-        38: pwl_comb0_slope_c = 9012;
-        39: pwl_comb0_slope_c = 7561;
-        40: pwl_comb0_slope_c = 6253;
-        41: pwl_comb0_slope_c = 5110;
-        42: pwl_comb0_slope_c = 4134;
-        43: pwl_comb0_slope_c = 3319;
-        44: pwl_comb0_slope_c = 2647;
-        45: pwl_comb0_slope_c = 2101;
-        46: pwl_comb0_slope_c = 1661;
-        47: pwl_comb0_slope_c = 1308;
-        48: pwl_comb0_slope_c = 1028;
-        49: pwl_comb0_slope_c = 807;
-        50: pwl_comb0_slope_c = 632;
-        51: pwl_comb0_slope_c = 494;
-        52: pwl_comb0_slope_c = 386;
-        53: pwl_comb0_slope_c = 301;
-        54: pwl_comb0_slope_c = 235;
-        55: pwl_comb0_slope_c = 184;
-        56: pwl_comb0_slope_c = 143;
-        57: pwl_comb0_slope_c = 112;
-        58: pwl_comb0_slope_c = 87;
-        59: pwl_comb0_slope_c = 68;
-        60: pwl_comb0_slope_c = 53;
-        61: pwl_comb0_slope_c = 41;
-        62: pwl_comb0_slope_c = 32;
-        default: pwl_comb0_slope_c = 25;
+always @(pwl_pipe0_idx2) begin: pwl_pipe0_p2rom
+    case (pwl_pipe0_idx2)
+        0: pwl_pipe0_slope2 = 25;
+        1: pwl_pipe0_slope2 = 32;
+        2: pwl_pipe0_slope2 = 41;
+        3: pwl_pipe0_slope2 = 53;
+        4: pwl_pipe0_slope2 = 68;
+        5: pwl_pipe0_slope2 = 87;
+        6: pwl_pipe0_slope2 = 112;
+        7: pwl_pipe0_slope2 = 143;
+        8: pwl_pipe0_slope2 = 184;
+        9: pwl_pipe0_slope2 = 235;
+        10: pwl_pipe0_slope2 = 301;
+        11: pwl_pipe0_slope2 = 386;
+        12: pwl_pipe0_slope2 = 494;
+        13: pwl_pipe0_slope2 = 632;
+        14: pwl_pipe0_slope2 = 807;
+        15: pwl_pipe0_slope2 = 1028;
+        16: pwl_pipe0_slope2 = 1308;
+        17: pwl_pipe0_slope2 = 1661;
+        18: pwl_pipe0_slope2 = 2101;
+        19: pwl_pipe0_slope2 = 2647;
+        20: pwl_pipe0_slope2 = 3319;
+        21: pwl_pipe0_slope2 = 4134;
+        22: pwl_pipe0_slope2 = 5110;
+        23: pwl_pipe0_slope2 = 6253;
+        24: pwl_pipe0_slope2 = 7561;
+        25: pwl_pipe0_slope2 = 9012;
+        26: pwl_pipe0_slope2 = 10558;
+        27: pwl_pipe0_slope2 = 12122;
+        28: pwl_pipe0_slope2 = 13600;
+        29: pwl_pipe0_slope2 = 14869;
+        30: pwl_pipe0_slope2 = 15803;
+        31: pwl_pipe0_slope2 = 16299;
+        32: pwl_pipe0_slope2 = 16299;
+        33: pwl_pipe0_slope2 = 15803;
+        34: pwl_pipe0_slope2 = 14869;
+        35: pwl_pipe0_slope2 = 13600;
+        36: pwl_pipe0_slope2 = 12122;
+        37: pwl_pipe0_slope2 = 10558;
+        38: pwl_pipe0_slope2 = 9012;
+        39: pwl_pipe0_slope2 = 7561;
+        40: pwl_pipe0_slope2 = 6253;
+        41: pwl_pipe0_slope2 = 5110;
+        42: pwl_pipe0_slope2 = 4134;
+        43: pwl_pipe0_slope2 = 3319;
+        44: pwl_pipe0_slope2 = 2647;
+        45: pwl_pipe0_slope2 = 2101;
+        46: pwl_pipe0_slope2 = 1661;
+        47: pwl_pipe0_slope2 = 1308;
+        48: pwl_pipe0_slope2 = 1028;
+        49: pwl_pipe0_slope2 = 807;
+        50: pwl_pipe0_slope2 = 632;
+        51: pwl_pipe0_slope2 = 494;
+        52: pwl_pipe0_slope2 = 386;
+        53: pwl_pipe0_slope2 = 301;
+        54: pwl_pipe0_slope2 = 235;
+        55: pwl_pipe0_slope2 = 184;
+        56: pwl_pipe0_slope2 = 143;
+        57: pwl_pipe0_slope2 = 112;
+        58: pwl_pipe0_slope2 = 87;
+        59: pwl_pipe0_slope2 = 68;
+        60: pwl_pipe0_slope2 = 53;
+        61: pwl_pipe0_slope2 = 41;
+        62: pwl_pipe0_slope2 = 32;
+        default: pwl_pipe0_slope2 = 25;
     endcase
 end
 
 
-
-assign pwl_comb0_offs = $signed({1'h0, pwl_comb0_off});
-
-
-
-assign pwl_comb0_prod = (pwl_comb0_slope_c * pwl_comb0_offs);
-
-
-
-assign pwl_comb0_round_sat2_t = $signed(pwl_comb0_prod >>> 16);
-assign pwl_comb0_round_sat2_rb = $signed({46'h0, pwl_comb0_prod[(16 - 1)]});
-
-
-
-assign pwl_comb0_round_sat2_r = (pwl_comb0_round_sat2_t + pwl_comb0_round_sat2_rb);
-
-
-
-assign pwl_comb0_round_sat2_sat5_hi = pwl_comb0_round_sat2_r[47-1:(32 - 1)];
-
-
-
-assign pwl_comb0_round_sat2_sat5_hin = (~pwl_comb0_round_sat2_sat5_hi);
-
-
-
-assign pwl_comb0_round_sat2_sat5_nsign = (!pwl_comb0_round_sat2_r[(47 - 1)]);
-
-
-always @(pwl_comb0_round_sat2_sat5_fill, pwl_comb0_round_sat2_sat5_hi, pwl_comb0_round_sat2_r, pwl_comb0_round_sat2_sat5_hin) begin: pwl_comb0_round_sat2_sat5_clamp
-    if (((pwl_comb0_round_sat2_sat5_hi == 0) || (pwl_comb0_round_sat2_sat5_hin == 0))) begin
-        pwl_comb0_rnd = $signed(pwl_comb0_round_sat2_r[32-1:0]);
+always @(posedge clk) begin: pwl_pipe0_p2
+    if (rst == 1) begin
+        pwl_pipe0_idx3 <= 0;
+        pwl_pipe0_prod3 <= 0;
     end
     else begin
-        pwl_comb0_rnd = $signed({pwl_comb0_round_sat2_r[(47 - 1)], pwl_comb0_round_sat2_sat5_fill});
+        pwl_pipe0_prod3 <= (pwl_pipe0_slope2 * pwl_pipe0_off2);
+        pwl_pipe0_idx3 <= pwl_pipe0_idx2;
     end
 end
 
 
 
-assign pwl_comb0_sumv = (pwl_comb0_base_c + pwl_comb0_rnd);
+assign pwl_pipe0_round_sat_fast0_round_sat0_t = $signed(pwl_pipe0_prod3 >>> 16);
+assign pwl_pipe0_round_sat_fast0_round_sat0_rb = $signed({32'h0, pwl_pipe0_prod3[(16 - 1)]});
 
 
 
-assign pwl_comb0_sat6_hi = pwl_comb0_sumv[33-1:(32 - 1)];
+assign pwl_pipe0_round_sat_fast0_round_sat0_r = (pwl_pipe0_round_sat_fast0_round_sat0_t + pwl_pipe0_round_sat_fast0_round_sat0_rb);
 
 
 
-assign pwl_comb0_sat6_hin = (~pwl_comb0_sat6_hi);
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi = pwl_pipe0_round_sat_fast0_round_sat0_r[33-1:(32 - 1)];
 
 
 
-assign pwl_comb0_sat6_nsign = (!pwl_comb0_sumv[(33 - 1)]);
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin = (~pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi);
 
 
-always @(pwl_comb0_sat6_fill, pwl_comb0_sat6_hi, pwl_comb0_sumv, pwl_comb0_sat6_hin) begin: pwl_comb0_sat6_clamp
-    if (((pwl_comb0_sat6_hi == 0) || (pwl_comb0_sat6_hin == 0))) begin
-        pwl_comb0_ys = $signed(pwl_comb0_sumv[32-1:0]);
+
+assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign = (!pwl_pipe0_round_sat_fast0_round_sat0_r[(33 - 1)]);
+
+
+always @(pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill, pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi, pwl_pipe0_round_sat_fast0_round_sat0_r, pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin) begin: pwl_pipe0_round_sat_fast0_round_sat0_sat2_clamp
+    if (((pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi == 0) || (pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin == 0))) begin
+        pwl_pipe0_rnd_c = $signed(pwl_pipe0_round_sat_fast0_round_sat0_r[32-1:0]);
     end
     else begin
-        pwl_comb0_ys = $signed({pwl_comb0_sumv[(33 - 1)], pwl_comb0_sat6_fill});
+        pwl_pipe0_rnd_c = $signed({pwl_pipe0_round_sat_fast0_round_sat0_r[(33 - 1)], pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill});
     end
 end
 
 
-always @(pwl_comb0_ys) begin: pwl_comb0_outc
-    if ((pwl_comb0_ys > 65536)) begin
+always @(posedge clk) begin: pwl_pipe0_p3
+    if (rst == 1) begin
+        pwl_pipe0_rnd4 <= 0;
+        pwl_pipe0_idx4 <= 0;
+    end
+    else begin
+        pwl_pipe0_rnd4 <= pwl_pipe0_rnd_c;
+        pwl_pipe0_idx4 <= pwl_pipe0_idx3;
+    end
+end
+
+
+always @(pwl_pipe0_idx4) begin: pwl_pipe0_p4rom
+    case (pwl_pipe0_idx4)
+        0: pwl_pipe0_base4 = 22;
+        1: pwl_pipe0_base4 = 28;
+        2: pwl_pipe0_base4 = 36;
+        3: pwl_pipe0_base4 = 47;
+        4: pwl_pipe0_base4 = 60;
+        5: pwl_pipe0_base4 = 77;
+        6: pwl_pipe0_base4 = 98;
+        7: pwl_pipe0_base4 = 126;
+        8: pwl_pipe0_base4 = 162;
+        9: pwl_pipe0_base4 = 208;
+        10: pwl_pipe0_base4 = 267;
+        11: pwl_pipe0_base4 = 342;
+        12: pwl_pipe0_base4 = 439;
+        13: pwl_pipe0_base4 = 562;
+        14: pwl_pipe0_base4 = 720;
+        15: pwl_pipe0_base4 = 922;
+        16: pwl_pipe0_base4 = 1179;
+        17: pwl_pipe0_base4 = 1506;
+        18: pwl_pipe0_base4 = 1921;
+        19: pwl_pipe0_base4 = 2446;
+        20: pwl_pipe0_base4 = 3108;
+        21: pwl_pipe0_base4 = 3938;
+        22: pwl_pipe0_base4 = 4971;
+        23: pwl_pipe0_base4 = 6249;
+        24: pwl_pipe0_base4 = 7812;
+        25: pwl_pipe0_base4 = 9702;
+        26: pwl_pipe0_base4 = 11955;
+        27: pwl_pipe0_base4 = 14595;
+        28: pwl_pipe0_base4 = 17625;
+        29: pwl_pipe0_base4 = 21025;
+        30: pwl_pipe0_base4 = 24743;
+        31: pwl_pipe0_base4 = 28693;
+        32: pwl_pipe0_base4 = 32768;
+        33: pwl_pipe0_base4 = 36843;
+        34: pwl_pipe0_base4 = 40793;
+        35: pwl_pipe0_base4 = 44511;
+        36: pwl_pipe0_base4 = 47911;
+        37: pwl_pipe0_base4 = 50941;
+        38: pwl_pipe0_base4 = 53581;
+        39: pwl_pipe0_base4 = 55834;
+        40: pwl_pipe0_base4 = 57724;
+        41: pwl_pipe0_base4 = 59287;
+        42: pwl_pipe0_base4 = 60565;
+        43: pwl_pipe0_base4 = 61598;
+        44: pwl_pipe0_base4 = 62428;
+        45: pwl_pipe0_base4 = 63090;
+        46: pwl_pipe0_base4 = 63615;
+        47: pwl_pipe0_base4 = 64030;
+        48: pwl_pipe0_base4 = 64357;
+        49: pwl_pipe0_base4 = 64614;
+        50: pwl_pipe0_base4 = 64816;
+        51: pwl_pipe0_base4 = 64974;
+        52: pwl_pipe0_base4 = 65097;
+        53: pwl_pipe0_base4 = 65194;
+        54: pwl_pipe0_base4 = 65269;
+        55: pwl_pipe0_base4 = 65328;
+        56: pwl_pipe0_base4 = 65374;
+        57: pwl_pipe0_base4 = 65410;
+        58: pwl_pipe0_base4 = 65438;
+        59: pwl_pipe0_base4 = 65459;
+        60: pwl_pipe0_base4 = 65476;
+        61: pwl_pipe0_base4 = 65489;
+        62: pwl_pipe0_base4 = 65500;
+        default: pwl_pipe0_base4 = 65508;
+    endcase
+end
+
+
+
+assign pwl_pipe0_sumv = (pwl_pipe0_base4 + pwl_pipe0_rnd4);
+
+
+
+assign pwl_pipe0_sat3_hi = pwl_pipe0_sumv[33-1:(32 - 1)];
+
+
+
+assign pwl_pipe0_sat3_hin = (~pwl_pipe0_sat3_hi);
+
+
+
+assign pwl_pipe0_sat3_nsign = (!pwl_pipe0_sumv[(33 - 1)]);
+
+
+always @(pwl_pipe0_sat3_fill, pwl_pipe0_sat3_hi, pwl_pipe0_sumv, pwl_pipe0_sat3_hin) begin: pwl_pipe0_sat3_clamp
+    if (((pwl_pipe0_sat3_hi == 0) || (pwl_pipe0_sat3_hin == 0))) begin
+        pwl_pipe0_ys = $signed(pwl_pipe0_sumv[32-1:0]);
+    end
+    else begin
+        pwl_pipe0_ys = $signed({pwl_pipe0_sumv[(33 - 1)], pwl_pipe0_sat3_fill});
+    end
+end
+
+
+always @(pwl_pipe0_idx4) begin: pwl_pipe0_p4romh
+    case (pwl_pipe0_idx4)
+        0: pwl_pipe0_limh = 65514;
+        1: pwl_pipe0_limh = 65508;
+        2: pwl_pipe0_limh = 65500;
+        3: pwl_pipe0_limh = 65489;
+        4: pwl_pipe0_limh = 65476;
+        5: pwl_pipe0_limh = 65459;
+        6: pwl_pipe0_limh = 65438;
+        7: pwl_pipe0_limh = 65410;
+        8: pwl_pipe0_limh = 65374;
+        9: pwl_pipe0_limh = 65328;
+        10: pwl_pipe0_limh = 65269;
+        11: pwl_pipe0_limh = 65194;
+        12: pwl_pipe0_limh = 65097;
+        13: pwl_pipe0_limh = 64974;
+        14: pwl_pipe0_limh = 64816;
+        15: pwl_pipe0_limh = 64614;
+        16: pwl_pipe0_limh = 64357;
+        17: pwl_pipe0_limh = 64030;
+        18: pwl_pipe0_limh = 63615;
+        19: pwl_pipe0_limh = 63090;
+        20: pwl_pipe0_limh = 62428;
+        21: pwl_pipe0_limh = 61598;
+        22: pwl_pipe0_limh = 60565;
+        23: pwl_pipe0_limh = 59287;
+        24: pwl_pipe0_limh = 57724;
+        25: pwl_pipe0_limh = 55834;
+        26: pwl_pipe0_limh = 53581;
+        27: pwl_pipe0_limh = 50941;
+        28: pwl_pipe0_limh = 47911;
+        29: pwl_pipe0_limh = 44511;
+        30: pwl_pipe0_limh = 40793;
+        31: pwl_pipe0_limh = 36843;
+        32: pwl_pipe0_limh = 32768;
+        33: pwl_pipe0_limh = 28693;
+        34: pwl_pipe0_limh = 24743;
+        35: pwl_pipe0_limh = 21025;
+        36: pwl_pipe0_limh = 17625;
+        37: pwl_pipe0_limh = 14595;
+        38: pwl_pipe0_limh = 11955;
+        39: pwl_pipe0_limh = 9702;
+        40: pwl_pipe0_limh = 7812;
+        41: pwl_pipe0_limh = 6249;
+        42: pwl_pipe0_limh = 4971;
+        43: pwl_pipe0_limh = 3938;
+        44: pwl_pipe0_limh = 3108;
+        45: pwl_pipe0_limh = 2446;
+        46: pwl_pipe0_limh = 1921;
+        47: pwl_pipe0_limh = 1506;
+        48: pwl_pipe0_limh = 1179;
+        49: pwl_pipe0_limh = 922;
+        50: pwl_pipe0_limh = 720;
+        51: pwl_pipe0_limh = 562;
+        52: pwl_pipe0_limh = 439;
+        53: pwl_pipe0_limh = 342;
+        54: pwl_pipe0_limh = 267;
+        55: pwl_pipe0_limh = 208;
+        56: pwl_pipe0_limh = 162;
+        57: pwl_pipe0_limh = 126;
+        58: pwl_pipe0_limh = 98;
+        59: pwl_pipe0_limh = 77;
+        60: pwl_pipe0_limh = 60;
+        61: pwl_pipe0_limh = 47;
+        62: pwl_pipe0_limh = 36;
+        default: pwl_pipe0_limh = 28;
+    endcase
+end
+
+
+always @(pwl_pipe0_idx4) begin: pwl_pipe0_p4roml
+    case (pwl_pipe0_idx4)
+        0: pwl_pipe0_liml = (-22);
+        1: pwl_pipe0_liml = (-28);
+        2: pwl_pipe0_liml = (-36);
+        3: pwl_pipe0_liml = (-47);
+        4: pwl_pipe0_liml = (-60);
+        5: pwl_pipe0_liml = (-77);
+        6: pwl_pipe0_liml = (-98);
+        7: pwl_pipe0_liml = (-126);
+        8: pwl_pipe0_liml = (-162);
+        9: pwl_pipe0_liml = (-208);
+        10: pwl_pipe0_liml = (-267);
+        11: pwl_pipe0_liml = (-342);
+        12: pwl_pipe0_liml = (-439);
+        13: pwl_pipe0_liml = (-562);
+        14: pwl_pipe0_liml = (-720);
+        15: pwl_pipe0_liml = (-922);
+        16: pwl_pipe0_liml = (-1179);
+        17: pwl_pipe0_liml = (-1506);
+        18: pwl_pipe0_liml = (-1921);
+        19: pwl_pipe0_liml = (-2446);
+        20: pwl_pipe0_liml = (-3108);
+        21: pwl_pipe0_liml = (-3938);
+        22: pwl_pipe0_liml = (-4971);
+        23: pwl_pipe0_liml = (-6249);
+        24: pwl_pipe0_liml = (-7812);
+        25: pwl_pipe0_liml = (-9702);
+        26: pwl_pipe0_liml = (-11955);
+        27: pwl_pipe0_liml = (-14595);
+        28: pwl_pipe0_liml = (-17625);
+        29: pwl_pipe0_liml = (-21025);
+        30: pwl_pipe0_liml = (-24743);
+        31: pwl_pipe0_liml = (-28693);
+        32: pwl_pipe0_liml = (-32768);
+        33: pwl_pipe0_liml = (-36843);
+        34: pwl_pipe0_liml = (-40793);
+        35: pwl_pipe0_liml = (-44511);
+        36: pwl_pipe0_liml = (-47911);
+        37: pwl_pipe0_liml = (-50941);
+        38: pwl_pipe0_liml = (-53581);
+        39: pwl_pipe0_liml = (-55834);
+        40: pwl_pipe0_liml = (-57724);
+        41: pwl_pipe0_liml = (-59287);
+        42: pwl_pipe0_liml = (-60565);
+        43: pwl_pipe0_liml = (-61598);
+        44: pwl_pipe0_liml = (-62428);
+        45: pwl_pipe0_liml = (-63090);
+        46: pwl_pipe0_liml = (-63615);
+        47: pwl_pipe0_liml = (-64030);
+        48: pwl_pipe0_liml = (-64357);
+        49: pwl_pipe0_liml = (-64614);
+        50: pwl_pipe0_liml = (-64816);
+        51: pwl_pipe0_liml = (-64974);
+        52: pwl_pipe0_liml = (-65097);
+        53: pwl_pipe0_liml = (-65194);
+        54: pwl_pipe0_liml = (-65269);
+        55: pwl_pipe0_liml = (-65328);
+        56: pwl_pipe0_liml = (-65374);
+        57: pwl_pipe0_liml = (-65410);
+        58: pwl_pipe0_liml = (-65438);
+        59: pwl_pipe0_liml = (-65459);
+        60: pwl_pipe0_liml = (-65476);
+        61: pwl_pipe0_liml = (-65489);
+        62: pwl_pipe0_liml = (-65500);
+        default: pwl_pipe0_liml = (-65508);
+    endcase
+end
+
+
+always @(pwl_pipe0_limh, pwl_pipe0_liml, pwl_pipe0_rnd4, pwl_pipe0_ys) begin: pwl_pipe0_outc
+    if ((pwl_pipe0_rnd4 > pwl_pipe0_limh)) begin
         y_sig = 65536;
     end
-    else if ((pwl_comb0_ys < 0)) begin
+    else if ((pwl_pipe0_rnd4 < pwl_pipe0_liml)) begin
         y_sig = 0;
     end
     else begin
-        y_sig = pwl_comb0_ys;
+        y_sig = pwl_pipe0_ys;
     end
 end
 
 
 
-assign pwl_comb1_zl = (fa + 262144);
+assign pwl_pipe1_zl = (fa + 262144);
 
 
-always @(pwl_comb1_zl, fa) begin: pwl_comb1_clampz
+always @(pwl_pipe1_zl, fa) begin: pwl_pipe1_clampz
     if ((fa >= 262144)) begin
-        pwl_comb1_u = 524287;
+        pwl_pipe1_u_c = 524287;
     end
     else if ((fa < (-262144))) begin
-        pwl_comb1_u = 0;
+        pwl_pipe1_u_c = 0;
     end
     else begin
-        pwl_comb1_u = pwl_comb1_zl[19-1:0];
+        pwl_pipe1_u_c = pwl_pipe1_zl[19-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: pwl_pipe1_p1
+    if (rst == 1) begin
+        pwl_pipe1_u1 <= 0;
+    end
+    else begin
+        pwl_pipe1_u1 <= pwl_pipe1_u_c;
     end
 end
 
 
 
-assign pwl_comb1_idx = pwl_comb1_u[19-1:12];
-assign pwl_comb1_off = pwl_comb1_u[12-1:0];
+assign pwl_pipe1_idx2 = pwl_pipe1_u1[19-1:12];
+assign pwl_pipe1_off2 = $signed({1'h0, pwl_pipe1_u1[12-1:0]});
 
 
-always @(pwl_comb1_idx) begin: pwl_comb1_rom
-    case (pwl_comb1_idx)
-        0: pwl_comb1_base_c = 22;
-        1: pwl_comb1_base_c = 28;
-        2: pwl_comb1_base_c = 36;
-        3: pwl_comb1_base_c = 46;
-        4: pwl_comb1_base_c = 58;
-        5: pwl_comb1_base_c = 73;
-        6: pwl_comb1_base_c = 92;
-        7: pwl_comb1_base_c = 115;
-        8: pwl_comb1_base_c = 143;
-        9: pwl_comb1_base_c = 178;
-        10: pwl_comb1_base_c = 220;
-        11: pwl_comb1_base_c = 272;
-        12: pwl_comb1_base_c = 333;
-        13: pwl_comb1_base_c = 408;
-        14: pwl_comb1_base_c = 496;
-        15: pwl_comb1_base_c = 602;
-        16: pwl_comb1_base_c = 728;
-        17: pwl_comb1_base_c = 876;
-        18: pwl_comb1_base_c = 1051;
-        19: pwl_comb1_base_c = 1255;
-        20: pwl_comb1_base_c = 1494;
-        21: pwl_comb1_base_c = 1771;
-        22: pwl_comb1_base_c = 2090;
-        23: pwl_comb1_base_c = 2458;
-        24: pwl_comb1_base_c = 2879;
-        25: pwl_comb1_base_c = 3360;
-        26: pwl_comb1_base_c = 3905;
-        27: pwl_comb1_base_c = 4521;
-        28: pwl_comb1_base_c = 5214;
-        29: pwl_comb1_base_c = 5990;
-        30: pwl_comb1_base_c = 6854;
-        31: pwl_comb1_base_c = 7812;
-        32: pwl_comb1_base_c = 8869;
-        33: pwl_comb1_base_c = 10031;
-        34: pwl_comb1_base_c = 11300;
-        35: pwl_comb1_base_c = 12680;
-        36: pwl_comb1_base_c = 14173;
-        37: pwl_comb1_base_c = 15780;
-        38: pwl_comb1_base_c = 17502;
-        39: pwl_comb1_base_c = 19335;
-        40: pwl_comb1_base_c = 21276;
-        41: pwl_comb1_base_c = 23322;
-        42: pwl_comb1_base_c = 25465;
-        43: pwl_comb1_base_c = 27696;
-        44: pwl_comb1_base_c = 30005;
-        45: pwl_comb1_base_c = 32379;
-        46: pwl_comb1_base_c = 34806;
-        47: pwl_comb1_base_c = 37268;
-        48: pwl_comb1_base_c = 39750;
-        49: pwl_comb1_base_c = 42231;
-        50: pwl_comb1_base_c = 44692;
-        51: pwl_comb1_base_c = 47112;
-        52: pwl_comb1_base_c = 49469;
-        53: pwl_comb1_base_c = 51742;
-        54: pwl_comb1_base_c = 53908;
-        55: pwl_comb1_base_c = 55947;
-        56: pwl_comb1_base_c = 57835;
-        57: pwl_comb1_base_c = 59555;
-        58: pwl_comb1_base_c = 61086;
-        59: pwl_comb1_base_c = 62413;
-        60: pwl_comb1_base_c = 63520;
-        61: pwl_comb1_base_c = 64394;
-        62: pwl_comb1_base_c = 65026;
-        63: pwl_comb1_base_c = 65408;
-        64: pwl_comb1_base_c = 65536;
-        65: pwl_comb1_base_c = 65408;
-        66: pwl_comb1_base_c = 65026;
-        67: pwl_comb1_base_c = 64394;
-        68: pwl_comb1_base_c = 63520;
-        69: pwl_comb1_base_c = 62413;
-        70: pwl_comb1_base_c = 61086;
-        71: pwl_comb1_base_c = 59555;
-        72: pwl_comb1_base_c = 57835;
-        73: pwl_comb1_base_c = 55947;
-        74: pwl_comb1_base_c = 53908;
-        75: pwl_comb1_base_c = 51742;
-        76: pwl_comb1_base_c = 49469;
-        77: pwl_comb1_base_c = 47112;
-        78: pwl_comb1_base_c = 44692;
-        79: pwl_comb1_base_c = 42231;
-        80: pwl_comb1_base_c = 39750;
-        81: pwl_comb1_base_c = 37268;
-        82: pwl_comb1_base_c = 34806;
-        83: pwl_comb1_base_c = 32379;
-        84: pwl_comb1_base_c = 30005;
-        85: pwl_comb1_base_c = 27696;
-        86: pwl_comb1_base_c = 25465;
-        87: pwl_comb1_base_c = 23322;
-        88: pwl_comb1_base_c = 21276;
-        89: pwl_comb1_base_c = 19335;
-        90: pwl_comb1_base_c = 17502;
-        91: pwl_comb1_base_c = 15780;
-        92: pwl_comb1_base_c = 14173;
-        93: pwl_comb1_base_c = 12680;
-        94: pwl_comb1_base_c = 11300;
-        95: pwl_comb1_base_c = 10031;
-        96: pwl_comb1_base_c = 8869;
-        97: pwl_comb1_base_c = 7812;
-        98: pwl_comb1_base_c = 6854;
-        99: pwl_comb1_base_c = 5990;
-        100: pwl_comb1_base_c = 5214;
-        101: pwl_comb1_base_c = 4521;
-        102: pwl_comb1_base_c = 3905;
-        103: pwl_comb1_base_c = 3360;
-        104: pwl_comb1_base_c = 2879;
-        105: pwl_comb1_base_c = 2458;
-        106: pwl_comb1_base_c = 2090;
-        107: pwl_comb1_base_c = 1771;
-        108: pwl_comb1_base_c = 1494;
-        109: pwl_comb1_base_c = 1255;
-        110: pwl_comb1_base_c = 1051;
-        111: pwl_comb1_base_c = 876;
-        112: pwl_comb1_base_c = 728;
-        113: pwl_comb1_base_c = 602;
-        114: pwl_comb1_base_c = 496;
-        115: pwl_comb1_base_c = 408;
-        116: pwl_comb1_base_c = 333;
-        117: pwl_comb1_base_c = 272;
-        118: pwl_comb1_base_c = 220;
-        119: pwl_comb1_base_c = 178;
-        120: pwl_comb1_base_c = 143;
-        121: pwl_comb1_base_c = 115;
-        122: pwl_comb1_base_c = 92;
-        123: pwl_comb1_base_c = 73;
-        124: pwl_comb1_base_c = 58;
-        125: pwl_comb1_base_c = 46;
-        126: pwl_comb1_base_c = 36;
-        default: pwl_comb1_base_c = 28;
-    endcase
-    case (pwl_comb1_idx)
-        0: pwl_comb1_slope_c = 99;
-        1: pwl_comb1_slope_c = 125;
-        2: pwl_comb1_slope_c = 156;
-        3: pwl_comb1_slope_c = 195;
-        4: pwl_comb1_slope_c = 242;
-        5: pwl_comb1_slope_c = 300;
-        6: pwl_comb1_slope_c = 370;
-        7: pwl_comb1_slope_c = 454;
-        8: pwl_comb1_slope_c = 555;
-        9: pwl_comb1_slope_c = 676;
-        10: pwl_comb1_slope_c = 819;
-        11: pwl_comb1_slope_c = 989;
-        12: pwl_comb1_slope_c = 1188;
-        13: pwl_comb1_slope_c = 1422;
-        14: pwl_comb1_slope_c = 1695;
-        15: pwl_comb1_slope_c = 2010;
-        16: pwl_comb1_slope_c = 2375;
-        17: pwl_comb1_slope_c = 2793;
-        18: pwl_comb1_slope_c = 3271;
-        19: pwl_comb1_slope_c = 3814;
-        20: pwl_comb1_slope_c = 4427;
-        21: pwl_comb1_slope_c = 5116;
-        22: pwl_comb1_slope_c = 5886;
-        23: pwl_comb1_slope_c = 6741;
-        24: pwl_comb1_slope_c = 7686;
-        25: pwl_comb1_slope_c = 8724;
-        26: pwl_comb1_slope_c = 9857;
-        27: pwl_comb1_slope_c = 11085;
-        28: pwl_comb1_slope_c = 12409;
-        29: pwl_comb1_slope_c = 13826;
-        30: pwl_comb1_slope_c = 15331;
-        31: pwl_comb1_slope_c = 16919;
-        32: pwl_comb1_slope_c = 18581;
-        33: pwl_comb1_slope_c = 20307;
-        34: pwl_comb1_slope_c = 22082;
-        35: pwl_comb1_slope_c = 23891;
-        36: pwl_comb1_slope_c = 25717;
-        37: pwl_comb1_slope_c = 27537;
-        38: pwl_comb1_slope_c = 29330;
-        39: pwl_comb1_slope_c = 31069;
-        40: pwl_comb1_slope_c = 32729;
-        41: pwl_comb1_slope_c = 34281;
-        42: pwl_comb1_slope_c = 35696;
-        43: pwl_comb1_slope_c = 36944;
-        44: pwl_comb1_slope_c = 37997;
-        45: pwl_comb1_slope_c = 38825;
-        46: pwl_comb1_slope_c = 39400;
-        47: pwl_comb1_slope_c = 39699;
-        48: pwl_comb1_slope_c = 39697;
-        49: pwl_comb1_slope_c = 39376;
-        50: pwl_comb1_slope_c = 38721;
-        51: pwl_comb1_slope_c = 37719;
-        52: pwl_comb1_slope_c = 36367;
-        53: pwl_comb1_slope_c = 34662;
-        54: pwl_comb1_slope_c = 32609;
-        55: pwl_comb1_slope_c = 30221;
-        56: pwl_comb1_slope_c = 27511;
-        57: pwl_comb1_slope_c = 24504;
-        58: pwl_comb1_slope_c = 21226;
-        59: pwl_comb1_slope_c = 17709;
-        60: pwl_comb1_slope_c = 13990;
-        61: pwl_comb1_slope_c = 10111;
-        62: pwl_comb1_slope_c = 6114;
-        63: pwl_comb1_slope_c = 2046;
-        64: pwl_comb1_slope_c = (-2046);
-        65: pwl_comb1_slope_c = (-6114);
-        66: pwl_comb1_slope_c = (-10111);
-        67: pwl_comb1_slope_c = (-13990);
-        68: pwl_comb1_slope_c = (-17709);
-        69: pwl_comb1_slope_c = (-21226);
-        70: pwl_comb1_slope_c = (-24504);
-        71: pwl_comb1_slope_c = (-27511);
-        72: pwl_comb1_slope_c = (-30221);
-        73: pwl_comb1_slope_c = (-32609);
-        74: pwl_comb1_slope_c = (-34662);
-        75: pwl_comb1_slope_c = (-36367);
-        76: pwl_comb1_slope_c = (-37719);
-        77: pwl_comb1_slope_c = (-38721);
-        78: pwl_comb1_slope_c = (-39376);
-        79: pwl_comb1_slope_c = (-39697);
-        80: pwl_comb1_slope_c = (-39699);
-        81: pwl_comb1_slope_c = (-39400);
-        82: pwl_comb1_slope_c = (-38825);
-        83: pwl_comb1_slope_c = (-37997);
-        84: pwl_comb1_slope_c = (-36944);
-        85: pwl_comb1_slope_c = (-35696);
-        86: pwl_comb1_slope_c = (-34281);
-        87: pwl_comb1_slope_c = (-32729);
-        88: pwl_comb1_slope_c = (-31069);
-        89: pwl_comb1_slope_c = (-29330);
-        90: pwl_comb1_slope_c = (-27537);
-        91: pwl_comb1_slope_c = (-25717);
-        92: pwl_comb1_slope_c = (-23891);
-        93: pwl_comb1_slope_c = (-22082);
-        94: pwl_comb1_slope_c = (-20307);
-        95: pwl_comb1_slope_c = (-18581);
-        96: pwl_comb1_slope_c = (-16919);
-        97: pwl_comb1_slope_c = (-15331);
-        98: pwl_comb1_slope_c = (-13826);
-        99: pwl_comb1_slope_c = (-12409);
-        100: pwl_comb1_slope_c = (-11085);
-        101: pwl_comb1_slope_c = (-9857);
-        102: pwl_comb1_slope_c = (-8724);
-        103: pwl_comb1_slope_c = (-7686);
-        104: pwl_comb1_slope_c = (-6741);
-        105: pwl_comb1_slope_c = (-5886);
-        106: pwl_comb1_slope_c = (-5116);
-        107: pwl_comb1_slope_c = (-4427);
-        108: pwl_comb1_slope_c = (-3814);
-        109: pwl_comb1_slope_c = (-3271);
-        110: pwl_comb1_slope_c = (-2793);
-        111: pwl_comb1_slope_c = (-2375);
-        112: pwl_comb1_slope_c = (-2010);
-        113: pwl_comb1_slope_c = (-1695);
-        114: pwl_comb1_slope_c = (-1422);
-        115: pwl_comb1_slope_c = (-1188);
-        116: pwl_comb1_slope_c = (-989);
-        117: pwl_comb1_slope_c = (-819);
-        118: pwl_comb1_slope_c = (-676);
-        119: pwl_comb1_slope_c = (-555);
-        120: pwl_comb1_slope_c = (-454);
-        121: pwl_comb1_slope_c = (-370);
-        122: pwl_comb1_slope_c = (-300);
-        123: pwl_comb1_slope_c = (-242);
-        124: pwl_comb1_slope_c = (-195);
-        125: pwl_comb1_slope_c = (-156);
-        126: pwl_comb1_slope_c = (-125);
-        default: pwl_comb1_slope_c = (-99);
+always @(pwl_pipe1_idx2) begin: pwl_pipe1_p2rom
+    case (pwl_pipe1_idx2)
+        0: pwl_pipe1_slope2 = 99;
+        1: pwl_pipe1_slope2 = 125;
+        2: pwl_pipe1_slope2 = 156;
+        3: pwl_pipe1_slope2 = 195;
+        4: pwl_pipe1_slope2 = 242;
+        5: pwl_pipe1_slope2 = 300;
+        6: pwl_pipe1_slope2 = 370;
+        7: pwl_pipe1_slope2 = 454;
+        8: pwl_pipe1_slope2 = 555;
+        9: pwl_pipe1_slope2 = 676;
+        10: pwl_pipe1_slope2 = 819;
+        11: pwl_pipe1_slope2 = 989;
+        12: pwl_pipe1_slope2 = 1188;
+        13: pwl_pipe1_slope2 = 1422;
+        14: pwl_pipe1_slope2 = 1695;
+        15: pwl_pipe1_slope2 = 2010;
+        16: pwl_pipe1_slope2 = 2375;
+        17: pwl_pipe1_slope2 = 2793;
+        18: pwl_pipe1_slope2 = 3271;
+        19: pwl_pipe1_slope2 = 3814;
+        20: pwl_pipe1_slope2 = 4427;
+        21: pwl_pipe1_slope2 = 5116;
+        22: pwl_pipe1_slope2 = 5886;
+        23: pwl_pipe1_slope2 = 6741;
+        24: pwl_pipe1_slope2 = 7686;
+        25: pwl_pipe1_slope2 = 8724;
+        26: pwl_pipe1_slope2 = 9857;
+        27: pwl_pipe1_slope2 = 11085;
+        28: pwl_pipe1_slope2 = 12409;
+        29: pwl_pipe1_slope2 = 13826;
+        30: pwl_pipe1_slope2 = 15331;
+        31: pwl_pipe1_slope2 = 16919;
+        32: pwl_pipe1_slope2 = 18581;
+        33: pwl_pipe1_slope2 = 20307;
+        34: pwl_pipe1_slope2 = 22082;
+        35: pwl_pipe1_slope2 = 23891;
+        36: pwl_pipe1_slope2 = 25717;
+        37: pwl_pipe1_slope2 = 27537;
+        38: pwl_pipe1_slope2 = 29330;
+        39: pwl_pipe1_slope2 = 31069;
+        40: pwl_pipe1_slope2 = 32729;
+        41: pwl_pipe1_slope2 = 34281;
+        42: pwl_pipe1_slope2 = 35696;
+        43: pwl_pipe1_slope2 = 36944;
+        44: pwl_pipe1_slope2 = 37997;
+        45: pwl_pipe1_slope2 = 38825;
+        46: pwl_pipe1_slope2 = 39400;
+        47: pwl_pipe1_slope2 = 39699;
+        48: pwl_pipe1_slope2 = 39697;
+        49: pwl_pipe1_slope2 = 39376;
+        50: pwl_pipe1_slope2 = 38721;
+        51: pwl_pipe1_slope2 = 37719;
+        52: pwl_pipe1_slope2 = 36367;
+        53: pwl_pipe1_slope2 = 34662;
+        54: pwl_pipe1_slope2 = 32609;
+        55: pwl_pipe1_slope2 = 30221;
+        56: pwl_pipe1_slope2 = 27511;
+        57: pwl_pipe1_slope2 = 24504;
+        58: pwl_pipe1_slope2 = 21226;
+        59: pwl_pipe1_slope2 = 17709;
+        60: pwl_pipe1_slope2 = 13990;
+        61: pwl_pipe1_slope2 = 10111;
+        62: pwl_pipe1_slope2 = 6114;
+        63: pwl_pipe1_slope2 = 2046;
+        64: pwl_pipe1_slope2 = (-2046);
+        65: pwl_pipe1_slope2 = (-6114);
+        66: pwl_pipe1_slope2 = (-10111);
+        67: pwl_pipe1_slope2 = (-13990);
+        68: pwl_pipe1_slope2 = (-17709);
+        69: pwl_pipe1_slope2 = (-21226);
+        70: pwl_pipe1_slope2 = (-24504);
+        71: pwl_pipe1_slope2 = (-27511);
+        72: pwl_pipe1_slope2 = (-30221);
+        73: pwl_pipe1_slope2 = (-32609);
+        74: pwl_pipe1_slope2 = (-34662);
+        75: pwl_pipe1_slope2 = (-36367);
+        76: pwl_pipe1_slope2 = (-37719);
+        77: pwl_pipe1_slope2 = (-38721);
+        78: pwl_pipe1_slope2 = (-39376);
+        79: pwl_pipe1_slope2 = (-39697);
+        80: pwl_pipe1_slope2 = (-39699);
+        81: pwl_pipe1_slope2 = (-39400);
+        82: pwl_pipe1_slope2 = (-38825);
+        83: pwl_pipe1_slope2 = (-37997);
+        84: pwl_pipe1_slope2 = (-36944);
+        85: pwl_pipe1_slope2 = (-35696);
+        86: pwl_pipe1_slope2 = (-34281);
+        87: pwl_pipe1_slope2 = (-32729);
+        88: pwl_pipe1_slope2 = (-31069);
+        89: pwl_pipe1_slope2 = (-29330);
+        90: pwl_pipe1_slope2 = (-27537);
+        91: pwl_pipe1_slope2 = (-25717);
+        92: pwl_pipe1_slope2 = (-23891);
+        93: pwl_pipe1_slope2 = (-22082);
+        94: pwl_pipe1_slope2 = (-20307);
+        95: pwl_pipe1_slope2 = (-18581);
+        96: pwl_pipe1_slope2 = (-16919);
+        97: pwl_pipe1_slope2 = (-15331);
+        98: pwl_pipe1_slope2 = (-13826);
+        99: pwl_pipe1_slope2 = (-12409);
+        100: pwl_pipe1_slope2 = (-11085);
+        101: pwl_pipe1_slope2 = (-9857);
+        102: pwl_pipe1_slope2 = (-8724);
+        103: pwl_pipe1_slope2 = (-7686);
+        104: pwl_pipe1_slope2 = (-6741);
+        105: pwl_pipe1_slope2 = (-5886);
+        106: pwl_pipe1_slope2 = (-5116);
+        107: pwl_pipe1_slope2 = (-4427);
+        108: pwl_pipe1_slope2 = (-3814);
+        109: pwl_pipe1_slope2 = (-3271);
+        110: pwl_pipe1_slope2 = (-2793);
+        111: pwl_pipe1_slope2 = (-2375);
+        112: pwl_pipe1_slope2 = (-2010);
+        113: pwl_pipe1_slope2 = (-1695);
+        114: pwl_pipe1_slope2 = (-1422);
+        115: pwl_pipe1_slope2 = (-1188);
+        116: pwl_pipe1_slope2 = (-989);
+        117: pwl_pipe1_slope2 = (-819);
+        118: pwl_pipe1_slope2 = (-676);
+        119: pwl_pipe1_slope2 = (-555);
+        120: pwl_pipe1_slope2 = (-454);
+        121: pwl_pipe1_slope2 = (-370);
+        122: pwl_pipe1_slope2 = (-300);
+        123: pwl_pipe1_slope2 = (-242);
+        124: pwl_pipe1_slope2 = (-195);
+        125: pwl_pipe1_slope2 = (-156);
+        126: pwl_pipe1_slope2 = (-125);
+        default: pwl_pipe1_slope2 = (-99);
     endcase
 end
 
 
-
-assign pwl_comb1_offs = $signed({1'h0, pwl_comb1_off});
-
-
-
-assign pwl_comb1_prod = (pwl_comb1_slope_c * pwl_comb1_offs);
-
-
-
-assign pwl_comb1_round_sat3_t = $signed(pwl_comb1_prod >>> 16);
-assign pwl_comb1_round_sat3_rb = $signed({44'h0, pwl_comb1_prod[(16 - 1)]});
-
-
-
-assign pwl_comb1_round_sat3_r = (pwl_comb1_round_sat3_t + pwl_comb1_round_sat3_rb);
-
-
-
-assign pwl_comb1_round_sat3_sat7_hi = pwl_comb1_round_sat3_r[45-1:(32 - 1)];
-
-
-
-assign pwl_comb1_round_sat3_sat7_hin = (~pwl_comb1_round_sat3_sat7_hi);
-
-
-
-assign pwl_comb1_round_sat3_sat7_nsign = (!pwl_comb1_round_sat3_r[(45 - 1)]);
-
-
-always @(pwl_comb1_round_sat3_sat7_fill, pwl_comb1_round_sat3_sat7_hi, pwl_comb1_round_sat3_r, pwl_comb1_round_sat3_sat7_hin) begin: pwl_comb1_round_sat3_sat7_clamp
-    if (((pwl_comb1_round_sat3_sat7_hi == 0) || (pwl_comb1_round_sat3_sat7_hin == 0))) begin
-        pwl_comb1_rnd = $signed(pwl_comb1_round_sat3_r[32-1:0]);
+always @(posedge clk) begin: pwl_pipe1_p2
+    if (rst == 1) begin
+        pwl_pipe1_idx3 <= 0;
+        pwl_pipe1_prod3 <= 0;
     end
     else begin
-        pwl_comb1_rnd = $signed({pwl_comb1_round_sat3_r[(45 - 1)], pwl_comb1_round_sat3_sat7_fill});
+        pwl_pipe1_prod3 <= (pwl_pipe1_slope2 * pwl_pipe1_off2);
+        pwl_pipe1_idx3 <= pwl_pipe1_idx2;
     end
 end
 
 
 
-assign pwl_comb1_sumv = (pwl_comb1_base_c + pwl_comb1_rnd);
+assign pwl_pipe1_round_sat_fast1_round_sat1_t = $signed(pwl_pipe1_prod3 >>> 16);
+assign pwl_pipe1_round_sat_fast1_round_sat1_rb = $signed({32'h0, pwl_pipe1_prod3[(16 - 1)]});
 
 
 
-assign pwl_comb1_sat8_hi = pwl_comb1_sumv[33-1:(32 - 1)];
+assign pwl_pipe1_round_sat_fast1_round_sat1_r = (pwl_pipe1_round_sat_fast1_round_sat1_t + pwl_pipe1_round_sat_fast1_round_sat1_rb);
 
 
 
-assign pwl_comb1_sat8_hin = (~pwl_comb1_sat8_hi);
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi = pwl_pipe1_round_sat_fast1_round_sat1_r[33-1:(32 - 1)];
 
 
 
-assign pwl_comb1_sat8_nsign = (!pwl_comb1_sumv[(33 - 1)]);
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_hin = (~pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi);
 
 
-always @(pwl_comb1_sat8_fill, pwl_comb1_sat8_hi, pwl_comb1_sumv, pwl_comb1_sat8_hin) begin: pwl_comb1_sat8_clamp
-    if (((pwl_comb1_sat8_hi == 0) || (pwl_comb1_sat8_hin == 0))) begin
-        pwl_comb1_ys = $signed(pwl_comb1_sumv[32-1:0]);
+
+assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign = (!pwl_pipe1_round_sat_fast1_round_sat1_r[(33 - 1)]);
+
+
+always @(pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill, pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi, pwl_pipe1_round_sat_fast1_round_sat1_r, pwl_pipe1_round_sat_fast1_round_sat1_sat4_hin) begin: pwl_pipe1_round_sat_fast1_round_sat1_sat4_clamp
+    if (((pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi == 0) || (pwl_pipe1_round_sat_fast1_round_sat1_sat4_hin == 0))) begin
+        pwl_pipe1_rnd_c = $signed(pwl_pipe1_round_sat_fast1_round_sat1_r[32-1:0]);
     end
     else begin
-        pwl_comb1_ys = $signed({pwl_comb1_sumv[(33 - 1)], pwl_comb1_sat8_fill});
+        pwl_pipe1_rnd_c = $signed({pwl_pipe1_round_sat_fast1_round_sat1_r[(33 - 1)], pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill});
     end
 end
 
 
-always @(pwl_comb1_ys) begin: pwl_comb1_outc
-    if ((pwl_comb1_ys > 65536)) begin
+always @(posedge clk) begin: pwl_pipe1_p3
+    if (rst == 1) begin
+        pwl_pipe1_rnd4 <= 0;
+        pwl_pipe1_idx4 <= 0;
+    end
+    else begin
+        pwl_pipe1_rnd4 <= pwl_pipe1_rnd_c;
+        pwl_pipe1_idx4 <= pwl_pipe1_idx3;
+    end
+end
+
+
+always @(pwl_pipe1_idx4) begin: pwl_pipe1_p4rom
+    case (pwl_pipe1_idx4)
+        0: pwl_pipe1_base4 = 22;
+        1: pwl_pipe1_base4 = 28;
+        2: pwl_pipe1_base4 = 36;
+        3: pwl_pipe1_base4 = 46;
+        4: pwl_pipe1_base4 = 58;
+        5: pwl_pipe1_base4 = 73;
+        6: pwl_pipe1_base4 = 92;
+        7: pwl_pipe1_base4 = 115;
+        8: pwl_pipe1_base4 = 143;
+        9: pwl_pipe1_base4 = 178;
+        10: pwl_pipe1_base4 = 220;
+        11: pwl_pipe1_base4 = 272;
+        12: pwl_pipe1_base4 = 333;
+        13: pwl_pipe1_base4 = 408;
+        14: pwl_pipe1_base4 = 496;
+        15: pwl_pipe1_base4 = 602;
+        16: pwl_pipe1_base4 = 728;
+        17: pwl_pipe1_base4 = 876;
+        18: pwl_pipe1_base4 = 1051;
+        19: pwl_pipe1_base4 = 1255;
+        20: pwl_pipe1_base4 = 1494;
+        21: pwl_pipe1_base4 = 1771;
+        22: pwl_pipe1_base4 = 2090;
+        23: pwl_pipe1_base4 = 2458;
+        24: pwl_pipe1_base4 = 2879;
+        25: pwl_pipe1_base4 = 3360;
+        26: pwl_pipe1_base4 = 3905;
+        27: pwl_pipe1_base4 = 4521;
+        28: pwl_pipe1_base4 = 5214;
+        29: pwl_pipe1_base4 = 5990;
+        30: pwl_pipe1_base4 = 6854;
+        31: pwl_pipe1_base4 = 7812;
+        32: pwl_pipe1_base4 = 8869;
+        33: pwl_pipe1_base4 = 10031;
+        34: pwl_pipe1_base4 = 11300;
+        35: pwl_pipe1_base4 = 12680;
+        36: pwl_pipe1_base4 = 14173;
+        37: pwl_pipe1_base4 = 15780;
+        38: pwl_pipe1_base4 = 17502;
+        39: pwl_pipe1_base4 = 19335;
+        40: pwl_pipe1_base4 = 21276;
+        41: pwl_pipe1_base4 = 23322;
+        42: pwl_pipe1_base4 = 25465;
+        43: pwl_pipe1_base4 = 27696;
+        44: pwl_pipe1_base4 = 30005;
+        45: pwl_pipe1_base4 = 32379;
+        46: pwl_pipe1_base4 = 34806;
+        47: pwl_pipe1_base4 = 37268;
+        48: pwl_pipe1_base4 = 39750;
+        49: pwl_pipe1_base4 = 42231;
+        50: pwl_pipe1_base4 = 44692;
+        51: pwl_pipe1_base4 = 47112;
+        52: pwl_pipe1_base4 = 49469;
+        53: pwl_pipe1_base4 = 51742;
+        54: pwl_pipe1_base4 = 53908;
+        55: pwl_pipe1_base4 = 55947;
+        56: pwl_pipe1_base4 = 57835;
+        57: pwl_pipe1_base4 = 59555;
+        58: pwl_pipe1_base4 = 61086;
+        59: pwl_pipe1_base4 = 62413;
+        60: pwl_pipe1_base4 = 63520;
+        61: pwl_pipe1_base4 = 64394;
+        62: pwl_pipe1_base4 = 65026;
+        63: pwl_pipe1_base4 = 65408;
+        64: pwl_pipe1_base4 = 65536;
+        65: pwl_pipe1_base4 = 65408;
+        66: pwl_pipe1_base4 = 65026;
+        67: pwl_pipe1_base4 = 64394;
+        68: pwl_pipe1_base4 = 63520;
+        69: pwl_pipe1_base4 = 62413;
+        70: pwl_pipe1_base4 = 61086;
+        71: pwl_pipe1_base4 = 59555;
+        72: pwl_pipe1_base4 = 57835;
+        73: pwl_pipe1_base4 = 55947;
+        74: pwl_pipe1_base4 = 53908;
+        75: pwl_pipe1_base4 = 51742;
+        76: pwl_pipe1_base4 = 49469;
+        77: pwl_pipe1_base4 = 47112;
+        78: pwl_pipe1_base4 = 44692;
+        79: pwl_pipe1_base4 = 42231;
+        80: pwl_pipe1_base4 = 39750;
+        81: pwl_pipe1_base4 = 37268;
+        82: pwl_pipe1_base4 = 34806;
+        83: pwl_pipe1_base4 = 32379;
+        84: pwl_pipe1_base4 = 30005;
+        85: pwl_pipe1_base4 = 27696;
+        86: pwl_pipe1_base4 = 25465;
+        87: pwl_pipe1_base4 = 23322;
+        88: pwl_pipe1_base4 = 21276;
+        89: pwl_pipe1_base4 = 19335;
+        90: pwl_pipe1_base4 = 17502;
+        91: pwl_pipe1_base4 = 15780;
+        92: pwl_pipe1_base4 = 14173;
+        93: pwl_pipe1_base4 = 12680;
+        94: pwl_pipe1_base4 = 11300;
+        95: pwl_pipe1_base4 = 10031;
+        96: pwl_pipe1_base4 = 8869;
+        97: pwl_pipe1_base4 = 7812;
+        98: pwl_pipe1_base4 = 6854;
+        99: pwl_pipe1_base4 = 5990;
+        100: pwl_pipe1_base4 = 5214;
+        101: pwl_pipe1_base4 = 4521;
+        102: pwl_pipe1_base4 = 3905;
+        103: pwl_pipe1_base4 = 3360;
+        104: pwl_pipe1_base4 = 2879;
+        105: pwl_pipe1_base4 = 2458;
+        106: pwl_pipe1_base4 = 2090;
+        107: pwl_pipe1_base4 = 1771;
+        108: pwl_pipe1_base4 = 1494;
+        109: pwl_pipe1_base4 = 1255;
+        110: pwl_pipe1_base4 = 1051;
+        111: pwl_pipe1_base4 = 876;
+        112: pwl_pipe1_base4 = 728;
+        113: pwl_pipe1_base4 = 602;
+        114: pwl_pipe1_base4 = 496;
+        115: pwl_pipe1_base4 = 408;
+        116: pwl_pipe1_base4 = 333;
+        117: pwl_pipe1_base4 = 272;
+        118: pwl_pipe1_base4 = 220;
+        119: pwl_pipe1_base4 = 178;
+        120: pwl_pipe1_base4 = 143;
+        121: pwl_pipe1_base4 = 115;
+        122: pwl_pipe1_base4 = 92;
+        123: pwl_pipe1_base4 = 73;
+        124: pwl_pipe1_base4 = 58;
+        125: pwl_pipe1_base4 = 46;
+        126: pwl_pipe1_base4 = 36;
+        default: pwl_pipe1_base4 = 28;
+    endcase
+end
+
+
+
+assign pwl_pipe1_sumv = (pwl_pipe1_base4 + pwl_pipe1_rnd4);
+
+
+
+assign pwl_pipe1_sat5_hi = pwl_pipe1_sumv[33-1:(32 - 1)];
+
+
+
+assign pwl_pipe1_sat5_hin = (~pwl_pipe1_sat5_hi);
+
+
+
+assign pwl_pipe1_sat5_nsign = (!pwl_pipe1_sumv[(33 - 1)]);
+
+
+always @(pwl_pipe1_sat5_fill, pwl_pipe1_sat5_hi, pwl_pipe1_sumv, pwl_pipe1_sat5_hin) begin: pwl_pipe1_sat5_clamp
+    if (((pwl_pipe1_sat5_hi == 0) || (pwl_pipe1_sat5_hin == 0))) begin
+        pwl_pipe1_ys = $signed(pwl_pipe1_sumv[32-1:0]);
+    end
+    else begin
+        pwl_pipe1_ys = $signed({pwl_pipe1_sumv[(33 - 1)], pwl_pipe1_sat5_fill});
+    end
+end
+
+
+always @(pwl_pipe1_idx4) begin: pwl_pipe1_p4romh
+    case (pwl_pipe1_idx4)
+        0: pwl_pipe1_limh = 65514;
+        1: pwl_pipe1_limh = 65508;
+        2: pwl_pipe1_limh = 65500;
+        3: pwl_pipe1_limh = 65490;
+        4: pwl_pipe1_limh = 65478;
+        5: pwl_pipe1_limh = 65463;
+        6: pwl_pipe1_limh = 65444;
+        7: pwl_pipe1_limh = 65421;
+        8: pwl_pipe1_limh = 65393;
+        9: pwl_pipe1_limh = 65358;
+        10: pwl_pipe1_limh = 65316;
+        11: pwl_pipe1_limh = 65264;
+        12: pwl_pipe1_limh = 65203;
+        13: pwl_pipe1_limh = 65128;
+        14: pwl_pipe1_limh = 65040;
+        15: pwl_pipe1_limh = 64934;
+        16: pwl_pipe1_limh = 64808;
+        17: pwl_pipe1_limh = 64660;
+        18: pwl_pipe1_limh = 64485;
+        19: pwl_pipe1_limh = 64281;
+        20: pwl_pipe1_limh = 64042;
+        21: pwl_pipe1_limh = 63765;
+        22: pwl_pipe1_limh = 63446;
+        23: pwl_pipe1_limh = 63078;
+        24: pwl_pipe1_limh = 62657;
+        25: pwl_pipe1_limh = 62176;
+        26: pwl_pipe1_limh = 61631;
+        27: pwl_pipe1_limh = 61015;
+        28: pwl_pipe1_limh = 60322;
+        29: pwl_pipe1_limh = 59546;
+        30: pwl_pipe1_limh = 58682;
+        31: pwl_pipe1_limh = 57724;
+        32: pwl_pipe1_limh = 56667;
+        33: pwl_pipe1_limh = 55505;
+        34: pwl_pipe1_limh = 54236;
+        35: pwl_pipe1_limh = 52856;
+        36: pwl_pipe1_limh = 51363;
+        37: pwl_pipe1_limh = 49756;
+        38: pwl_pipe1_limh = 48034;
+        39: pwl_pipe1_limh = 46201;
+        40: pwl_pipe1_limh = 44260;
+        41: pwl_pipe1_limh = 42214;
+        42: pwl_pipe1_limh = 40071;
+        43: pwl_pipe1_limh = 37840;
+        44: pwl_pipe1_limh = 35531;
+        45: pwl_pipe1_limh = 33157;
+        46: pwl_pipe1_limh = 30730;
+        47: pwl_pipe1_limh = 28268;
+        48: pwl_pipe1_limh = 25786;
+        49: pwl_pipe1_limh = 23305;
+        50: pwl_pipe1_limh = 20844;
+        51: pwl_pipe1_limh = 18424;
+        52: pwl_pipe1_limh = 16067;
+        53: pwl_pipe1_limh = 13794;
+        54: pwl_pipe1_limh = 11628;
+        55: pwl_pipe1_limh = 9589;
+        56: pwl_pipe1_limh = 7701;
+        57: pwl_pipe1_limh = 5981;
+        58: pwl_pipe1_limh = 4450;
+        59: pwl_pipe1_limh = 3123;
+        60: pwl_pipe1_limh = 2016;
+        61: pwl_pipe1_limh = 1142;
+        62: pwl_pipe1_limh = 510;
+        63: pwl_pipe1_limh = 128;
+        64: pwl_pipe1_limh = 0;
+        65: pwl_pipe1_limh = 128;
+        66: pwl_pipe1_limh = 510;
+        67: pwl_pipe1_limh = 1142;
+        68: pwl_pipe1_limh = 2016;
+        69: pwl_pipe1_limh = 3123;
+        70: pwl_pipe1_limh = 4450;
+        71: pwl_pipe1_limh = 5981;
+        72: pwl_pipe1_limh = 7701;
+        73: pwl_pipe1_limh = 9589;
+        74: pwl_pipe1_limh = 11628;
+        75: pwl_pipe1_limh = 13794;
+        76: pwl_pipe1_limh = 16067;
+        77: pwl_pipe1_limh = 18424;
+        78: pwl_pipe1_limh = 20844;
+        79: pwl_pipe1_limh = 23305;
+        80: pwl_pipe1_limh = 25786;
+        81: pwl_pipe1_limh = 28268;
+        82: pwl_pipe1_limh = 30730;
+        83: pwl_pipe1_limh = 33157;
+        84: pwl_pipe1_limh = 35531;
+        85: pwl_pipe1_limh = 37840;
+        86: pwl_pipe1_limh = 40071;
+        87: pwl_pipe1_limh = 42214;
+        88: pwl_pipe1_limh = 44260;
+        89: pwl_pipe1_limh = 46201;
+        90: pwl_pipe1_limh = 48034;
+        91: pwl_pipe1_limh = 49756;
+        92: pwl_pipe1_limh = 51363;
+        93: pwl_pipe1_limh = 52856;
+        94: pwl_pipe1_limh = 54236;
+        95: pwl_pipe1_limh = 55505;
+        96: pwl_pipe1_limh = 56667;
+        97: pwl_pipe1_limh = 57724;
+        98: pwl_pipe1_limh = 58682;
+        99: pwl_pipe1_limh = 59546;
+        100: pwl_pipe1_limh = 60322;
+        101: pwl_pipe1_limh = 61015;
+        102: pwl_pipe1_limh = 61631;
+        103: pwl_pipe1_limh = 62176;
+        104: pwl_pipe1_limh = 62657;
+        105: pwl_pipe1_limh = 63078;
+        106: pwl_pipe1_limh = 63446;
+        107: pwl_pipe1_limh = 63765;
+        108: pwl_pipe1_limh = 64042;
+        109: pwl_pipe1_limh = 64281;
+        110: pwl_pipe1_limh = 64485;
+        111: pwl_pipe1_limh = 64660;
+        112: pwl_pipe1_limh = 64808;
+        113: pwl_pipe1_limh = 64934;
+        114: pwl_pipe1_limh = 65040;
+        115: pwl_pipe1_limh = 65128;
+        116: pwl_pipe1_limh = 65203;
+        117: pwl_pipe1_limh = 65264;
+        118: pwl_pipe1_limh = 65316;
+        119: pwl_pipe1_limh = 65358;
+        120: pwl_pipe1_limh = 65393;
+        121: pwl_pipe1_limh = 65421;
+        122: pwl_pipe1_limh = 65444;
+        123: pwl_pipe1_limh = 65463;
+        124: pwl_pipe1_limh = 65478;
+        125: pwl_pipe1_limh = 65490;
+        126: pwl_pipe1_limh = 65500;
+        default: pwl_pipe1_limh = 65508;
+    endcase
+end
+
+
+always @(pwl_pipe1_idx4) begin: pwl_pipe1_p4roml
+    case (pwl_pipe1_idx4)
+        0: pwl_pipe1_liml = (-22);
+        1: pwl_pipe1_liml = (-28);
+        2: pwl_pipe1_liml = (-36);
+        3: pwl_pipe1_liml = (-46);
+        4: pwl_pipe1_liml = (-58);
+        5: pwl_pipe1_liml = (-73);
+        6: pwl_pipe1_liml = (-92);
+        7: pwl_pipe1_liml = (-115);
+        8: pwl_pipe1_liml = (-143);
+        9: pwl_pipe1_liml = (-178);
+        10: pwl_pipe1_liml = (-220);
+        11: pwl_pipe1_liml = (-272);
+        12: pwl_pipe1_liml = (-333);
+        13: pwl_pipe1_liml = (-408);
+        14: pwl_pipe1_liml = (-496);
+        15: pwl_pipe1_liml = (-602);
+        16: pwl_pipe1_liml = (-728);
+        17: pwl_pipe1_liml = (-876);
+        18: pwl_pipe1_liml = (-1051);
+        19: pwl_pipe1_liml = (-1255);
+        20: pwl_pipe1_liml = (-1494);
+        21: pwl_pipe1_liml = (-1771);
+        22: pwl_pipe1_liml = (-2090);
+        23: pwl_pipe1_liml = (-2458);
+        24: pwl_pipe1_liml = (-2879);
+        25: pwl_pipe1_liml = (-3360);
+        26: pwl_pipe1_liml = (-3905);
+        27: pwl_pipe1_liml = (-4521);
+        28: pwl_pipe1_liml = (-5214);
+        29: pwl_pipe1_liml = (-5990);
+        30: pwl_pipe1_liml = (-6854);
+        31: pwl_pipe1_liml = (-7812);
+        32: pwl_pipe1_liml = (-8869);
+        33: pwl_pipe1_liml = (-10031);
+        34: pwl_pipe1_liml = (-11300);
+        35: pwl_pipe1_liml = (-12680);
+        36: pwl_pipe1_liml = (-14173);
+        37: pwl_pipe1_liml = (-15780);
+        38: pwl_pipe1_liml = (-17502);
+        39: pwl_pipe1_liml = (-19335);
+        40: pwl_pipe1_liml = (-21276);
+        41: pwl_pipe1_liml = (-23322);
+        42: pwl_pipe1_liml = (-25465);
+        43: pwl_pipe1_liml = (-27696);
+        44: pwl_pipe1_liml = (-30005);
+        45: pwl_pipe1_liml = (-32379);
+        46: pwl_pipe1_liml = (-34806);
+        47: pwl_pipe1_liml = (-37268);
+        48: pwl_pipe1_liml = (-39750);
+        49: pwl_pipe1_liml = (-42231);
+        50: pwl_pipe1_liml = (-44692);
+        51: pwl_pipe1_liml = (-47112);
+        52: pwl_pipe1_liml = (-49469);
+        53: pwl_pipe1_liml = (-51742);
+        54: pwl_pipe1_liml = (-53908);
+        55: pwl_pipe1_liml = (-55947);
+        56: pwl_pipe1_liml = (-57835);
+        57: pwl_pipe1_liml = (-59555);
+        58: pwl_pipe1_liml = (-61086);
+        59: pwl_pipe1_liml = (-62413);
+        60: pwl_pipe1_liml = (-63520);
+        61: pwl_pipe1_liml = (-64394);
+        62: pwl_pipe1_liml = (-65026);
+        63: pwl_pipe1_liml = (-65408);
+        64: pwl_pipe1_liml = (-65536);
+        65: pwl_pipe1_liml = (-65408);
+        66: pwl_pipe1_liml = (-65026);
+        67: pwl_pipe1_liml = (-64394);
+        68: pwl_pipe1_liml = (-63520);
+        69: pwl_pipe1_liml = (-62413);
+        70: pwl_pipe1_liml = (-61086);
+        71: pwl_pipe1_liml = (-59555);
+        72: pwl_pipe1_liml = (-57835);
+        73: pwl_pipe1_liml = (-55947);
+        74: pwl_pipe1_liml = (-53908);
+        75: pwl_pipe1_liml = (-51742);
+        76: pwl_pipe1_liml = (-49469);
+        77: pwl_pipe1_liml = (-47112);
+        78: pwl_pipe1_liml = (-44692);
+        79: pwl_pipe1_liml = (-42231);
+        80: pwl_pipe1_liml = (-39750);
+        81: pwl_pipe1_liml = (-37268);
+        82: pwl_pipe1_liml = (-34806);
+        83: pwl_pipe1_liml = (-32379);
+        84: pwl_pipe1_liml = (-30005);
+        85: pwl_pipe1_liml = (-27696);
+        86: pwl_pipe1_liml = (-25465);
+        87: pwl_pipe1_liml = (-23322);
+        88: pwl_pipe1_liml = (-21276);
+        89: pwl_pipe1_liml = (-19335);
+        90: pwl_pipe1_liml = (-17502);
+        91: pwl_pipe1_liml = (-15780);
+        92: pwl_pipe1_liml = (-14173);
+        93: pwl_pipe1_liml = (-12680);
+        94: pwl_pipe1_liml = (-11300);
+        95: pwl_pipe1_liml = (-10031);
+        96: pwl_pipe1_liml = (-8869);
+        97: pwl_pipe1_liml = (-7812);
+        98: pwl_pipe1_liml = (-6854);
+        99: pwl_pipe1_liml = (-5990);
+        100: pwl_pipe1_liml = (-5214);
+        101: pwl_pipe1_liml = (-4521);
+        102: pwl_pipe1_liml = (-3905);
+        103: pwl_pipe1_liml = (-3360);
+        104: pwl_pipe1_liml = (-2879);
+        105: pwl_pipe1_liml = (-2458);
+        106: pwl_pipe1_liml = (-2090);
+        107: pwl_pipe1_liml = (-1771);
+        108: pwl_pipe1_liml = (-1494);
+        109: pwl_pipe1_liml = (-1255);
+        110: pwl_pipe1_liml = (-1051);
+        111: pwl_pipe1_liml = (-876);
+        112: pwl_pipe1_liml = (-728);
+        113: pwl_pipe1_liml = (-602);
+        114: pwl_pipe1_liml = (-496);
+        115: pwl_pipe1_liml = (-408);
+        116: pwl_pipe1_liml = (-333);
+        117: pwl_pipe1_liml = (-272);
+        118: pwl_pipe1_liml = (-220);
+        119: pwl_pipe1_liml = (-178);
+        120: pwl_pipe1_liml = (-143);
+        121: pwl_pipe1_liml = (-115);
+        122: pwl_pipe1_liml = (-92);
+        123: pwl_pipe1_liml = (-73);
+        124: pwl_pipe1_liml = (-58);
+        125: pwl_pipe1_liml = (-46);
+        126: pwl_pipe1_liml = (-36);
+        default: pwl_pipe1_liml = (-28);
+    endcase
+end
+
+
+always @(pwl_pipe1_limh, pwl_pipe1_liml, pwl_pipe1_rnd4, pwl_pipe1_ys) begin: pwl_pipe1_outc
+    if ((pwl_pipe1_rnd4 > pwl_pipe1_limh)) begin
         y_gau = 65536;
     end
-    else if ((pwl_comb1_ys < 0)) begin
+    else if ((pwl_pipe1_rnd4 < pwl_pipe1_liml)) begin
         y_gau = 0;
     end
     else begin
-        y_gau = pwl_comb1_ys;
+        y_gau = pwl_pipe1_ys;
     end
 end
 
 
 
-assign pwl_comb2_zl = (fa - 65536);
+assign pwl_pipe2_zl = (fa - 65536);
 
 
-always @(pwl_comb2_zl, fa) begin: pwl_comb2_clampz
+always @(pwl_pipe2_zl, fa) begin: pwl_pipe2_clampz
     if ((fa >= 1114112)) begin
-        pwl_comb2_u = 1048575;
+        pwl_pipe2_u_c = 1048575;
     end
     else if ((fa < 65536)) begin
-        pwl_comb2_u = 0;
+        pwl_pipe2_u_c = 0;
     end
     else begin
-        pwl_comb2_u = pwl_comb2_zl[20-1:0];
+        pwl_pipe2_u_c = pwl_pipe2_zl[20-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: pwl_pipe2_p1
+    if (rst == 1) begin
+        pwl_pipe2_u1 <= 0;
+    end
+    else begin
+        pwl_pipe2_u1 <= pwl_pipe2_u_c;
     end
 end
 
 
 
-assign pwl_comb2_idx = pwl_comb2_u[20-1:12];
-assign pwl_comb2_off = pwl_comb2_u[12-1:0];
+assign pwl_pipe2_idx2 = pwl_pipe2_u1[20-1:12];
+assign pwl_pipe2_off2 = $signed({1'h0, pwl_pipe2_u1[12-1:0]});
 
 
-always @(pwl_comb2_idx) begin: pwl_comb2_rom
-    case (pwl_comb2_idx)
-        0: pwl_comb2_base_c = 65536;
-        1: pwl_comb2_base_c = 61681;
-        2: pwl_comb2_base_c = 58254;
-        3: pwl_comb2_base_c = 55188;
-        4: pwl_comb2_base_c = 52429;
-        5: pwl_comb2_base_c = 49932;
-        6: pwl_comb2_base_c = 47663;
-        7: pwl_comb2_base_c = 45590;
-        8: pwl_comb2_base_c = 43691;
-        9: pwl_comb2_base_c = 41943;
-        10: pwl_comb2_base_c = 40330;
-        11: pwl_comb2_base_c = 38836;
-        12: pwl_comb2_base_c = 37449;
-        13: pwl_comb2_base_c = 36158;
-        14: pwl_comb2_base_c = 34953;
-        15: pwl_comb2_base_c = 33825;
-        16: pwl_comb2_base_c = 32768;
-        17: pwl_comb2_base_c = 31775;
-        18: pwl_comb2_base_c = 30840;
-        19: pwl_comb2_base_c = 29959;
-        20: pwl_comb2_base_c = 29127;
-        21: pwl_comb2_base_c = 28340;
-        22: pwl_comb2_base_c = 27594;
-        23: pwl_comb2_base_c = 26887;
-        24: pwl_comb2_base_c = 26214;
-        25: pwl_comb2_base_c = 25575;
-        26: pwl_comb2_base_c = 24966;
-        27: pwl_comb2_base_c = 24385;
-        28: pwl_comb2_base_c = 23831;
-        29: pwl_comb2_base_c = 23302;
-        30: pwl_comb2_base_c = 22795;
-        31: pwl_comb2_base_c = 22310;
-        32: pwl_comb2_base_c = 21845;
-        33: pwl_comb2_base_c = 21400;
-        34: pwl_comb2_base_c = 20972;
-        35: pwl_comb2_base_c = 20560;
-        36: pwl_comb2_base_c = 20165;
-        37: pwl_comb2_base_c = 19784;
-        38: pwl_comb2_base_c = 19418;
-        39: pwl_comb2_base_c = 19065;
-        40: pwl_comb2_base_c = 18725;
-        41: pwl_comb2_base_c = 18396;
-        42: pwl_comb2_base_c = 18079;
-        43: pwl_comb2_base_c = 17772;
-        44: pwl_comb2_base_c = 17476;
-        45: pwl_comb2_base_c = 17190;
-        46: pwl_comb2_base_c = 16913;
-        47: pwl_comb2_base_c = 16644;
-        48: pwl_comb2_base_c = 16384;
-        49: pwl_comb2_base_c = 16132;
-        50: pwl_comb2_base_c = 15888;
-        51: pwl_comb2_base_c = 15650;
-        52: pwl_comb2_base_c = 15420;
-        53: pwl_comb2_base_c = 15197;
-        54: pwl_comb2_base_c = 14980;
-        55: pwl_comb2_base_c = 14769;
-        56: pwl_comb2_base_c = 14564;
-        57: pwl_comb2_base_c = 14364;
-        58: pwl_comb2_base_c = 14170;
-        59: pwl_comb2_base_c = 13981;
-        60: pwl_comb2_base_c = 13797;
-        61: pwl_comb2_base_c = 13618;
-        62: pwl_comb2_base_c = 13443;
-        63: pwl_comb2_base_c = 13273;
-        64: pwl_comb2_base_c = 13107;
-        65: pwl_comb2_base_c = 12945;
-        66: pwl_comb2_base_c = 12788;
-        67: pwl_comb2_base_c = 12633;
-        68: pwl_comb2_base_c = 12483;
-        69: pwl_comb2_base_c = 12336;
-        70: pwl_comb2_base_c = 12193;
-        71: pwl_comb2_base_c = 12053;
-        72: pwl_comb2_base_c = 11916;
-        73: pwl_comb2_base_c = 11782;
-        74: pwl_comb2_base_c = 11651;
-        75: pwl_comb2_base_c = 11523;
-        76: pwl_comb2_base_c = 11398;
-        77: pwl_comb2_base_c = 11275;
-        78: pwl_comb2_base_c = 11155;
-        79: pwl_comb2_base_c = 11038;
-        80: pwl_comb2_base_c = 10923;
-        81: pwl_comb2_base_c = 10810;
-        82: pwl_comb2_base_c = 10700;
-        83: pwl_comb2_base_c = 10592;
-        84: pwl_comb2_base_c = 10486;
-        85: pwl_comb2_base_c = 10382;
-        86: pwl_comb2_base_c = 10280;
-        87: pwl_comb2_base_c = 10180;
-        88: pwl_comb2_base_c = 10082;
-        89: pwl_comb2_base_c = 9986;
-        90: pwl_comb2_base_c = 9892;
-        91: pwl_comb2_base_c = 9800;
-        92: pwl_comb2_base_c = 9709;
-        93: pwl_comb2_base_c = 9620;
-        94: pwl_comb2_base_c = 9533;
-        95: pwl_comb2_base_c = 9447;
-        96: pwl_comb2_base_c = 9362;
-        97: pwl_comb2_base_c = 9279;
-        98: pwl_comb2_base_c = 9198;
-        99: pwl_comb2_base_c = 9118;
-        100: pwl_comb2_base_c = 9039;
-        101: pwl_comb2_base_c = 8962;
-        102: pwl_comb2_base_c = 8886;
-        103: pwl_comb2_base_c = 8812;
-        104: pwl_comb2_base_c = 8738;
-        105: pwl_comb2_base_c = 8666;
-        106: pwl_comb2_base_c = 8595;
-        107: pwl_comb2_base_c = 8525;
-        108: pwl_comb2_base_c = 8456;
-        109: pwl_comb2_base_c = 8389;
-        110: pwl_comb2_base_c = 8322;
-        111: pwl_comb2_base_c = 8257;
-        112: pwl_comb2_base_c = 8192;
-        113: pwl_comb2_base_c = 8128;
-        114: pwl_comb2_base_c = 8066;
-        115: pwl_comb2_base_c = 8004;
-        116: pwl_comb2_base_c = 7944;
-        117: pwl_comb2_base_c = 7884;
-        118: pwl_comb2_base_c = 7825;
-        119: pwl_comb2_base_c = 7767;
-        120: pwl_comb2_base_c = 7710;
-        121: pwl_comb2_base_c = 7654;
-        122: pwl_comb2_base_c = 7598;
-        123: pwl_comb2_base_c = 7544;
-        124: pwl_comb2_base_c = 7490;
-        125: pwl_comb2_base_c = 7437;
-        126: pwl_comb2_base_c = 7384;
-        127: pwl_comb2_base_c = 7333;
-        128: pwl_comb2_base_c = 7282;
-        129: pwl_comb2_base_c = 7232;
-        130: pwl_comb2_base_c = 7182;
-        131: pwl_comb2_base_c = 7133;
-        132: pwl_comb2_base_c = 7085;
-        133: pwl_comb2_base_c = 7037;
-        134: pwl_comb2_base_c = 6991;
-        135: pwl_comb2_base_c = 6944;
-        136: pwl_comb2_base_c = 6899;
-        137: pwl_comb2_base_c = 6853;
-        138: pwl_comb2_base_c = 6809;
-        139: pwl_comb2_base_c = 6765;
-        140: pwl_comb2_base_c = 6722;
-        141: pwl_comb2_base_c = 6679;
-        142: pwl_comb2_base_c = 6637;
-        143: pwl_comb2_base_c = 6595;
-        144: pwl_comb2_base_c = 6554;
-        145: pwl_comb2_base_c = 6513;
-        146: pwl_comb2_base_c = 6473;
-        147: pwl_comb2_base_c = 6433;
-        148: pwl_comb2_base_c = 6394;
-        149: pwl_comb2_base_c = 6355;
-        150: pwl_comb2_base_c = 6317;
-        151: pwl_comb2_base_c = 6279;
-        152: pwl_comb2_base_c = 6242;
-        153: pwl_comb2_base_c = 6205;
-        154: pwl_comb2_base_c = 6168;
-        155: pwl_comb2_base_c = 6132;
-        156: pwl_comb2_base_c = 6096;
-        157: pwl_comb2_base_c = 6061;
-        158: pwl_comb2_base_c = 6026;
-        159: pwl_comb2_base_c = 5992;
-        160: pwl_comb2_base_c = 5958;
-        161: pwl_comb2_base_c = 5924;
-        162: pwl_comb2_base_c = 5891;
-        163: pwl_comb2_base_c = 5858;
-        164: pwl_comb2_base_c = 5825;
-        165: pwl_comb2_base_c = 5793;
-        166: pwl_comb2_base_c = 5761;
-        167: pwl_comb2_base_c = 5730;
-        168: pwl_comb2_base_c = 5699;
-        169: pwl_comb2_base_c = 5668;
-        170: pwl_comb2_base_c = 5638;
-        171: pwl_comb2_base_c = 5607;
-        172: pwl_comb2_base_c = 5578;
-        173: pwl_comb2_base_c = 5548;
-        174: pwl_comb2_base_c = 5519;
-        175: pwl_comb2_base_c = 5490;
-        176: pwl_comb2_base_c = 5461;
-        177: pwl_comb2_base_c = 5433;
-        178: pwl_comb2_base_c = 5405;
-        179: pwl_comb2_base_c = 5377;
-        180: pwl_comb2_base_c = 5350;
-        181: pwl_comb2_base_c = 5323;
-        182: pwl_comb2_base_c = 5296;
-        183: pwl_comb2_base_c = 5269;
-        184: pwl_comb2_base_c = 5243;
-        185: pwl_comb2_base_c = 5217;
-        186: pwl_comb2_base_c = 5191;
-        187: pwl_comb2_base_c = 5165;
-        188: pwl_comb2_base_c = 5140;
-        189: pwl_comb2_base_c = 5115;
-        190: pwl_comb2_base_c = 5090;
-        191: pwl_comb2_base_c = 5066;
-        192: pwl_comb2_base_c = 5041;
-        193: pwl_comb2_base_c = 5017;
-        194: pwl_comb2_base_c = 4993;
-        195: pwl_comb2_base_c = 4970;
-        196: pwl_comb2_base_c = 4946;
-        197: pwl_comb2_base_c = 4923;
-        198: pwl_comb2_base_c = 4900;
-        199: pwl_comb2_base_c = 4877;
-        200: pwl_comb2_base_c = 4855;
-        201: pwl_comb2_base_c = 4832;
-        202: pwl_comb2_base_c = 4810;
-        203: pwl_comb2_base_c = 4788;
-        204: pwl_comb2_base_c = 4766;
-        205: pwl_comb2_base_c = 4745;
-        206: pwl_comb2_base_c = 4723;
-        207: pwl_comb2_base_c = 4702;
-        208: pwl_comb2_base_c = 4681;
-        209: pwl_comb2_base_c = 4660;
-        210: pwl_comb2_base_c = 4640;
-        211: pwl_comb2_base_c = 4619;
-        212: pwl_comb2_base_c = 4599;
-        213: pwl_comb2_base_c = 4579;
-        214: pwl_comb2_base_c = 4559;
-        215: pwl_comb2_base_c = 4539;
-        216: pwl_comb2_base_c = 4520;
-        217: pwl_comb2_base_c = 4500;
-        218: pwl_comb2_base_c = 4481;
-        219: pwl_comb2_base_c = 4462;
-        220: pwl_comb2_base_c = 4443;
-        221: pwl_comb2_base_c = 4424;
-        222: pwl_comb2_base_c = 4406;
-        223: pwl_comb2_base_c = 4387;
-        224: pwl_comb2_base_c = 4369;
-        225: pwl_comb2_base_c = 4351;
-        226: pwl_comb2_base_c = 4333;
-        227: pwl_comb2_base_c = 4315;
-        228: pwl_comb2_base_c = 4297;
-        229: pwl_comb2_base_c = 4280;
-        230: pwl_comb2_base_c = 4263;
-        231: pwl_comb2_base_c = 4245;
-        232: pwl_comb2_base_c = 4228;
-        233: pwl_comb2_base_c = 4211;
-        234: pwl_comb2_base_c = 4194;
-        235: pwl_comb2_base_c = 4178;
-        236: pwl_comb2_base_c = 4161;
-        237: pwl_comb2_base_c = 4145;
-        238: pwl_comb2_base_c = 4128;
-        239: pwl_comb2_base_c = 4112;
-        240: pwl_comb2_base_c = 4096;
-        241: pwl_comb2_base_c = 4080;
-        242: pwl_comb2_base_c = 4064;
-        243: pwl_comb2_base_c = 4049;
-        244: pwl_comb2_base_c = 4033;
-        245: pwl_comb2_base_c = 4018;
-        246: pwl_comb2_base_c = 4002;
-        247: pwl_comb2_base_c = 3987;
-        248: pwl_comb2_base_c = 3972;
-        249: pwl_comb2_base_c = 3957;
-        250: pwl_comb2_base_c = 3942;
-        251: pwl_comb2_base_c = 3927;
-        252: pwl_comb2_base_c = 3913;
-        253: pwl_comb2_base_c = 3898;
-        254: pwl_comb2_base_c = 3884;
-        default: pwl_comb2_base_c = 3869;
-    endcase
-    case (pwl_comb2_idx)
-        0: pwl_comb2_slope_c = (-61681);
-        1: pwl_comb2_slope_c = (-54828);
-        2: pwl_comb2_slope_c = (-49056);
-        3: pwl_comb2_slope_c = (-44151);
-        4: pwl_comb2_slope_c = (-39946);
-        5: pwl_comb2_slope_c = (-36314);
-        6: pwl_comb2_slope_c = (-33157);
-        7: pwl_comb2_slope_c = (-30394);
-        8: pwl_comb2_slope_c = (-27962);
-        9: pwl_comb2_slope_c = (-25811);
-        10: pwl_comb2_slope_c = (-23899);
-        11: pwl_comb2_slope_c = (-22192);
-        12: pwl_comb2_slope_c = (-20662);
-        13: pwl_comb2_slope_c = (-19284);
-        14: pwl_comb2_slope_c = (-18040);
-        15: pwl_comb2_slope_c = (-16913);
-        16: pwl_comb2_slope_c = (-15888);
-        17: pwl_comb2_slope_c = (-14953);
-        18: pwl_comb2_slope_c = (-14099);
-        19: pwl_comb2_slope_c = (-13315);
-        20: pwl_comb2_slope_c = (-12596);
-        21: pwl_comb2_slope_c = (-11933);
-        22: pwl_comb2_slope_c = (-11321);
-        23: pwl_comb2_slope_c = (-10755);
-        24: pwl_comb2_slope_c = (-10230);
-        25: pwl_comb2_slope_c = (-9743);
-        26: pwl_comb2_slope_c = (-9290);
-        27: pwl_comb2_slope_c = (-8867);
-        28: pwl_comb2_slope_c = (-8473);
-        29: pwl_comb2_slope_c = (-8105);
-        30: pwl_comb2_slope_c = (-7760);
-        31: pwl_comb2_slope_c = (-7437);
-        32: pwl_comb2_slope_c = (-7133);
-        33: pwl_comb2_slope_c = (-6848);
-        34: pwl_comb2_slope_c = (-6579);
-        35: pwl_comb2_slope_c = (-6326);
-        36: pwl_comb2_slope_c = (-6088);
-        37: pwl_comb2_slope_c = (-5862);
-        38: pwl_comb2_slope_c = (-5649);
-        39: pwl_comb2_slope_c = (-5447);
-        40: pwl_comb2_slope_c = (-5256);
-        41: pwl_comb2_slope_c = (-5075);
-        42: pwl_comb2_slope_c = (-4903);
-        43: pwl_comb2_slope_c = (-4739);
-        44: pwl_comb2_slope_c = (-4584);
-        45: pwl_comb2_slope_c = (-4436);
-        46: pwl_comb2_slope_c = (-4295);
-        47: pwl_comb2_slope_c = (-4161);
-        48: pwl_comb2_slope_c = (-4033);
-        49: pwl_comb2_slope_c = (-3911);
-        50: pwl_comb2_slope_c = (-3794);
-        51: pwl_comb2_slope_c = (-3682);
-        52: pwl_comb2_slope_c = (-3576);
-        53: pwl_comb2_slope_c = (-3474);
-        54: pwl_comb2_slope_c = (-3376);
-        55: pwl_comb2_slope_c = (-3282);
-        56: pwl_comb2_slope_c = (-3192);
-        57: pwl_comb2_slope_c = (-3106);
-        58: pwl_comb2_slope_c = (-3023);
-        59: pwl_comb2_slope_c = (-2943);
-        60: pwl_comb2_slope_c = (-2867);
-        61: pwl_comb2_slope_c = (-2793);
-        62: pwl_comb2_slope_c = (-2723);
-        63: pwl_comb2_slope_c = (-2655);
-        64: pwl_comb2_slope_c = (-2589);
-        65: pwl_comb2_slope_c = (-2526);
-        66: pwl_comb2_slope_c = (-2465);
-        67: pwl_comb2_slope_c = (-2406);
-        68: pwl_comb2_slope_c = (-2350);
-        69: pwl_comb2_slope_c = (-2295);
-        70: pwl_comb2_slope_c = (-2242);
-        71: pwl_comb2_slope_c = (-2191);
-        72: pwl_comb2_slope_c = (-2142);
-        73: pwl_comb2_slope_c = (-2095);
-        74: pwl_comb2_slope_c = (-2049);
-        75: pwl_comb2_slope_c = (-2004);
-        76: pwl_comb2_slope_c = (-1961);
-        77: pwl_comb2_slope_c = (-1919);
-        78: pwl_comb2_slope_c = (-1879);
-        79: pwl_comb2_slope_c = (-1840);
-        80: pwl_comb2_slope_c = (-1802);
-        81: pwl_comb2_slope_c = (-1765);
-        82: pwl_comb2_slope_c = (-1729);
-        83: pwl_comb2_slope_c = (-1695);
-        84: pwl_comb2_slope_c = (-1661);
-        85: pwl_comb2_slope_c = (-1629);
-        86: pwl_comb2_slope_c = (-1597);
-        87: pwl_comb2_slope_c = (-1566);
-        88: pwl_comb2_slope_c = (-1536);
-        89: pwl_comb2_slope_c = (-1507);
-        90: pwl_comb2_slope_c = (-1479);
-        91: pwl_comb2_slope_c = (-1452);
-        92: pwl_comb2_slope_c = (-1425);
-        93: pwl_comb2_slope_c = (-1399);
-        94: pwl_comb2_slope_c = (-1374);
-        95: pwl_comb2_slope_c = (-1350);
-        96: pwl_comb2_slope_c = (-1326);
-        97: pwl_comb2_slope_c = (-1302);
-        98: pwl_comb2_slope_c = (-1280);
-        99: pwl_comb2_slope_c = (-1258);
-        100: pwl_comb2_slope_c = (-1236);
-        101: pwl_comb2_slope_c = (-1215);
-        102: pwl_comb2_slope_c = (-1195);
-        103: pwl_comb2_slope_c = (-1175);
-        104: pwl_comb2_slope_c = (-1155);
-        105: pwl_comb2_slope_c = (-1137);
-        106: pwl_comb2_slope_c = (-1118);
-        107: pwl_comb2_slope_c = (-1100);
-        108: pwl_comb2_slope_c = (-1082);
-        109: pwl_comb2_slope_c = (-1065);
-        110: pwl_comb2_slope_c = (-1048);
-        111: pwl_comb2_slope_c = (-1032);
-        112: pwl_comb2_slope_c = (-1016);
-        113: pwl_comb2_slope_c = (-1000);
-        114: pwl_comb2_slope_c = (-985);
-        115: pwl_comb2_slope_c = (-970);
-        116: pwl_comb2_slope_c = (-956);
-        117: pwl_comb2_slope_c = (-941);
-        118: pwl_comb2_slope_c = (-927);
-        119: pwl_comb2_slope_c = (-914);
-        120: pwl_comb2_slope_c = (-900);
-        121: pwl_comb2_slope_c = (-887);
-        122: pwl_comb2_slope_c = (-875);
-        123: pwl_comb2_slope_c = (-862);
-        124: pwl_comb2_slope_c = (-850);
-        125: pwl_comb2_slope_c = (-838);
-        126: pwl_comb2_slope_c = (-826);
-        127: pwl_comb2_slope_c = (-815);
-        128: pwl_comb2_slope_c = (-804);
-        129: pwl_comb2_slope_c = (-792);
-        130: pwl_comb2_slope_c = (-782);
-        131: pwl_comb2_slope_c = (-771);
-        132: pwl_comb2_slope_c = (-761);
-        133: pwl_comb2_slope_c = (-751);
-        134: pwl_comb2_slope_c = (-741);
-        135: pwl_comb2_slope_c = (-731);
-        136: pwl_comb2_slope_c = (-721);
-        137: pwl_comb2_slope_c = (-712);
-        138: pwl_comb2_slope_c = (-703);
-        139: pwl_comb2_slope_c = (-694);
-        140: pwl_comb2_slope_c = (-685);
-        141: pwl_comb2_slope_c = (-676);
-        142: pwl_comb2_slope_c = (-668);
-        143: pwl_comb2_slope_c = (-659);
-        144: pwl_comb2_slope_c = (-651);
-        145: pwl_comb2_slope_c = (-643);
-        146: pwl_comb2_slope_c = (-635);
-        147: pwl_comb2_slope_c = (-628);
-        148: pwl_comb2_slope_c = (-620);
-        149: pwl_comb2_slope_c = (-613);
-        150: pwl_comb2_slope_c = (-605);
-        151: pwl_comb2_slope_c = (-598);
-        152: pwl_comb2_slope_c = (-591);
-        153: pwl_comb2_slope_c = (-584);
-        154: pwl_comb2_slope_c = (-577);
-        155: pwl_comb2_slope_c = (-570);
-        156: pwl_comb2_slope_c = (-564);
-        157: pwl_comb2_slope_c = (-557);
-        158: pwl_comb2_slope_c = (-551);
-        159: pwl_comb2_slope_c = (-545);
-        160: pwl_comb2_slope_c = (-539);
-        161: pwl_comb2_slope_c = (-533);
-        162: pwl_comb2_slope_c = (-527);
-        163: pwl_comb2_slope_c = (-521);
-        164: pwl_comb2_slope_c = (-515);
-        165: pwl_comb2_slope_c = (-509);
-        166: pwl_comb2_slope_c = (-504);
-        167: pwl_comb2_slope_c = (-498);
-        168: pwl_comb2_slope_c = (-493);
-        169: pwl_comb2_slope_c = (-488);
-        170: pwl_comb2_slope_c = (-482);
-        171: pwl_comb2_slope_c = (-477);
-        172: pwl_comb2_slope_c = (-472);
-        173: pwl_comb2_slope_c = (-467);
-        174: pwl_comb2_slope_c = (-462);
-        175: pwl_comb2_slope_c = (-457);
-        176: pwl_comb2_slope_c = (-453);
-        177: pwl_comb2_slope_c = (-448);
-        178: pwl_comb2_slope_c = (-443);
-        179: pwl_comb2_slope_c = (-439);
-        180: pwl_comb2_slope_c = (-435);
-        181: pwl_comb2_slope_c = (-430);
-        182: pwl_comb2_slope_c = (-426);
-        183: pwl_comb2_slope_c = (-422);
-        184: pwl_comb2_slope_c = (-417);
-        185: pwl_comb2_slope_c = (-413);
-        186: pwl_comb2_slope_c = (-409);
-        187: pwl_comb2_slope_c = (-405);
-        188: pwl_comb2_slope_c = (-401);
-        189: pwl_comb2_slope_c = (-397);
-        190: pwl_comb2_slope_c = (-393);
-        191: pwl_comb2_slope_c = (-390);
-        192: pwl_comb2_slope_c = (-386);
-        193: pwl_comb2_slope_c = (-382);
-        194: pwl_comb2_slope_c = (-379);
-        195: pwl_comb2_slope_c = (-375);
-        196: pwl_comb2_slope_c = (-372);
-        197: pwl_comb2_slope_c = (-368);
-        198: pwl_comb2_slope_c = (-365);
-        199: pwl_comb2_slope_c = (-361);
-        200: pwl_comb2_slope_c = (-358);
-        201: pwl_comb2_slope_c = (-355);
-        202: pwl_comb2_slope_c = (-351);
-        203: pwl_comb2_slope_c = (-348);
-        204: pwl_comb2_slope_c = (-345);
-        205: pwl_comb2_slope_c = (-342);
-        206: pwl_comb2_slope_c = (-339);
-        207: pwl_comb2_slope_c = (-336);
-        208: pwl_comb2_slope_c = (-333);
-        209: pwl_comb2_slope_c = (-330);
-        210: pwl_comb2_slope_c = (-327);
-        211: pwl_comb2_slope_c = (-324);
-        212: pwl_comb2_slope_c = (-321);
-        213: pwl_comb2_slope_c = (-319);
-        214: pwl_comb2_slope_c = (-316);
-        215: pwl_comb2_slope_c = (-313);
-        216: pwl_comb2_slope_c = (-310);
-        217: pwl_comb2_slope_c = (-308);
-        218: pwl_comb2_slope_c = (-305);
-        219: pwl_comb2_slope_c = (-303);
-        220: pwl_comb2_slope_c = (-300);
-        221: pwl_comb2_slope_c = (-297);
-        222: pwl_comb2_slope_c = (-295);
-        223: pwl_comb2_slope_c = (-292);
-        224: pwl_comb2_slope_c = (-290);
-        225: pwl_comb2_slope_c = (-288);
-        226: pwl_comb2_slope_c = (-285);
-        227: pwl_comb2_slope_c = (-283);
-        228: pwl_comb2_slope_c = (-281);
-        229: pwl_comb2_slope_c = (-278);
-        230: pwl_comb2_slope_c = (-276);
-        231: pwl_comb2_slope_c = (-274);
-        232: pwl_comb2_slope_c = (-272);
-        233: pwl_comb2_slope_c = (-270);
-        234: pwl_comb2_slope_c = (-267);
-        235: pwl_comb2_slope_c = (-265);
-        236: pwl_comb2_slope_c = (-263);
-        237: pwl_comb2_slope_c = (-261);
-        238: pwl_comb2_slope_c = (-259);
-        239: pwl_comb2_slope_c = (-257);
-        240: pwl_comb2_slope_c = (-255);
-        241: pwl_comb2_slope_c = (-253);
-        242: pwl_comb2_slope_c = (-251);
-        243: pwl_comb2_slope_c = (-249);
-        244: pwl_comb2_slope_c = (-247);
-        245: pwl_comb2_slope_c = (-245);
-        246: pwl_comb2_slope_c = (-243);
-        247: pwl_comb2_slope_c = (-242);
-        248: pwl_comb2_slope_c = (-240);
-        249: pwl_comb2_slope_c = (-238);
-        250: pwl_comb2_slope_c = (-236);
-        251: pwl_comb2_slope_c = (-234);
-        252: pwl_comb2_slope_c = (-233);
-        253: pwl_comb2_slope_c = (-231);
-        254: pwl_comb2_slope_c = (-229);
-        default: pwl_comb2_slope_c = (-228);
+always @(pwl_pipe2_idx2) begin: pwl_pipe2_p2rom
+    case (pwl_pipe2_idx2)
+        0: pwl_pipe2_slope2 = (-61681);
+        1: pwl_pipe2_slope2 = (-54828);
+        2: pwl_pipe2_slope2 = (-49056);
+        3: pwl_pipe2_slope2 = (-44151);
+        4: pwl_pipe2_slope2 = (-39946);
+        5: pwl_pipe2_slope2 = (-36314);
+        6: pwl_pipe2_slope2 = (-33157);
+        7: pwl_pipe2_slope2 = (-30394);
+        8: pwl_pipe2_slope2 = (-27962);
+        9: pwl_pipe2_slope2 = (-25811);
+        10: pwl_pipe2_slope2 = (-23899);
+        11: pwl_pipe2_slope2 = (-22192);
+        12: pwl_pipe2_slope2 = (-20662);
+        13: pwl_pipe2_slope2 = (-19284);
+        14: pwl_pipe2_slope2 = (-18040);
+        15: pwl_pipe2_slope2 = (-16913);
+        16: pwl_pipe2_slope2 = (-15888);
+        17: pwl_pipe2_slope2 = (-14953);
+        18: pwl_pipe2_slope2 = (-14099);
+        19: pwl_pipe2_slope2 = (-13315);
+        20: pwl_pipe2_slope2 = (-12596);
+        21: pwl_pipe2_slope2 = (-11933);
+        22: pwl_pipe2_slope2 = (-11321);
+        23: pwl_pipe2_slope2 = (-10755);
+        24: pwl_pipe2_slope2 = (-10230);
+        25: pwl_pipe2_slope2 = (-9743);
+        26: pwl_pipe2_slope2 = (-9290);
+        27: pwl_pipe2_slope2 = (-8867);
+        28: pwl_pipe2_slope2 = (-8473);
+        29: pwl_pipe2_slope2 = (-8105);
+        30: pwl_pipe2_slope2 = (-7760);
+        31: pwl_pipe2_slope2 = (-7437);
+        32: pwl_pipe2_slope2 = (-7133);
+        33: pwl_pipe2_slope2 = (-6848);
+        34: pwl_pipe2_slope2 = (-6579);
+        35: pwl_pipe2_slope2 = (-6326);
+        36: pwl_pipe2_slope2 = (-6088);
+        37: pwl_pipe2_slope2 = (-5862);
+        38: pwl_pipe2_slope2 = (-5649);
+        39: pwl_pipe2_slope2 = (-5447);
+        40: pwl_pipe2_slope2 = (-5256);
+        41: pwl_pipe2_slope2 = (-5075);
+        42: pwl_pipe2_slope2 = (-4903);
+        43: pwl_pipe2_slope2 = (-4739);
+        44: pwl_pipe2_slope2 = (-4584);
+        45: pwl_pipe2_slope2 = (-4436);
+        46: pwl_pipe2_slope2 = (-4295);
+        47: pwl_pipe2_slope2 = (-4161);
+        48: pwl_pipe2_slope2 = (-4033);
+        49: pwl_pipe2_slope2 = (-3911);
+        50: pwl_pipe2_slope2 = (-3794);
+        51: pwl_pipe2_slope2 = (-3682);
+        52: pwl_pipe2_slope2 = (-3576);
+        53: pwl_pipe2_slope2 = (-3474);
+        54: pwl_pipe2_slope2 = (-3376);
+        55: pwl_pipe2_slope2 = (-3282);
+        56: pwl_pipe2_slope2 = (-3192);
+        57: pwl_pipe2_slope2 = (-3106);
+        58: pwl_pipe2_slope2 = (-3023);
+        59: pwl_pipe2_slope2 = (-2943);
+        60: pwl_pipe2_slope2 = (-2867);
+        61: pwl_pipe2_slope2 = (-2793);
+        62: pwl_pipe2_slope2 = (-2723);
+        63: pwl_pipe2_slope2 = (-2655);
+        64: pwl_pipe2_slope2 = (-2589);
+        65: pwl_pipe2_slope2 = (-2526);
+        66: pwl_pipe2_slope2 = (-2465);
+        67: pwl_pipe2_slope2 = (-2406);
+        68: pwl_pipe2_slope2 = (-2350);
+        69: pwl_pipe2_slope2 = (-2295);
+        70: pwl_pipe2_slope2 = (-2242);
+        71: pwl_pipe2_slope2 = (-2191);
+        72: pwl_pipe2_slope2 = (-2142);
+        73: pwl_pipe2_slope2 = (-2095);
+        74: pwl_pipe2_slope2 = (-2049);
+        75: pwl_pipe2_slope2 = (-2004);
+        76: pwl_pipe2_slope2 = (-1961);
+        77: pwl_pipe2_slope2 = (-1919);
+        78: pwl_pipe2_slope2 = (-1879);
+        79: pwl_pipe2_slope2 = (-1840);
+        80: pwl_pipe2_slope2 = (-1802);
+        81: pwl_pipe2_slope2 = (-1765);
+        82: pwl_pipe2_slope2 = (-1729);
+        83: pwl_pipe2_slope2 = (-1695);
+        84: pwl_pipe2_slope2 = (-1661);
+        85: pwl_pipe2_slope2 = (-1629);
+        86: pwl_pipe2_slope2 = (-1597);
+        87: pwl_pipe2_slope2 = (-1566);
+        88: pwl_pipe2_slope2 = (-1536);
+        89: pwl_pipe2_slope2 = (-1507);
+        90: pwl_pipe2_slope2 = (-1479);
+        91: pwl_pipe2_slope2 = (-1452);
+        92: pwl_pipe2_slope2 = (-1425);
+        93: pwl_pipe2_slope2 = (-1399);
+        94: pwl_pipe2_slope2 = (-1374);
+        95: pwl_pipe2_slope2 = (-1350);
+        96: pwl_pipe2_slope2 = (-1326);
+        97: pwl_pipe2_slope2 = (-1302);
+        98: pwl_pipe2_slope2 = (-1280);
+        99: pwl_pipe2_slope2 = (-1258);
+        100: pwl_pipe2_slope2 = (-1236);
+        101: pwl_pipe2_slope2 = (-1215);
+        102: pwl_pipe2_slope2 = (-1195);
+        103: pwl_pipe2_slope2 = (-1175);
+        104: pwl_pipe2_slope2 = (-1155);
+        105: pwl_pipe2_slope2 = (-1137);
+        106: pwl_pipe2_slope2 = (-1118);
+        107: pwl_pipe2_slope2 = (-1100);
+        108: pwl_pipe2_slope2 = (-1082);
+        109: pwl_pipe2_slope2 = (-1065);
+        110: pwl_pipe2_slope2 = (-1048);
+        111: pwl_pipe2_slope2 = (-1032);
+        112: pwl_pipe2_slope2 = (-1016);
+        113: pwl_pipe2_slope2 = (-1000);
+        114: pwl_pipe2_slope2 = (-985);
+        115: pwl_pipe2_slope2 = (-970);
+        116: pwl_pipe2_slope2 = (-956);
+        117: pwl_pipe2_slope2 = (-941);
+        118: pwl_pipe2_slope2 = (-927);
+        119: pwl_pipe2_slope2 = (-914);
+        120: pwl_pipe2_slope2 = (-900);
+        121: pwl_pipe2_slope2 = (-887);
+        122: pwl_pipe2_slope2 = (-875);
+        123: pwl_pipe2_slope2 = (-862);
+        124: pwl_pipe2_slope2 = (-850);
+        125: pwl_pipe2_slope2 = (-838);
+        126: pwl_pipe2_slope2 = (-826);
+        127: pwl_pipe2_slope2 = (-815);
+        128: pwl_pipe2_slope2 = (-804);
+        129: pwl_pipe2_slope2 = (-792);
+        130: pwl_pipe2_slope2 = (-782);
+        131: pwl_pipe2_slope2 = (-771);
+        132: pwl_pipe2_slope2 = (-761);
+        133: pwl_pipe2_slope2 = (-751);
+        134: pwl_pipe2_slope2 = (-741);
+        135: pwl_pipe2_slope2 = (-731);
+        136: pwl_pipe2_slope2 = (-721);
+        137: pwl_pipe2_slope2 = (-712);
+        138: pwl_pipe2_slope2 = (-703);
+        139: pwl_pipe2_slope2 = (-694);
+        140: pwl_pipe2_slope2 = (-685);
+        141: pwl_pipe2_slope2 = (-676);
+        142: pwl_pipe2_slope2 = (-668);
+        143: pwl_pipe2_slope2 = (-659);
+        144: pwl_pipe2_slope2 = (-651);
+        145: pwl_pipe2_slope2 = (-643);
+        146: pwl_pipe2_slope2 = (-635);
+        147: pwl_pipe2_slope2 = (-628);
+        148: pwl_pipe2_slope2 = (-620);
+        149: pwl_pipe2_slope2 = (-613);
+        150: pwl_pipe2_slope2 = (-605);
+        151: pwl_pipe2_slope2 = (-598);
+        152: pwl_pipe2_slope2 = (-591);
+        153: pwl_pipe2_slope2 = (-584);
+        154: pwl_pipe2_slope2 = (-577);
+        155: pwl_pipe2_slope2 = (-570);
+        156: pwl_pipe2_slope2 = (-564);
+        157: pwl_pipe2_slope2 = (-557);
+        158: pwl_pipe2_slope2 = (-551);
+        159: pwl_pipe2_slope2 = (-545);
+        160: pwl_pipe2_slope2 = (-539);
+        161: pwl_pipe2_slope2 = (-533);
+        162: pwl_pipe2_slope2 = (-527);
+        163: pwl_pipe2_slope2 = (-521);
+        164: pwl_pipe2_slope2 = (-515);
+        165: pwl_pipe2_slope2 = (-509);
+        166: pwl_pipe2_slope2 = (-504);
+        167: pwl_pipe2_slope2 = (-498);
+        168: pwl_pipe2_slope2 = (-493);
+        169: pwl_pipe2_slope2 = (-488);
+        170: pwl_pipe2_slope2 = (-482);
+        171: pwl_pipe2_slope2 = (-477);
+        172: pwl_pipe2_slope2 = (-472);
+        173: pwl_pipe2_slope2 = (-467);
+        174: pwl_pipe2_slope2 = (-462);
+        175: pwl_pipe2_slope2 = (-457);
+        176: pwl_pipe2_slope2 = (-453);
+        177: pwl_pipe2_slope2 = (-448);
+        178: pwl_pipe2_slope2 = (-443);
+        179: pwl_pipe2_slope2 = (-439);
+        180: pwl_pipe2_slope2 = (-435);
+        181: pwl_pipe2_slope2 = (-430);
+        182: pwl_pipe2_slope2 = (-426);
+        183: pwl_pipe2_slope2 = (-422);
+        184: pwl_pipe2_slope2 = (-417);
+        185: pwl_pipe2_slope2 = (-413);
+        186: pwl_pipe2_slope2 = (-409);
+        187: pwl_pipe2_slope2 = (-405);
+        188: pwl_pipe2_slope2 = (-401);
+        189: pwl_pipe2_slope2 = (-397);
+        190: pwl_pipe2_slope2 = (-393);
+        191: pwl_pipe2_slope2 = (-390);
+        192: pwl_pipe2_slope2 = (-386);
+        193: pwl_pipe2_slope2 = (-382);
+        194: pwl_pipe2_slope2 = (-379);
+        195: pwl_pipe2_slope2 = (-375);
+        196: pwl_pipe2_slope2 = (-372);
+        197: pwl_pipe2_slope2 = (-368);
+        198: pwl_pipe2_slope2 = (-365);
+        199: pwl_pipe2_slope2 = (-361);
+        200: pwl_pipe2_slope2 = (-358);
+        201: pwl_pipe2_slope2 = (-355);
+        202: pwl_pipe2_slope2 = (-351);
+        203: pwl_pipe2_slope2 = (-348);
+        204: pwl_pipe2_slope2 = (-345);
+        205: pwl_pipe2_slope2 = (-342);
+        206: pwl_pipe2_slope2 = (-339);
+        207: pwl_pipe2_slope2 = (-336);
+        208: pwl_pipe2_slope2 = (-333);
+        209: pwl_pipe2_slope2 = (-330);
+        210: pwl_pipe2_slope2 = (-327);
+        211: pwl_pipe2_slope2 = (-324);
+        212: pwl_pipe2_slope2 = (-321);
+        213: pwl_pipe2_slope2 = (-319);
+        214: pwl_pipe2_slope2 = (-316);
+        215: pwl_pipe2_slope2 = (-313);
+        216: pwl_pipe2_slope2 = (-310);
+        217: pwl_pipe2_slope2 = (-308);
+        218: pwl_pipe2_slope2 = (-305);
+        219: pwl_pipe2_slope2 = (-303);
+        220: pwl_pipe2_slope2 = (-300);
+        221: pwl_pipe2_slope2 = (-297);
+        222: pwl_pipe2_slope2 = (-295);
+        223: pwl_pipe2_slope2 = (-292);
+        224: pwl_pipe2_slope2 = (-290);
+        225: pwl_pipe2_slope2 = (-288);
+        226: pwl_pipe2_slope2 = (-285);
+        227: pwl_pipe2_slope2 = (-283);
+        228: pwl_pipe2_slope2 = (-281);
+        229: pwl_pipe2_slope2 = (-278);
+        230: pwl_pipe2_slope2 = (-276);
+        231: pwl_pipe2_slope2 = (-274);
+        232: pwl_pipe2_slope2 = (-272);
+        233: pwl_pipe2_slope2 = (-270);
+        234: pwl_pipe2_slope2 = (-267);
+        235: pwl_pipe2_slope2 = (-265);
+        236: pwl_pipe2_slope2 = (-263);
+        237: pwl_pipe2_slope2 = (-261);
+        238: pwl_pipe2_slope2 = (-259);
+        239: pwl_pipe2_slope2 = (-257);
+        240: pwl_pipe2_slope2 = (-255);
+        241: pwl_pipe2_slope2 = (-253);
+        242: pwl_pipe2_slope2 = (-251);
+        243: pwl_pipe2_slope2 = (-249);
+        244: pwl_pipe2_slope2 = (-247);
+        245: pwl_pipe2_slope2 = (-245);
+        246: pwl_pipe2_slope2 = (-243);
+        247: pwl_pipe2_slope2 = (-242);
+        248: pwl_pipe2_slope2 = (-240);
+        249: pwl_pipe2_slope2 = (-238);
+        250: pwl_pipe2_slope2 = (-236);
+        251: pwl_pipe2_slope2 = (-234);
+        252: pwl_pipe2_slope2 = (-233);
+        253: pwl_pipe2_slope2 = (-231);
+        254: pwl_pipe2_slope2 = (-229);
+        default: pwl_pipe2_slope2 = (-228);
     endcase
 end
 
 
-
-assign pwl_comb2_offs = $signed({1'h0, pwl_comb2_off});
-
-
-
-assign pwl_comb2_prod = (pwl_comb2_slope_c * pwl_comb2_offs);
-
-
-
-assign pwl_comb2_round_sat4_t = $signed(pwl_comb2_prod >>> 16);
-assign pwl_comb2_round_sat4_rb = $signed({44'h0, pwl_comb2_prod[(16 - 1)]});
-
-
-
-assign pwl_comb2_round_sat4_r = (pwl_comb2_round_sat4_t + pwl_comb2_round_sat4_rb);
-
-
-
-assign pwl_comb2_round_sat4_sat9_hi = pwl_comb2_round_sat4_r[45-1:(32 - 1)];
-
-
-
-assign pwl_comb2_round_sat4_sat9_hin = (~pwl_comb2_round_sat4_sat9_hi);
-
-
-
-assign pwl_comb2_round_sat4_sat9_nsign = (!pwl_comb2_round_sat4_r[(45 - 1)]);
-
-
-always @(pwl_comb2_round_sat4_sat9_fill, pwl_comb2_round_sat4_sat9_hi, pwl_comb2_round_sat4_r, pwl_comb2_round_sat4_sat9_hin) begin: pwl_comb2_round_sat4_sat9_clamp
-    if (((pwl_comb2_round_sat4_sat9_hi == 0) || (pwl_comb2_round_sat4_sat9_hin == 0))) begin
-        pwl_comb2_rnd = $signed(pwl_comb2_round_sat4_r[32-1:0]);
+always @(posedge clk) begin: pwl_pipe2_p2
+    if (rst == 1) begin
+        pwl_pipe2_idx3 <= 0;
+        pwl_pipe2_prod3 <= 0;
     end
     else begin
-        pwl_comb2_rnd = $signed({pwl_comb2_round_sat4_r[(45 - 1)], pwl_comb2_round_sat4_sat9_fill});
+        pwl_pipe2_prod3 <= (pwl_pipe2_slope2 * pwl_pipe2_off2);
+        pwl_pipe2_idx3 <= pwl_pipe2_idx2;
     end
 end
 
 
 
-assign pwl_comb2_sumv = (pwl_comb2_base_c + pwl_comb2_rnd);
+assign pwl_pipe2_round_sat_fast2_round_sat2_t = $signed(pwl_pipe2_prod3 >>> 16);
+assign pwl_pipe2_round_sat_fast2_round_sat2_rb = $signed({32'h0, pwl_pipe2_prod3[(16 - 1)]});
 
 
 
-assign pwl_comb2_sat10_hi = pwl_comb2_sumv[33-1:(32 - 1)];
+assign pwl_pipe2_round_sat_fast2_round_sat2_r = (pwl_pipe2_round_sat_fast2_round_sat2_t + pwl_pipe2_round_sat_fast2_round_sat2_rb);
 
 
 
-assign pwl_comb2_sat10_hin = (~pwl_comb2_sat10_hi);
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi = pwl_pipe2_round_sat_fast2_round_sat2_r[33-1:(32 - 1)];
 
 
 
-assign pwl_comb2_sat10_nsign = (!pwl_comb2_sumv[(33 - 1)]);
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_hin = (~pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi);
 
 
-always @(pwl_comb2_sat10_fill, pwl_comb2_sat10_hi, pwl_comb2_sumv, pwl_comb2_sat10_hin) begin: pwl_comb2_sat10_clamp
-    if (((pwl_comb2_sat10_hi == 0) || (pwl_comb2_sat10_hin == 0))) begin
-        pwl_comb2_ys = $signed(pwl_comb2_sumv[32-1:0]);
+
+assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign = (!pwl_pipe2_round_sat_fast2_round_sat2_r[(33 - 1)]);
+
+
+always @(pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill, pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi, pwl_pipe2_round_sat_fast2_round_sat2_r, pwl_pipe2_round_sat_fast2_round_sat2_sat6_hin) begin: pwl_pipe2_round_sat_fast2_round_sat2_sat6_clamp
+    if (((pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi == 0) || (pwl_pipe2_round_sat_fast2_round_sat2_sat6_hin == 0))) begin
+        pwl_pipe2_rnd_c = $signed(pwl_pipe2_round_sat_fast2_round_sat2_r[32-1:0]);
     end
     else begin
-        pwl_comb2_ys = $signed({pwl_comb2_sumv[(33 - 1)], pwl_comb2_sat10_fill});
+        pwl_pipe2_rnd_c = $signed({pwl_pipe2_round_sat_fast2_round_sat2_r[(33 - 1)], pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill});
     end
 end
 
 
-always @(pwl_comb2_ys) begin: pwl_comb2_outc
-    if ((pwl_comb2_ys > 65536)) begin
+always @(posedge clk) begin: pwl_pipe2_p3
+    if (rst == 1) begin
+        pwl_pipe2_rnd4 <= 0;
+        pwl_pipe2_idx4 <= 0;
+    end
+    else begin
+        pwl_pipe2_rnd4 <= pwl_pipe2_rnd_c;
+        pwl_pipe2_idx4 <= pwl_pipe2_idx3;
+    end
+end
+
+
+always @(pwl_pipe2_idx4) begin: pwl_pipe2_p4rom
+    case (pwl_pipe2_idx4)
+        0: pwl_pipe2_base4 = 65536;
+        1: pwl_pipe2_base4 = 61681;
+        2: pwl_pipe2_base4 = 58254;
+        3: pwl_pipe2_base4 = 55188;
+        4: pwl_pipe2_base4 = 52429;
+        5: pwl_pipe2_base4 = 49932;
+        6: pwl_pipe2_base4 = 47663;
+        7: pwl_pipe2_base4 = 45590;
+        8: pwl_pipe2_base4 = 43691;
+        9: pwl_pipe2_base4 = 41943;
+        10: pwl_pipe2_base4 = 40330;
+        11: pwl_pipe2_base4 = 38836;
+        12: pwl_pipe2_base4 = 37449;
+        13: pwl_pipe2_base4 = 36158;
+        14: pwl_pipe2_base4 = 34953;
+        15: pwl_pipe2_base4 = 33825;
+        16: pwl_pipe2_base4 = 32768;
+        17: pwl_pipe2_base4 = 31775;
+        18: pwl_pipe2_base4 = 30840;
+        19: pwl_pipe2_base4 = 29959;
+        20: pwl_pipe2_base4 = 29127;
+        21: pwl_pipe2_base4 = 28340;
+        22: pwl_pipe2_base4 = 27594;
+        23: pwl_pipe2_base4 = 26887;
+        24: pwl_pipe2_base4 = 26214;
+        25: pwl_pipe2_base4 = 25575;
+        26: pwl_pipe2_base4 = 24966;
+        27: pwl_pipe2_base4 = 24385;
+        28: pwl_pipe2_base4 = 23831;
+        29: pwl_pipe2_base4 = 23302;
+        30: pwl_pipe2_base4 = 22795;
+        31: pwl_pipe2_base4 = 22310;
+        32: pwl_pipe2_base4 = 21845;
+        33: pwl_pipe2_base4 = 21400;
+        34: pwl_pipe2_base4 = 20972;
+        35: pwl_pipe2_base4 = 20560;
+        36: pwl_pipe2_base4 = 20165;
+        37: pwl_pipe2_base4 = 19784;
+        38: pwl_pipe2_base4 = 19418;
+        39: pwl_pipe2_base4 = 19065;
+        40: pwl_pipe2_base4 = 18725;
+        41: pwl_pipe2_base4 = 18396;
+        42: pwl_pipe2_base4 = 18079;
+        43: pwl_pipe2_base4 = 17772;
+        44: pwl_pipe2_base4 = 17476;
+        45: pwl_pipe2_base4 = 17190;
+        46: pwl_pipe2_base4 = 16913;
+        47: pwl_pipe2_base4 = 16644;
+        48: pwl_pipe2_base4 = 16384;
+        49: pwl_pipe2_base4 = 16132;
+        50: pwl_pipe2_base4 = 15888;
+        51: pwl_pipe2_base4 = 15650;
+        52: pwl_pipe2_base4 = 15420;
+        53: pwl_pipe2_base4 = 15197;
+        54: pwl_pipe2_base4 = 14980;
+        55: pwl_pipe2_base4 = 14769;
+        56: pwl_pipe2_base4 = 14564;
+        57: pwl_pipe2_base4 = 14364;
+        58: pwl_pipe2_base4 = 14170;
+        59: pwl_pipe2_base4 = 13981;
+        60: pwl_pipe2_base4 = 13797;
+        61: pwl_pipe2_base4 = 13618;
+        62: pwl_pipe2_base4 = 13443;
+        63: pwl_pipe2_base4 = 13273;
+        64: pwl_pipe2_base4 = 13107;
+        65: pwl_pipe2_base4 = 12945;
+        66: pwl_pipe2_base4 = 12788;
+        67: pwl_pipe2_base4 = 12633;
+        68: pwl_pipe2_base4 = 12483;
+        69: pwl_pipe2_base4 = 12336;
+        70: pwl_pipe2_base4 = 12193;
+        71: pwl_pipe2_base4 = 12053;
+        72: pwl_pipe2_base4 = 11916;
+        73: pwl_pipe2_base4 = 11782;
+        74: pwl_pipe2_base4 = 11651;
+        75: pwl_pipe2_base4 = 11523;
+        76: pwl_pipe2_base4 = 11398;
+        77: pwl_pipe2_base4 = 11275;
+        78: pwl_pipe2_base4 = 11155;
+        79: pwl_pipe2_base4 = 11038;
+        80: pwl_pipe2_base4 = 10923;
+        81: pwl_pipe2_base4 = 10810;
+        82: pwl_pipe2_base4 = 10700;
+        83: pwl_pipe2_base4 = 10592;
+        84: pwl_pipe2_base4 = 10486;
+        85: pwl_pipe2_base4 = 10382;
+        86: pwl_pipe2_base4 = 10280;
+        87: pwl_pipe2_base4 = 10180;
+        88: pwl_pipe2_base4 = 10082;
+        89: pwl_pipe2_base4 = 9986;
+        90: pwl_pipe2_base4 = 9892;
+        91: pwl_pipe2_base4 = 9800;
+        92: pwl_pipe2_base4 = 9709;
+        93: pwl_pipe2_base4 = 9620;
+        94: pwl_pipe2_base4 = 9533;
+        95: pwl_pipe2_base4 = 9447;
+        96: pwl_pipe2_base4 = 9362;
+        97: pwl_pipe2_base4 = 9279;
+        98: pwl_pipe2_base4 = 9198;
+        99: pwl_pipe2_base4 = 9118;
+        100: pwl_pipe2_base4 = 9039;
+        101: pwl_pipe2_base4 = 8962;
+        102: pwl_pipe2_base4 = 8886;
+        103: pwl_pipe2_base4 = 8812;
+        104: pwl_pipe2_base4 = 8738;
+        105: pwl_pipe2_base4 = 8666;
+        106: pwl_pipe2_base4 = 8595;
+        107: pwl_pipe2_base4 = 8525;
+        108: pwl_pipe2_base4 = 8456;
+        109: pwl_pipe2_base4 = 8389;
+        110: pwl_pipe2_base4 = 8322;
+        111: pwl_pipe2_base4 = 8257;
+        112: pwl_pipe2_base4 = 8192;
+        113: pwl_pipe2_base4 = 8128;
+        114: pwl_pipe2_base4 = 8066;
+        115: pwl_pipe2_base4 = 8004;
+        116: pwl_pipe2_base4 = 7944;
+        117: pwl_pipe2_base4 = 7884;
+        118: pwl_pipe2_base4 = 7825;
+        119: pwl_pipe2_base4 = 7767;
+        120: pwl_pipe2_base4 = 7710;
+        121: pwl_pipe2_base4 = 7654;
+        122: pwl_pipe2_base4 = 7598;
+        123: pwl_pipe2_base4 = 7544;
+        124: pwl_pipe2_base4 = 7490;
+        125: pwl_pipe2_base4 = 7437;
+        126: pwl_pipe2_base4 = 7384;
+        127: pwl_pipe2_base4 = 7333;
+        128: pwl_pipe2_base4 = 7282;
+        129: pwl_pipe2_base4 = 7232;
+        130: pwl_pipe2_base4 = 7182;
+        131: pwl_pipe2_base4 = 7133;
+        132: pwl_pipe2_base4 = 7085;
+        133: pwl_pipe2_base4 = 7037;
+        134: pwl_pipe2_base4 = 6991;
+        135: pwl_pipe2_base4 = 6944;
+        136: pwl_pipe2_base4 = 6899;
+        137: pwl_pipe2_base4 = 6853;
+        138: pwl_pipe2_base4 = 6809;
+        139: pwl_pipe2_base4 = 6765;
+        140: pwl_pipe2_base4 = 6722;
+        141: pwl_pipe2_base4 = 6679;
+        142: pwl_pipe2_base4 = 6637;
+        143: pwl_pipe2_base4 = 6595;
+        144: pwl_pipe2_base4 = 6554;
+        145: pwl_pipe2_base4 = 6513;
+        146: pwl_pipe2_base4 = 6473;
+        147: pwl_pipe2_base4 = 6433;
+        148: pwl_pipe2_base4 = 6394;
+        149: pwl_pipe2_base4 = 6355;
+        150: pwl_pipe2_base4 = 6317;
+        151: pwl_pipe2_base4 = 6279;
+        152: pwl_pipe2_base4 = 6242;
+        153: pwl_pipe2_base4 = 6205;
+        154: pwl_pipe2_base4 = 6168;
+        155: pwl_pipe2_base4 = 6132;
+        156: pwl_pipe2_base4 = 6096;
+        157: pwl_pipe2_base4 = 6061;
+        158: pwl_pipe2_base4 = 6026;
+        159: pwl_pipe2_base4 = 5992;
+        160: pwl_pipe2_base4 = 5958;
+        161: pwl_pipe2_base4 = 5924;
+        162: pwl_pipe2_base4 = 5891;
+        163: pwl_pipe2_base4 = 5858;
+        164: pwl_pipe2_base4 = 5825;
+        165: pwl_pipe2_base4 = 5793;
+        166: pwl_pipe2_base4 = 5761;
+        167: pwl_pipe2_base4 = 5730;
+        168: pwl_pipe2_base4 = 5699;
+        169: pwl_pipe2_base4 = 5668;
+        170: pwl_pipe2_base4 = 5638;
+        171: pwl_pipe2_base4 = 5607;
+        172: pwl_pipe2_base4 = 5578;
+        173: pwl_pipe2_base4 = 5548;
+        174: pwl_pipe2_base4 = 5519;
+        175: pwl_pipe2_base4 = 5490;
+        176: pwl_pipe2_base4 = 5461;
+        177: pwl_pipe2_base4 = 5433;
+        178: pwl_pipe2_base4 = 5405;
+        179: pwl_pipe2_base4 = 5377;
+        180: pwl_pipe2_base4 = 5350;
+        181: pwl_pipe2_base4 = 5323;
+        182: pwl_pipe2_base4 = 5296;
+        183: pwl_pipe2_base4 = 5269;
+        184: pwl_pipe2_base4 = 5243;
+        185: pwl_pipe2_base4 = 5217;
+        186: pwl_pipe2_base4 = 5191;
+        187: pwl_pipe2_base4 = 5165;
+        188: pwl_pipe2_base4 = 5140;
+        189: pwl_pipe2_base4 = 5115;
+        190: pwl_pipe2_base4 = 5090;
+        191: pwl_pipe2_base4 = 5066;
+        192: pwl_pipe2_base4 = 5041;
+        193: pwl_pipe2_base4 = 5017;
+        194: pwl_pipe2_base4 = 4993;
+        195: pwl_pipe2_base4 = 4970;
+        196: pwl_pipe2_base4 = 4946;
+        197: pwl_pipe2_base4 = 4923;
+        198: pwl_pipe2_base4 = 4900;
+        199: pwl_pipe2_base4 = 4877;
+        200: pwl_pipe2_base4 = 4855;
+        201: pwl_pipe2_base4 = 4832;
+        202: pwl_pipe2_base4 = 4810;
+        203: pwl_pipe2_base4 = 4788;
+        204: pwl_pipe2_base4 = 4766;
+        205: pwl_pipe2_base4 = 4745;
+        206: pwl_pipe2_base4 = 4723;
+        207: pwl_pipe2_base4 = 4702;
+        208: pwl_pipe2_base4 = 4681;
+        209: pwl_pipe2_base4 = 4660;
+        210: pwl_pipe2_base4 = 4640;
+        211: pwl_pipe2_base4 = 4619;
+        212: pwl_pipe2_base4 = 4599;
+        213: pwl_pipe2_base4 = 4579;
+        214: pwl_pipe2_base4 = 4559;
+        215: pwl_pipe2_base4 = 4539;
+        216: pwl_pipe2_base4 = 4520;
+        217: pwl_pipe2_base4 = 4500;
+        218: pwl_pipe2_base4 = 4481;
+        219: pwl_pipe2_base4 = 4462;
+        220: pwl_pipe2_base4 = 4443;
+        221: pwl_pipe2_base4 = 4424;
+        222: pwl_pipe2_base4 = 4406;
+        223: pwl_pipe2_base4 = 4387;
+        224: pwl_pipe2_base4 = 4369;
+        225: pwl_pipe2_base4 = 4351;
+        226: pwl_pipe2_base4 = 4333;
+        227: pwl_pipe2_base4 = 4315;
+        228: pwl_pipe2_base4 = 4297;
+        229: pwl_pipe2_base4 = 4280;
+        230: pwl_pipe2_base4 = 4263;
+        231: pwl_pipe2_base4 = 4245;
+        232: pwl_pipe2_base4 = 4228;
+        233: pwl_pipe2_base4 = 4211;
+        234: pwl_pipe2_base4 = 4194;
+        235: pwl_pipe2_base4 = 4178;
+        236: pwl_pipe2_base4 = 4161;
+        237: pwl_pipe2_base4 = 4145;
+        238: pwl_pipe2_base4 = 4128;
+        239: pwl_pipe2_base4 = 4112;
+        240: pwl_pipe2_base4 = 4096;
+        241: pwl_pipe2_base4 = 4080;
+        242: pwl_pipe2_base4 = 4064;
+        243: pwl_pipe2_base4 = 4049;
+        244: pwl_pipe2_base4 = 4033;
+        245: pwl_pipe2_base4 = 4018;
+        246: pwl_pipe2_base4 = 4002;
+        247: pwl_pipe2_base4 = 3987;
+        248: pwl_pipe2_base4 = 3972;
+        249: pwl_pipe2_base4 = 3957;
+        250: pwl_pipe2_base4 = 3942;
+        251: pwl_pipe2_base4 = 3927;
+        252: pwl_pipe2_base4 = 3913;
+        253: pwl_pipe2_base4 = 3898;
+        254: pwl_pipe2_base4 = 3884;
+        default: pwl_pipe2_base4 = 3869;
+    endcase
+end
+
+
+
+assign pwl_pipe2_sumv = (pwl_pipe2_base4 + pwl_pipe2_rnd4);
+
+
+
+assign pwl_pipe2_sat7_hi = pwl_pipe2_sumv[33-1:(32 - 1)];
+
+
+
+assign pwl_pipe2_sat7_hin = (~pwl_pipe2_sat7_hi);
+
+
+
+assign pwl_pipe2_sat7_nsign = (!pwl_pipe2_sumv[(33 - 1)]);
+
+
+always @(pwl_pipe2_sat7_fill, pwl_pipe2_sat7_hi, pwl_pipe2_sumv, pwl_pipe2_sat7_hin) begin: pwl_pipe2_sat7_clamp
+    if (((pwl_pipe2_sat7_hi == 0) || (pwl_pipe2_sat7_hin == 0))) begin
+        pwl_pipe2_ys = $signed(pwl_pipe2_sumv[32-1:0]);
+    end
+    else begin
+        pwl_pipe2_ys = $signed({pwl_pipe2_sumv[(33 - 1)], pwl_pipe2_sat7_fill});
+    end
+end
+
+
+always @(pwl_pipe2_idx4) begin: pwl_pipe2_p4romh
+    case (pwl_pipe2_idx4)
+        0: pwl_pipe2_limh = 0;
+        1: pwl_pipe2_limh = 3855;
+        2: pwl_pipe2_limh = 7282;
+        3: pwl_pipe2_limh = 10348;
+        4: pwl_pipe2_limh = 13107;
+        5: pwl_pipe2_limh = 15604;
+        6: pwl_pipe2_limh = 17873;
+        7: pwl_pipe2_limh = 19946;
+        8: pwl_pipe2_limh = 21845;
+        9: pwl_pipe2_limh = 23593;
+        10: pwl_pipe2_limh = 25206;
+        11: pwl_pipe2_limh = 26700;
+        12: pwl_pipe2_limh = 28087;
+        13: pwl_pipe2_limh = 29378;
+        14: pwl_pipe2_limh = 30583;
+        15: pwl_pipe2_limh = 31711;
+        16: pwl_pipe2_limh = 32768;
+        17: pwl_pipe2_limh = 33761;
+        18: pwl_pipe2_limh = 34696;
+        19: pwl_pipe2_limh = 35577;
+        20: pwl_pipe2_limh = 36409;
+        21: pwl_pipe2_limh = 37196;
+        22: pwl_pipe2_limh = 37942;
+        23: pwl_pipe2_limh = 38649;
+        24: pwl_pipe2_limh = 39322;
+        25: pwl_pipe2_limh = 39961;
+        26: pwl_pipe2_limh = 40570;
+        27: pwl_pipe2_limh = 41151;
+        28: pwl_pipe2_limh = 41705;
+        29: pwl_pipe2_limh = 42234;
+        30: pwl_pipe2_limh = 42741;
+        31: pwl_pipe2_limh = 43226;
+        32: pwl_pipe2_limh = 43691;
+        33: pwl_pipe2_limh = 44136;
+        34: pwl_pipe2_limh = 44564;
+        35: pwl_pipe2_limh = 44976;
+        36: pwl_pipe2_limh = 45371;
+        37: pwl_pipe2_limh = 45752;
+        38: pwl_pipe2_limh = 46118;
+        39: pwl_pipe2_limh = 46471;
+        40: pwl_pipe2_limh = 46811;
+        41: pwl_pipe2_limh = 47140;
+        42: pwl_pipe2_limh = 47457;
+        43: pwl_pipe2_limh = 47764;
+        44: pwl_pipe2_limh = 48060;
+        45: pwl_pipe2_limh = 48346;
+        46: pwl_pipe2_limh = 48623;
+        47: pwl_pipe2_limh = 48892;
+        48: pwl_pipe2_limh = 49152;
+        49: pwl_pipe2_limh = 49404;
+        50: pwl_pipe2_limh = 49648;
+        51: pwl_pipe2_limh = 49886;
+        52: pwl_pipe2_limh = 50116;
+        53: pwl_pipe2_limh = 50339;
+        54: pwl_pipe2_limh = 50556;
+        55: pwl_pipe2_limh = 50767;
+        56: pwl_pipe2_limh = 50972;
+        57: pwl_pipe2_limh = 51172;
+        58: pwl_pipe2_limh = 51366;
+        59: pwl_pipe2_limh = 51555;
+        60: pwl_pipe2_limh = 51739;
+        61: pwl_pipe2_limh = 51918;
+        62: pwl_pipe2_limh = 52093;
+        63: pwl_pipe2_limh = 52263;
+        64: pwl_pipe2_limh = 52429;
+        65: pwl_pipe2_limh = 52591;
+        66: pwl_pipe2_limh = 52748;
+        67: pwl_pipe2_limh = 52903;
+        68: pwl_pipe2_limh = 53053;
+        69: pwl_pipe2_limh = 53200;
+        70: pwl_pipe2_limh = 53343;
+        71: pwl_pipe2_limh = 53483;
+        72: pwl_pipe2_limh = 53620;
+        73: pwl_pipe2_limh = 53754;
+        74: pwl_pipe2_limh = 53885;
+        75: pwl_pipe2_limh = 54013;
+        76: pwl_pipe2_limh = 54138;
+        77: pwl_pipe2_limh = 54261;
+        78: pwl_pipe2_limh = 54381;
+        79: pwl_pipe2_limh = 54498;
+        80: pwl_pipe2_limh = 54613;
+        81: pwl_pipe2_limh = 54726;
+        82: pwl_pipe2_limh = 54836;
+        83: pwl_pipe2_limh = 54944;
+        84: pwl_pipe2_limh = 55050;
+        85: pwl_pipe2_limh = 55154;
+        86: pwl_pipe2_limh = 55256;
+        87: pwl_pipe2_limh = 55356;
+        88: pwl_pipe2_limh = 55454;
+        89: pwl_pipe2_limh = 55550;
+        90: pwl_pipe2_limh = 55644;
+        91: pwl_pipe2_limh = 55736;
+        92: pwl_pipe2_limh = 55827;
+        93: pwl_pipe2_limh = 55916;
+        94: pwl_pipe2_limh = 56003;
+        95: pwl_pipe2_limh = 56089;
+        96: pwl_pipe2_limh = 56174;
+        97: pwl_pipe2_limh = 56257;
+        98: pwl_pipe2_limh = 56338;
+        99: pwl_pipe2_limh = 56418;
+        100: pwl_pipe2_limh = 56497;
+        101: pwl_pipe2_limh = 56574;
+        102: pwl_pipe2_limh = 56650;
+        103: pwl_pipe2_limh = 56724;
+        104: pwl_pipe2_limh = 56798;
+        105: pwl_pipe2_limh = 56870;
+        106: pwl_pipe2_limh = 56941;
+        107: pwl_pipe2_limh = 57011;
+        108: pwl_pipe2_limh = 57080;
+        109: pwl_pipe2_limh = 57147;
+        110: pwl_pipe2_limh = 57214;
+        111: pwl_pipe2_limh = 57279;
+        112: pwl_pipe2_limh = 57344;
+        113: pwl_pipe2_limh = 57408;
+        114: pwl_pipe2_limh = 57470;
+        115: pwl_pipe2_limh = 57532;
+        116: pwl_pipe2_limh = 57592;
+        117: pwl_pipe2_limh = 57652;
+        118: pwl_pipe2_limh = 57711;
+        119: pwl_pipe2_limh = 57769;
+        120: pwl_pipe2_limh = 57826;
+        121: pwl_pipe2_limh = 57882;
+        122: pwl_pipe2_limh = 57938;
+        123: pwl_pipe2_limh = 57992;
+        124: pwl_pipe2_limh = 58046;
+        125: pwl_pipe2_limh = 58099;
+        126: pwl_pipe2_limh = 58152;
+        127: pwl_pipe2_limh = 58203;
+        128: pwl_pipe2_limh = 58254;
+        129: pwl_pipe2_limh = 58304;
+        130: pwl_pipe2_limh = 58354;
+        131: pwl_pipe2_limh = 58403;
+        132: pwl_pipe2_limh = 58451;
+        133: pwl_pipe2_limh = 58499;
+        134: pwl_pipe2_limh = 58545;
+        135: pwl_pipe2_limh = 58592;
+        136: pwl_pipe2_limh = 58637;
+        137: pwl_pipe2_limh = 58683;
+        138: pwl_pipe2_limh = 58727;
+        139: pwl_pipe2_limh = 58771;
+        140: pwl_pipe2_limh = 58814;
+        141: pwl_pipe2_limh = 58857;
+        142: pwl_pipe2_limh = 58899;
+        143: pwl_pipe2_limh = 58941;
+        144: pwl_pipe2_limh = 58982;
+        145: pwl_pipe2_limh = 59023;
+        146: pwl_pipe2_limh = 59063;
+        147: pwl_pipe2_limh = 59103;
+        148: pwl_pipe2_limh = 59142;
+        149: pwl_pipe2_limh = 59181;
+        150: pwl_pipe2_limh = 59219;
+        151: pwl_pipe2_limh = 59257;
+        152: pwl_pipe2_limh = 59294;
+        153: pwl_pipe2_limh = 59331;
+        154: pwl_pipe2_limh = 59368;
+        155: pwl_pipe2_limh = 59404;
+        156: pwl_pipe2_limh = 59440;
+        157: pwl_pipe2_limh = 59475;
+        158: pwl_pipe2_limh = 59510;
+        159: pwl_pipe2_limh = 59544;
+        160: pwl_pipe2_limh = 59578;
+        161: pwl_pipe2_limh = 59612;
+        162: pwl_pipe2_limh = 59645;
+        163: pwl_pipe2_limh = 59678;
+        164: pwl_pipe2_limh = 59711;
+        165: pwl_pipe2_limh = 59743;
+        166: pwl_pipe2_limh = 59775;
+        167: pwl_pipe2_limh = 59806;
+        168: pwl_pipe2_limh = 59837;
+        169: pwl_pipe2_limh = 59868;
+        170: pwl_pipe2_limh = 59898;
+        171: pwl_pipe2_limh = 59929;
+        172: pwl_pipe2_limh = 59958;
+        173: pwl_pipe2_limh = 59988;
+        174: pwl_pipe2_limh = 60017;
+        175: pwl_pipe2_limh = 60046;
+        176: pwl_pipe2_limh = 60075;
+        177: pwl_pipe2_limh = 60103;
+        178: pwl_pipe2_limh = 60131;
+        179: pwl_pipe2_limh = 60159;
+        180: pwl_pipe2_limh = 60186;
+        181: pwl_pipe2_limh = 60213;
+        182: pwl_pipe2_limh = 60240;
+        183: pwl_pipe2_limh = 60267;
+        184: pwl_pipe2_limh = 60293;
+        185: pwl_pipe2_limh = 60319;
+        186: pwl_pipe2_limh = 60345;
+        187: pwl_pipe2_limh = 60371;
+        188: pwl_pipe2_limh = 60396;
+        189: pwl_pipe2_limh = 60421;
+        190: pwl_pipe2_limh = 60446;
+        191: pwl_pipe2_limh = 60470;
+        192: pwl_pipe2_limh = 60495;
+        193: pwl_pipe2_limh = 60519;
+        194: pwl_pipe2_limh = 60543;
+        195: pwl_pipe2_limh = 60566;
+        196: pwl_pipe2_limh = 60590;
+        197: pwl_pipe2_limh = 60613;
+        198: pwl_pipe2_limh = 60636;
+        199: pwl_pipe2_limh = 60659;
+        200: pwl_pipe2_limh = 60681;
+        201: pwl_pipe2_limh = 60704;
+        202: pwl_pipe2_limh = 60726;
+        203: pwl_pipe2_limh = 60748;
+        204: pwl_pipe2_limh = 60770;
+        205: pwl_pipe2_limh = 60791;
+        206: pwl_pipe2_limh = 60813;
+        207: pwl_pipe2_limh = 60834;
+        208: pwl_pipe2_limh = 60855;
+        209: pwl_pipe2_limh = 60876;
+        210: pwl_pipe2_limh = 60896;
+        211: pwl_pipe2_limh = 60917;
+        212: pwl_pipe2_limh = 60937;
+        213: pwl_pipe2_limh = 60957;
+        214: pwl_pipe2_limh = 60977;
+        215: pwl_pipe2_limh = 60997;
+        216: pwl_pipe2_limh = 61016;
+        217: pwl_pipe2_limh = 61036;
+        218: pwl_pipe2_limh = 61055;
+        219: pwl_pipe2_limh = 61074;
+        220: pwl_pipe2_limh = 61093;
+        221: pwl_pipe2_limh = 61112;
+        222: pwl_pipe2_limh = 61130;
+        223: pwl_pipe2_limh = 61149;
+        224: pwl_pipe2_limh = 61167;
+        225: pwl_pipe2_limh = 61185;
+        226: pwl_pipe2_limh = 61203;
+        227: pwl_pipe2_limh = 61221;
+        228: pwl_pipe2_limh = 61239;
+        229: pwl_pipe2_limh = 61256;
+        230: pwl_pipe2_limh = 61273;
+        231: pwl_pipe2_limh = 61291;
+        232: pwl_pipe2_limh = 61308;
+        233: pwl_pipe2_limh = 61325;
+        234: pwl_pipe2_limh = 61342;
+        235: pwl_pipe2_limh = 61358;
+        236: pwl_pipe2_limh = 61375;
+        237: pwl_pipe2_limh = 61391;
+        238: pwl_pipe2_limh = 61408;
+        239: pwl_pipe2_limh = 61424;
+        240: pwl_pipe2_limh = 61440;
+        241: pwl_pipe2_limh = 61456;
+        242: pwl_pipe2_limh = 61472;
+        243: pwl_pipe2_limh = 61487;
+        244: pwl_pipe2_limh = 61503;
+        245: pwl_pipe2_limh = 61518;
+        246: pwl_pipe2_limh = 61534;
+        247: pwl_pipe2_limh = 61549;
+        248: pwl_pipe2_limh = 61564;
+        249: pwl_pipe2_limh = 61579;
+        250: pwl_pipe2_limh = 61594;
+        251: pwl_pipe2_limh = 61609;
+        252: pwl_pipe2_limh = 61623;
+        253: pwl_pipe2_limh = 61638;
+        254: pwl_pipe2_limh = 61652;
+        default: pwl_pipe2_limh = 61667;
+    endcase
+end
+
+
+always @(pwl_pipe2_idx4) begin: pwl_pipe2_p4roml
+    case (pwl_pipe2_idx4)
+        0: pwl_pipe2_liml = (-65536);
+        1: pwl_pipe2_liml = (-61681);
+        2: pwl_pipe2_liml = (-58254);
+        3: pwl_pipe2_liml = (-55188);
+        4: pwl_pipe2_liml = (-52429);
+        5: pwl_pipe2_liml = (-49932);
+        6: pwl_pipe2_liml = (-47663);
+        7: pwl_pipe2_liml = (-45590);
+        8: pwl_pipe2_liml = (-43691);
+        9: pwl_pipe2_liml = (-41943);
+        10: pwl_pipe2_liml = (-40330);
+        11: pwl_pipe2_liml = (-38836);
+        12: pwl_pipe2_liml = (-37449);
+        13: pwl_pipe2_liml = (-36158);
+        14: pwl_pipe2_liml = (-34953);
+        15: pwl_pipe2_liml = (-33825);
+        16: pwl_pipe2_liml = (-32768);
+        17: pwl_pipe2_liml = (-31775);
+        18: pwl_pipe2_liml = (-30840);
+        19: pwl_pipe2_liml = (-29959);
+        20: pwl_pipe2_liml = (-29127);
+        21: pwl_pipe2_liml = (-28340);
+        22: pwl_pipe2_liml = (-27594);
+        23: pwl_pipe2_liml = (-26887);
+        24: pwl_pipe2_liml = (-26214);
+        25: pwl_pipe2_liml = (-25575);
+        26: pwl_pipe2_liml = (-24966);
+        27: pwl_pipe2_liml = (-24385);
+        28: pwl_pipe2_liml = (-23831);
+        29: pwl_pipe2_liml = (-23302);
+        30: pwl_pipe2_liml = (-22795);
+        31: pwl_pipe2_liml = (-22310);
+        32: pwl_pipe2_liml = (-21845);
+        33: pwl_pipe2_liml = (-21400);
+        34: pwl_pipe2_liml = (-20972);
+        35: pwl_pipe2_liml = (-20560);
+        36: pwl_pipe2_liml = (-20165);
+        37: pwl_pipe2_liml = (-19784);
+        38: pwl_pipe2_liml = (-19418);
+        39: pwl_pipe2_liml = (-19065);
+        40: pwl_pipe2_liml = (-18725);
+        41: pwl_pipe2_liml = (-18396);
+        42: pwl_pipe2_liml = (-18079);
+        43: pwl_pipe2_liml = (-17772);
+        44: pwl_pipe2_liml = (-17476);
+        45: pwl_pipe2_liml = (-17190);
+        46: pwl_pipe2_liml = (-16913);
+        47: pwl_pipe2_liml = (-16644);
+        48: pwl_pipe2_liml = (-16384);
+        49: pwl_pipe2_liml = (-16132);
+        50: pwl_pipe2_liml = (-15888);
+        51: pwl_pipe2_liml = (-15650);
+        52: pwl_pipe2_liml = (-15420);
+        53: pwl_pipe2_liml = (-15197);
+        54: pwl_pipe2_liml = (-14980);
+        55: pwl_pipe2_liml = (-14769);
+        56: pwl_pipe2_liml = (-14564);
+        57: pwl_pipe2_liml = (-14364);
+        58: pwl_pipe2_liml = (-14170);
+        59: pwl_pipe2_liml = (-13981);
+        60: pwl_pipe2_liml = (-13797);
+        61: pwl_pipe2_liml = (-13618);
+        62: pwl_pipe2_liml = (-13443);
+        63: pwl_pipe2_liml = (-13273);
+        64: pwl_pipe2_liml = (-13107);
+        65: pwl_pipe2_liml = (-12945);
+        66: pwl_pipe2_liml = (-12788);
+        67: pwl_pipe2_liml = (-12633);
+        68: pwl_pipe2_liml = (-12483);
+        69: pwl_pipe2_liml = (-12336);
+        70: pwl_pipe2_liml = (-12193);
+        71: pwl_pipe2_liml = (-12053);
+        72: pwl_pipe2_liml = (-11916);
+        73: pwl_pipe2_liml = (-11782);
+        74: pwl_pipe2_liml = (-11651);
+        75: pwl_pipe2_liml = (-11523);
+        76: pwl_pipe2_liml = (-11398);
+        77: pwl_pipe2_liml = (-11275);
+        78: pwl_pipe2_liml = (-11155);
+        79: pwl_pipe2_liml = (-11038);
+        80: pwl_pipe2_liml = (-10923);
+        81: pwl_pipe2_liml = (-10810);
+        82: pwl_pipe2_liml = (-10700);
+        83: pwl_pipe2_liml = (-10592);
+        84: pwl_pipe2_liml = (-10486);
+        85: pwl_pipe2_liml = (-10382);
+        86: pwl_pipe2_liml = (-10280);
+        87: pwl_pipe2_liml = (-10180);
+        88: pwl_pipe2_liml = (-10082);
+        89: pwl_pipe2_liml = (-9986);
+        90: pwl_pipe2_liml = (-9892);
+        91: pwl_pipe2_liml = (-9800);
+        92: pwl_pipe2_liml = (-9709);
+        93: pwl_pipe2_liml = (-9620);
+        94: pwl_pipe2_liml = (-9533);
+        95: pwl_pipe2_liml = (-9447);
+        96: pwl_pipe2_liml = (-9362);
+        97: pwl_pipe2_liml = (-9279);
+        98: pwl_pipe2_liml = (-9198);
+        99: pwl_pipe2_liml = (-9118);
+        100: pwl_pipe2_liml = (-9039);
+        101: pwl_pipe2_liml = (-8962);
+        102: pwl_pipe2_liml = (-8886);
+        103: pwl_pipe2_liml = (-8812);
+        104: pwl_pipe2_liml = (-8738);
+        105: pwl_pipe2_liml = (-8666);
+        106: pwl_pipe2_liml = (-8595);
+        107: pwl_pipe2_liml = (-8525);
+        108: pwl_pipe2_liml = (-8456);
+        109: pwl_pipe2_liml = (-8389);
+        110: pwl_pipe2_liml = (-8322);
+        111: pwl_pipe2_liml = (-8257);
+        112: pwl_pipe2_liml = (-8192);
+        113: pwl_pipe2_liml = (-8128);
+        114: pwl_pipe2_liml = (-8066);
+        115: pwl_pipe2_liml = (-8004);
+        116: pwl_pipe2_liml = (-7944);
+        117: pwl_pipe2_liml = (-7884);
+        118: pwl_pipe2_liml = (-7825);
+        119: pwl_pipe2_liml = (-7767);
+        120: pwl_pipe2_liml = (-7710);
+        121: pwl_pipe2_liml = (-7654);
+        122: pwl_pipe2_liml = (-7598);
+        123: pwl_pipe2_liml = (-7544);
+        124: pwl_pipe2_liml = (-7490);
+        125: pwl_pipe2_liml = (-7437);
+        126: pwl_pipe2_liml = (-7384);
+        127: pwl_pipe2_liml = (-7333);
+        128: pwl_pipe2_liml = (-7282);
+        129: pwl_pipe2_liml = (-7232);
+        130: pwl_pipe2_liml = (-7182);
+        131: pwl_pipe2_liml = (-7133);
+        132: pwl_pipe2_liml = (-7085);
+        133: pwl_pipe2_liml = (-7037);
+        134: pwl_pipe2_liml = (-6991);
+        135: pwl_pipe2_liml = (-6944);
+        136: pwl_pipe2_liml = (-6899);
+        137: pwl_pipe2_liml = (-6853);
+        138: pwl_pipe2_liml = (-6809);
+        139: pwl_pipe2_liml = (-6765);
+        140: pwl_pipe2_liml = (-6722);
+        141: pwl_pipe2_liml = (-6679);
+        142: pwl_pipe2_liml = (-6637);
+        143: pwl_pipe2_liml = (-6595);
+        144: pwl_pipe2_liml = (-6554);
+        145: pwl_pipe2_liml = (-6513);
+        146: pwl_pipe2_liml = (-6473);
+        147: pwl_pipe2_liml = (-6433);
+        148: pwl_pipe2_liml = (-6394);
+        149: pwl_pipe2_liml = (-6355);
+        150: pwl_pipe2_liml = (-6317);
+        151: pwl_pipe2_liml = (-6279);
+        152: pwl_pipe2_liml = (-6242);
+        153: pwl_pipe2_liml = (-6205);
+        154: pwl_pipe2_liml = (-6168);
+        155: pwl_pipe2_liml = (-6132);
+        156: pwl_pipe2_liml = (-6096);
+        157: pwl_pipe2_liml = (-6061);
+        158: pwl_pipe2_liml = (-6026);
+        159: pwl_pipe2_liml = (-5992);
+        160: pwl_pipe2_liml = (-5958);
+        161: pwl_pipe2_liml = (-5924);
+        162: pwl_pipe2_liml = (-5891);
+        163: pwl_pipe2_liml = (-5858);
+        164: pwl_pipe2_liml = (-5825);
+        165: pwl_pipe2_liml = (-5793);
+        166: pwl_pipe2_liml = (-5761);
+        167: pwl_pipe2_liml = (-5730);
+        168: pwl_pipe2_liml = (-5699);
+        169: pwl_pipe2_liml = (-5668);
+        170: pwl_pipe2_liml = (-5638);
+        171: pwl_pipe2_liml = (-5607);
+        172: pwl_pipe2_liml = (-5578);
+        173: pwl_pipe2_liml = (-5548);
+        174: pwl_pipe2_liml = (-5519);
+        175: pwl_pipe2_liml = (-5490);
+        176: pwl_pipe2_liml = (-5461);
+        177: pwl_pipe2_liml = (-5433);
+        178: pwl_pipe2_liml = (-5405);
+        179: pwl_pipe2_liml = (-5377);
+        180: pwl_pipe2_liml = (-5350);
+        181: pwl_pipe2_liml = (-5323);
+        182: pwl_pipe2_liml = (-5296);
+        183: pwl_pipe2_liml = (-5269);
+        184: pwl_pipe2_liml = (-5243);
+        185: pwl_pipe2_liml = (-5217);
+        186: pwl_pipe2_liml = (-5191);
+        187: pwl_pipe2_liml = (-5165);
+        188: pwl_pipe2_liml = (-5140);
+        189: pwl_pipe2_liml = (-5115);
+        190: pwl_pipe2_liml = (-5090);
+        191: pwl_pipe2_liml = (-5066);
+        192: pwl_pipe2_liml = (-5041);
+        193: pwl_pipe2_liml = (-5017);
+        194: pwl_pipe2_liml = (-4993);
+        195: pwl_pipe2_liml = (-4970);
+        196: pwl_pipe2_liml = (-4946);
+        197: pwl_pipe2_liml = (-4923);
+        198: pwl_pipe2_liml = (-4900);
+        199: pwl_pipe2_liml = (-4877);
+        200: pwl_pipe2_liml = (-4855);
+        201: pwl_pipe2_liml = (-4832);
+        202: pwl_pipe2_liml = (-4810);
+        203: pwl_pipe2_liml = (-4788);
+        204: pwl_pipe2_liml = (-4766);
+        205: pwl_pipe2_liml = (-4745);
+        206: pwl_pipe2_liml = (-4723);
+        207: pwl_pipe2_liml = (-4702);
+        208: pwl_pipe2_liml = (-4681);
+        209: pwl_pipe2_liml = (-4660);
+        210: pwl_pipe2_liml = (-4640);
+        211: pwl_pipe2_liml = (-4619);
+        212: pwl_pipe2_liml = (-4599);
+        213: pwl_pipe2_liml = (-4579);
+        214: pwl_pipe2_liml = (-4559);
+        215: pwl_pipe2_liml = (-4539);
+        216: pwl_pipe2_liml = (-4520);
+        217: pwl_pipe2_liml = (-4500);
+        218: pwl_pipe2_liml = (-4481);
+        219: pwl_pipe2_liml = (-4462);
+        220: pwl_pipe2_liml = (-4443);
+        221: pwl_pipe2_liml = (-4424);
+        222: pwl_pipe2_liml = (-4406);
+        223: pwl_pipe2_liml = (-4387);
+        224: pwl_pipe2_liml = (-4369);
+        225: pwl_pipe2_liml = (-4351);
+        226: pwl_pipe2_liml = (-4333);
+        227: pwl_pipe2_liml = (-4315);
+        228: pwl_pipe2_liml = (-4297);
+        229: pwl_pipe2_liml = (-4280);
+        230: pwl_pipe2_liml = (-4263);
+        231: pwl_pipe2_liml = (-4245);
+        232: pwl_pipe2_liml = (-4228);
+        233: pwl_pipe2_liml = (-4211);
+        234: pwl_pipe2_liml = (-4194);
+        235: pwl_pipe2_liml = (-4178);
+        236: pwl_pipe2_liml = (-4161);
+        237: pwl_pipe2_liml = (-4145);
+        238: pwl_pipe2_liml = (-4128);
+        239: pwl_pipe2_liml = (-4112);
+        240: pwl_pipe2_liml = (-4096);
+        241: pwl_pipe2_liml = (-4080);
+        242: pwl_pipe2_liml = (-4064);
+        243: pwl_pipe2_liml = (-4049);
+        244: pwl_pipe2_liml = (-4033);
+        245: pwl_pipe2_liml = (-4018);
+        246: pwl_pipe2_liml = (-4002);
+        247: pwl_pipe2_liml = (-3987);
+        248: pwl_pipe2_liml = (-3972);
+        249: pwl_pipe2_liml = (-3957);
+        250: pwl_pipe2_liml = (-3942);
+        251: pwl_pipe2_liml = (-3927);
+        252: pwl_pipe2_liml = (-3913);
+        253: pwl_pipe2_liml = (-3898);
+        254: pwl_pipe2_liml = (-3884);
+        default: pwl_pipe2_liml = (-3869);
+    endcase
+end
+
+
+always @(pwl_pipe2_limh, pwl_pipe2_liml, pwl_pipe2_rnd4, pwl_pipe2_ys) begin: pwl_pipe2_outc
+    if ((pwl_pipe2_rnd4 > pwl_pipe2_limh)) begin
         y_rec = 65536;
     end
-    else if ((pwl_comb2_ys < 0)) begin
+    else if ((pwl_pipe2_rnd4 < pwl_pipe2_liml)) begin
         y_rec = 0;
     end
     else begin
-        y_rec = pwl_comb2_ys;
+        y_rec = pwl_pipe2_ys;
     end
 end
 
 
 
-assign pwl_comb3_zl = (fa - 32768);
+assign pwl_pipe3_zl = (fa - 32768);
 
 
-always @(pwl_comb3_zl, fa) begin: pwl_comb3_clampz
+always @(pwl_pipe3_zl, fa) begin: pwl_pipe3_clampz
     if ((fa >= 1081344)) begin
-        pwl_comb3_u = 1048575;
+        pwl_pipe3_u_c = 1048575;
     end
     else if ((fa < 32768)) begin
-        pwl_comb3_u = 0;
+        pwl_pipe3_u_c = 0;
     end
     else begin
-        pwl_comb3_u = pwl_comb3_zl[20-1:0];
+        pwl_pipe3_u_c = pwl_pipe3_zl[20-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: pwl_pipe3_p1
+    if (rst == 1) begin
+        pwl_pipe3_u1 <= 0;
+    end
+    else begin
+        pwl_pipe3_u1 <= pwl_pipe3_u_c;
     end
 end
 
 
 
-assign pwl_comb3_idx = pwl_comb3_u[20-1:12];
-assign pwl_comb3_off = pwl_comb3_u[12-1:0];
+assign pwl_pipe3_idx2 = pwl_pipe3_u1[20-1:12];
+assign pwl_pipe3_off2 = $signed({1'h0, pwl_pipe3_u1[12-1:0]});
 
 
-always @(pwl_comb3_idx) begin: pwl_comb3_rom
-    case (pwl_comb3_idx)
-        0: pwl_comb3_base_c = (-45426);
-        1: pwl_comb3_base_c = (-37707);
-        2: pwl_comb3_base_c = (-30802);
-        3: pwl_comb3_base_c = (-24556);
-        4: pwl_comb3_base_c = (-18854);
-        5: pwl_comb3_base_c = (-13608);
-        6: pwl_comb3_base_c = (-8751);
-        7: pwl_comb3_base_c = (-4230);
-        8: pwl_comb3_base_c = 0;
-        9: pwl_comb3_base_c = 3973;
-        10: pwl_comb3_base_c = 7719;
-        11: pwl_comb3_base_c = 11262;
-        12: pwl_comb3_base_c = 14624;
-        13: pwl_comb3_base_c = 17821;
-        14: pwl_comb3_base_c = 20870;
-        15: pwl_comb3_base_c = 23783;
-        16: pwl_comb3_base_c = 26573;
-        17: pwl_comb3_base_c = 29248;
-        18: pwl_comb3_base_c = 31818;
-        19: pwl_comb3_base_c = 34292;
-        20: pwl_comb3_base_c = 36675;
-        21: pwl_comb3_base_c = 38975;
-        22: pwl_comb3_base_c = 41196;
-        23: pwl_comb3_base_c = 43345;
-        24: pwl_comb3_base_c = 45426;
-        25: pwl_comb3_base_c = 47443;
-        26: pwl_comb3_base_c = 49399;
-        27: pwl_comb3_base_c = 51299;
-        28: pwl_comb3_base_c = 53145;
-        29: pwl_comb3_base_c = 54941;
-        30: pwl_comb3_base_c = 56688;
-        31: pwl_comb3_base_c = 58391;
-        32: pwl_comb3_base_c = 60050;
-        33: pwl_comb3_base_c = 61668;
-        34: pwl_comb3_base_c = 63248;
-        35: pwl_comb3_base_c = 64790;
-        36: pwl_comb3_base_c = 66296;
-        37: pwl_comb3_base_c = 67769;
-        38: pwl_comb3_base_c = 69209;
-        39: pwl_comb3_base_c = 70619;
-        40: pwl_comb3_base_c = 71999;
-        41: pwl_comb3_base_c = 73350;
-        42: pwl_comb3_base_c = 74674;
-        43: pwl_comb3_base_c = 75972;
-        44: pwl_comb3_base_c = 77244;
-        45: pwl_comb3_base_c = 78493;
-        46: pwl_comb3_base_c = 79718;
-        47: pwl_comb3_base_c = 80920;
-        48: pwl_comb3_base_c = 82101;
-        49: pwl_comb3_base_c = 83261;
-        50: pwl_comb3_base_c = 84401;
-        51: pwl_comb3_base_c = 85521;
-        52: pwl_comb3_base_c = 86623;
-        53: pwl_comb3_base_c = 87706;
-        54: pwl_comb3_base_c = 88772;
-        55: pwl_comb3_base_c = 89820;
-        56: pwl_comb3_base_c = 90852;
-        57: pwl_comb3_base_c = 91868;
-        58: pwl_comb3_base_c = 92869;
-        59: pwl_comb3_base_c = 93854;
-        60: pwl_comb3_base_c = 94825;
-        61: pwl_comb3_base_c = 95782;
-        62: pwl_comb3_base_c = 96725;
-        63: pwl_comb3_base_c = 97655;
-        64: pwl_comb3_base_c = 98571;
-        65: pwl_comb3_base_c = 99475;
-        66: pwl_comb3_base_c = 100367;
-        67: pwl_comb3_base_c = 101247;
-        68: pwl_comb3_base_c = 102115;
-        69: pwl_comb3_base_c = 102971;
-        70: pwl_comb3_base_c = 103817;
-        71: pwl_comb3_base_c = 104652;
-        72: pwl_comb3_base_c = 105476;
-        73: pwl_comb3_base_c = 106290;
-        74: pwl_comb3_base_c = 107094;
-        75: pwl_comb3_base_c = 107889;
-        76: pwl_comb3_base_c = 108674;
-        77: pwl_comb3_base_c = 109449;
-        78: pwl_comb3_base_c = 110216;
-        79: pwl_comb3_base_c = 110973;
-        80: pwl_comb3_base_c = 111722;
-        81: pwl_comb3_base_c = 112463;
-        82: pwl_comb3_base_c = 113195;
-        83: pwl_comb3_base_c = 113919;
-        84: pwl_comb3_base_c = 114636;
-        85: pwl_comb3_base_c = 115344;
-        86: pwl_comb3_base_c = 116045;
-        87: pwl_comb3_base_c = 116739;
-        88: pwl_comb3_base_c = 117425;
-        89: pwl_comb3_base_c = 118104;
-        90: pwl_comb3_base_c = 118776;
-        91: pwl_comb3_base_c = 119441;
-        92: pwl_comb3_base_c = 120100;
-        93: pwl_comb3_base_c = 120752;
-        94: pwl_comb3_base_c = 121398;
-        95: pwl_comb3_base_c = 122037;
-        96: pwl_comb3_base_c = 122670;
-        97: pwl_comb3_base_c = 123298;
-        98: pwl_comb3_base_c = 123919;
-        99: pwl_comb3_base_c = 124534;
-        100: pwl_comb3_base_c = 125144;
-        101: pwl_comb3_base_c = 125748;
-        102: pwl_comb3_base_c = 126346;
-        103: pwl_comb3_base_c = 126939;
-        104: pwl_comb3_base_c = 127527;
-        105: pwl_comb3_base_c = 128110;
-        106: pwl_comb3_base_c = 128687;
-        107: pwl_comb3_base_c = 129259;
-        108: pwl_comb3_base_c = 129827;
-        109: pwl_comb3_base_c = 130389;
-        110: pwl_comb3_base_c = 130947;
-        111: pwl_comb3_base_c = 131500;
-        112: pwl_comb3_base_c = 132049;
-        113: pwl_comb3_base_c = 132593;
-        114: pwl_comb3_base_c = 133132;
-        115: pwl_comb3_base_c = 133667;
-        116: pwl_comb3_base_c = 134198;
-        117: pwl_comb3_base_c = 134724;
-        118: pwl_comb3_base_c = 135246;
-        119: pwl_comb3_base_c = 135764;
-        120: pwl_comb3_base_c = 136278;
-        121: pwl_comb3_base_c = 136788;
-        122: pwl_comb3_base_c = 137294;
-        123: pwl_comb3_base_c = 137797;
-        124: pwl_comb3_base_c = 138295;
-        125: pwl_comb3_base_c = 138790;
-        126: pwl_comb3_base_c = 139280;
-        127: pwl_comb3_base_c = 139768;
-        128: pwl_comb3_base_c = 140251;
-        129: pwl_comb3_base_c = 140731;
-        130: pwl_comb3_base_c = 141208;
-        131: pwl_comb3_base_c = 141681;
-        132: pwl_comb3_base_c = 142151;
-        133: pwl_comb3_base_c = 142618;
-        134: pwl_comb3_base_c = 143081;
-        135: pwl_comb3_base_c = 143541;
-        136: pwl_comb3_base_c = 143997;
-        137: pwl_comb3_base_c = 144451;
-        138: pwl_comb3_base_c = 144901;
-        139: pwl_comb3_base_c = 145349;
-        140: pwl_comb3_base_c = 145793;
-        141: pwl_comb3_base_c = 146234;
-        142: pwl_comb3_base_c = 146673;
-        143: pwl_comb3_base_c = 147108;
-        144: pwl_comb3_base_c = 147541;
-        145: pwl_comb3_base_c = 147970;
-        146: pwl_comb3_base_c = 148397;
-        147: pwl_comb3_base_c = 148822;
-        148: pwl_comb3_base_c = 149243;
-        149: pwl_comb3_base_c = 149662;
-        150: pwl_comb3_base_c = 150078;
-        151: pwl_comb3_base_c = 150491;
-        152: pwl_comb3_base_c = 150902;
-        153: pwl_comb3_base_c = 151311;
-        154: pwl_comb3_base_c = 151716;
-        155: pwl_comb3_base_c = 152120;
-        156: pwl_comb3_base_c = 152520;
-        157: pwl_comb3_base_c = 152919;
-        158: pwl_comb3_base_c = 153315;
-        159: pwl_comb3_base_c = 153708;
-        160: pwl_comb3_base_c = 154100;
-        161: pwl_comb3_base_c = 154489;
-        162: pwl_comb3_base_c = 154875;
-        163: pwl_comb3_base_c = 155260;
-        164: pwl_comb3_base_c = 155642;
-        165: pwl_comb3_base_c = 156022;
-        166: pwl_comb3_base_c = 156399;
-        167: pwl_comb3_base_c = 156775;
-        168: pwl_comb3_base_c = 157148;
-        169: pwl_comb3_base_c = 157520;
-        170: pwl_comb3_base_c = 157889;
-        171: pwl_comb3_base_c = 158256;
-        172: pwl_comb3_base_c = 158621;
-        173: pwl_comb3_base_c = 158984;
-        174: pwl_comb3_base_c = 159345;
-        175: pwl_comb3_base_c = 159705;
-        176: pwl_comb3_base_c = 160062;
-        177: pwl_comb3_base_c = 160417;
-        178: pwl_comb3_base_c = 160770;
-        179: pwl_comb3_base_c = 161122;
-        180: pwl_comb3_base_c = 161471;
-        181: pwl_comb3_base_c = 161819;
-        182: pwl_comb3_base_c = 162165;
-        183: pwl_comb3_base_c = 162509;
-        184: pwl_comb3_base_c = 162851;
-        185: pwl_comb3_base_c = 163191;
-        186: pwl_comb3_base_c = 163530;
-        187: pwl_comb3_base_c = 163867;
-        188: pwl_comb3_base_c = 164202;
-        189: pwl_comb3_base_c = 164536;
-        190: pwl_comb3_base_c = 164867;
-        191: pwl_comb3_base_c = 165198;
-        192: pwl_comb3_base_c = 165526;
-        193: pwl_comb3_base_c = 165853;
-        194: pwl_comb3_base_c = 166178;
-        195: pwl_comb3_base_c = 166502;
-        196: pwl_comb3_base_c = 166824;
-        197: pwl_comb3_base_c = 167144;
-        198: pwl_comb3_base_c = 167463;
-        199: pwl_comb3_base_c = 167781;
-        200: pwl_comb3_base_c = 168097;
-        201: pwl_comb3_base_c = 168411;
-        202: pwl_comb3_base_c = 168724;
-        203: pwl_comb3_base_c = 169035;
-        204: pwl_comb3_base_c = 169345;
-        205: pwl_comb3_base_c = 169653;
-        206: pwl_comb3_base_c = 169960;
-        207: pwl_comb3_base_c = 170266;
-        208: pwl_comb3_base_c = 170570;
-        209: pwl_comb3_base_c = 170873;
-        210: pwl_comb3_base_c = 171174;
-        211: pwl_comb3_base_c = 171474;
-        212: pwl_comb3_base_c = 171772;
-        213: pwl_comb3_base_c = 172070;
-        214: pwl_comb3_base_c = 172365;
-        215: pwl_comb3_base_c = 172660;
-        216: pwl_comb3_base_c = 172953;
-        217: pwl_comb3_base_c = 173245;
-        218: pwl_comb3_base_c = 173536;
-        219: pwl_comb3_base_c = 173825;
-        220: pwl_comb3_base_c = 174113;
-        221: pwl_comb3_base_c = 174400;
-        222: pwl_comb3_base_c = 174686;
-        223: pwl_comb3_base_c = 174970;
-        224: pwl_comb3_base_c = 175253;
-        225: pwl_comb3_base_c = 175535;
-        226: pwl_comb3_base_c = 175816;
-        227: pwl_comb3_base_c = 176095;
-        228: pwl_comb3_base_c = 176373;
-        229: pwl_comb3_base_c = 176650;
-        230: pwl_comb3_base_c = 176926;
-        231: pwl_comb3_base_c = 177201;
-        232: pwl_comb3_base_c = 177475;
-        233: pwl_comb3_base_c = 177747;
-        234: pwl_comb3_base_c = 178019;
-        235: pwl_comb3_base_c = 178289;
-        236: pwl_comb3_base_c = 178558;
-        237: pwl_comb3_base_c = 178826;
-        238: pwl_comb3_base_c = 179093;
-        239: pwl_comb3_base_c = 179359;
-        240: pwl_comb3_base_c = 179624;
-        241: pwl_comb3_base_c = 179887;
-        242: pwl_comb3_base_c = 180150;
-        243: pwl_comb3_base_c = 180412;
-        244: pwl_comb3_base_c = 180672;
-        245: pwl_comb3_base_c = 180932;
-        246: pwl_comb3_base_c = 181190;
-        247: pwl_comb3_base_c = 181448;
-        248: pwl_comb3_base_c = 181704;
-        249: pwl_comb3_base_c = 181960;
-        250: pwl_comb3_base_c = 182214;
-        251: pwl_comb3_base_c = 182468;
-        252: pwl_comb3_base_c = 182720;
-        253: pwl_comb3_base_c = 182972;
-        254: pwl_comb3_base_c = 183223;
-        default: pwl_comb3_base_c = 183472;
-    endcase
-    case (pwl_comb3_idx)
-        0: pwl_comb3_slope_c = 123504;
-        1: pwl_comb3_slope_c = 110479;
-        2: pwl_comb3_slope_c = 99940;
-        3: pwl_comb3_slope_c = 91238;
-        4: pwl_comb3_slope_c = 83931;
-        5: pwl_comb3_slope_c = 77708;
-        6: pwl_comb3_slope_c = 72344;
-        7: pwl_comb3_slope_c = 67674;
-        8: pwl_comb3_slope_c = 63570;
-        9: pwl_comb3_slope_c = 59935;
-        10: pwl_comb3_slope_c = 56694;
-        11: pwl_comb3_slope_c = 53785;
-        12: pwl_comb3_slope_c = 51160;
-        13: pwl_comb3_slope_c = 48780;
-        14: pwl_comb3_slope_c = 46611;
-        15: pwl_comb3_slope_c = 44627;
-        16: pwl_comb3_slope_c = 42805;
-        17: pwl_comb3_slope_c = 41126;
-        18: pwl_comb3_slope_c = 39574;
-        19: pwl_comb3_slope_c = 38134;
-        20: pwl_comb3_slope_c = 36796;
-        21: pwl_comb3_slope_c = 35548;
-        22: pwl_comb3_slope_c = 34383;
-        23: pwl_comb3_slope_c = 33291;
-        24: pwl_comb3_slope_c = 32266;
-        25: pwl_comb3_slope_c = 31303;
-        26: pwl_comb3_slope_c = 30396;
-        27: pwl_comb3_slope_c = 29539;
-        28: pwl_comb3_slope_c = 28730;
-        29: pwl_comb3_slope_c = 27964;
-        30: pwl_comb3_slope_c = 27237;
-        31: pwl_comb3_slope_c = 26548;
-        32: pwl_comb3_slope_c = 25892;
-        33: pwl_comb3_slope_c = 25268;
-        34: pwl_comb3_slope_c = 24674;
-        35: pwl_comb3_slope_c = 24106;
-        36: pwl_comb3_slope_c = 23564;
-        37: pwl_comb3_slope_c = 23047;
-        38: pwl_comb3_slope_c = 22551;
-        39: pwl_comb3_slope_c = 22076;
-        40: pwl_comb3_slope_c = 21621;
-        41: pwl_comb3_slope_c = 21184;
-        42: pwl_comb3_slope_c = 20765;
-        43: pwl_comb3_slope_c = 20361;
-        44: pwl_comb3_slope_c = 19973;
-        45: pwl_comb3_slope_c = 19600;
-        46: pwl_comb3_slope_c = 19240;
-        47: pwl_comb3_slope_c = 18894;
-        48: pwl_comb3_slope_c = 18559;
-        49: pwl_comb3_slope_c = 18237;
-        50: pwl_comb3_slope_c = 17925;
-        51: pwl_comb3_slope_c = 17624;
-        52: pwl_comb3_slope_c = 17332;
-        53: pwl_comb3_slope_c = 17050;
-        54: pwl_comb3_slope_c = 16778;
-        55: pwl_comb3_slope_c = 16513;
-        56: pwl_comb3_slope_c = 16257;
-        57: pwl_comb3_slope_c = 16009;
-        58: pwl_comb3_slope_c = 15768;
-        59: pwl_comb3_slope_c = 15535;
-        60: pwl_comb3_slope_c = 15308;
-        61: pwl_comb3_slope_c = 15088;
-        62: pwl_comb3_slope_c = 14874;
-        63: pwl_comb3_slope_c = 14666;
-        64: pwl_comb3_slope_c = 14463;
-        65: pwl_comb3_slope_c = 14267;
-        66: pwl_comb3_slope_c = 14075;
-        67: pwl_comb3_slope_c = 13889;
-        68: pwl_comb3_slope_c = 13707;
-        69: pwl_comb3_slope_c = 13530;
-        70: pwl_comb3_slope_c = 13358;
-        71: pwl_comb3_slope_c = 13190;
-        72: pwl_comb3_slope_c = 13026;
-        73: pwl_comb3_slope_c = 12866;
-        74: pwl_comb3_slope_c = 12710;
-        75: pwl_comb3_slope_c = 12558;
-        76: pwl_comb3_slope_c = 12409;
-        77: pwl_comb3_slope_c = 12264;
-        78: pwl_comb3_slope_c = 12122;
-        79: pwl_comb3_slope_c = 11984;
-        80: pwl_comb3_slope_c = 11848;
-        81: pwl_comb3_slope_c = 11716;
-        82: pwl_comb3_slope_c = 11587;
-        83: pwl_comb3_slope_c = 11460;
-        84: pwl_comb3_slope_c = 11336;
-        85: pwl_comb3_slope_c = 11215;
-        86: pwl_comb3_slope_c = 11096;
-        87: pwl_comb3_slope_c = 10980;
-        88: pwl_comb3_slope_c = 10866;
-        89: pwl_comb3_slope_c = 10755;
-        90: pwl_comb3_slope_c = 10646;
-        91: pwl_comb3_slope_c = 10539;
-        92: pwl_comb3_slope_c = 10434;
-        93: pwl_comb3_slope_c = 10331;
-        94: pwl_comb3_slope_c = 10230;
-        95: pwl_comb3_slope_c = 10131;
-        96: pwl_comb3_slope_c = 10034;
-        97: pwl_comb3_slope_c = 9939;
-        98: pwl_comb3_slope_c = 9846;
-        99: pwl_comb3_slope_c = 9754;
-        100: pwl_comb3_slope_c = 9664;
-        101: pwl_comb3_slope_c = 9576;
-        102: pwl_comb3_slope_c = 9489;
-        103: pwl_comb3_slope_c = 9404;
-        104: pwl_comb3_slope_c = 9321;
-        105: pwl_comb3_slope_c = 9239;
-        106: pwl_comb3_slope_c = 9158;
-        107: pwl_comb3_slope_c = 9079;
-        108: pwl_comb3_slope_c = 9001;
-        109: pwl_comb3_slope_c = 8924;
-        110: pwl_comb3_slope_c = 8849;
-        111: pwl_comb3_slope_c = 8775;
-        112: pwl_comb3_slope_c = 8702;
-        113: pwl_comb3_slope_c = 8630;
-        114: pwl_comb3_slope_c = 8560;
-        115: pwl_comb3_slope_c = 8491;
-        116: pwl_comb3_slope_c = 8422;
-        117: pwl_comb3_slope_c = 8355;
-        118: pwl_comb3_slope_c = 8289;
-        119: pwl_comb3_slope_c = 8224;
-        120: pwl_comb3_slope_c = 8160;
-        121: pwl_comb3_slope_c = 8097;
-        122: pwl_comb3_slope_c = 8035;
-        123: pwl_comb3_slope_c = 7974;
-        124: pwl_comb3_slope_c = 7914;
-        125: pwl_comb3_slope_c = 7855;
-        126: pwl_comb3_slope_c = 7796;
-        127: pwl_comb3_slope_c = 7739;
-        128: pwl_comb3_slope_c = 7682;
-        129: pwl_comb3_slope_c = 7626;
-        130: pwl_comb3_slope_c = 7571;
-        131: pwl_comb3_slope_c = 7517;
-        132: pwl_comb3_slope_c = 7463;
-        133: pwl_comb3_slope_c = 7410;
-        134: pwl_comb3_slope_c = 7358;
-        135: pwl_comb3_slope_c = 7307;
-        136: pwl_comb3_slope_c = 7257;
-        137: pwl_comb3_slope_c = 7207;
-        138: pwl_comb3_slope_c = 7158;
-        139: pwl_comb3_slope_c = 7109;
-        140: pwl_comb3_slope_c = 7061;
-        141: pwl_comb3_slope_c = 7014;
-        142: pwl_comb3_slope_c = 6967;
-        143: pwl_comb3_slope_c = 6921;
-        144: pwl_comb3_slope_c = 6876;
-        145: pwl_comb3_slope_c = 6831;
-        146: pwl_comb3_slope_c = 6787;
-        147: pwl_comb3_slope_c = 6743;
-        148: pwl_comb3_slope_c = 6700;
-        149: pwl_comb3_slope_c = 6658;
-        150: pwl_comb3_slope_c = 6616;
-        151: pwl_comb3_slope_c = 6574;
-        152: pwl_comb3_slope_c = 6533;
-        153: pwl_comb3_slope_c = 6493;
-        154: pwl_comb3_slope_c = 6453;
-        155: pwl_comb3_slope_c = 6413;
-        156: pwl_comb3_slope_c = 6374;
-        157: pwl_comb3_slope_c = 6336;
-        158: pwl_comb3_slope_c = 6298;
-        159: pwl_comb3_slope_c = 6260;
-        160: pwl_comb3_slope_c = 6223;
-        161: pwl_comb3_slope_c = 6186;
-        162: pwl_comb3_slope_c = 6150;
-        163: pwl_comb3_slope_c = 6114;
-        164: pwl_comb3_slope_c = 6079;
-        165: pwl_comb3_slope_c = 6044;
-        166: pwl_comb3_slope_c = 6009;
-        167: pwl_comb3_slope_c = 5975;
-        168: pwl_comb3_slope_c = 5941;
-        169: pwl_comb3_slope_c = 5907;
-        170: pwl_comb3_slope_c = 5874;
-        171: pwl_comb3_slope_c = 5842;
-        172: pwl_comb3_slope_c = 5809;
-        173: pwl_comb3_slope_c = 5777;
-        174: pwl_comb3_slope_c = 5746;
-        175: pwl_comb3_slope_c = 5714;
-        176: pwl_comb3_slope_c = 5683;
-        177: pwl_comb3_slope_c = 5653;
-        178: pwl_comb3_slope_c = 5622;
-        179: pwl_comb3_slope_c = 5592;
-        180: pwl_comb3_slope_c = 5563;
-        181: pwl_comb3_slope_c = 5533;
-        182: pwl_comb3_slope_c = 5504;
-        183: pwl_comb3_slope_c = 5476;
-        184: pwl_comb3_slope_c = 5447;
-        185: pwl_comb3_slope_c = 5419;
-        186: pwl_comb3_slope_c = 5391;
-        187: pwl_comb3_slope_c = 5364;
-        188: pwl_comb3_slope_c = 5336;
-        189: pwl_comb3_slope_c = 5309;
-        190: pwl_comb3_slope_c = 5283;
-        191: pwl_comb3_slope_c = 5256;
-        192: pwl_comb3_slope_c = 5230;
-        193: pwl_comb3_slope_c = 5204;
-        194: pwl_comb3_slope_c = 5178;
-        195: pwl_comb3_slope_c = 5153;
-        196: pwl_comb3_slope_c = 5128;
-        197: pwl_comb3_slope_c = 5103;
-        198: pwl_comb3_slope_c = 5078;
-        199: pwl_comb3_slope_c = 5053;
-        200: pwl_comb3_slope_c = 5029;
-        201: pwl_comb3_slope_c = 5005;
-        202: pwl_comb3_slope_c = 4981;
-        203: pwl_comb3_slope_c = 4958;
-        204: pwl_comb3_slope_c = 4934;
-        205: pwl_comb3_slope_c = 4911;
-        206: pwl_comb3_slope_c = 4888;
-        207: pwl_comb3_slope_c = 4866;
-        208: pwl_comb3_slope_c = 4843;
-        209: pwl_comb3_slope_c = 4821;
-        210: pwl_comb3_slope_c = 4799;
-        211: pwl_comb3_slope_c = 4777;
-        212: pwl_comb3_slope_c = 4755;
-        213: pwl_comb3_slope_c = 4734;
-        214: pwl_comb3_slope_c = 4713;
-        215: pwl_comb3_slope_c = 4692;
-        216: pwl_comb3_slope_c = 4671;
-        217: pwl_comb3_slope_c = 4650;
-        218: pwl_comb3_slope_c = 4629;
-        219: pwl_comb3_slope_c = 4609;
-        220: pwl_comb3_slope_c = 4589;
-        221: pwl_comb3_slope_c = 4569;
-        222: pwl_comb3_slope_c = 4549;
-        223: pwl_comb3_slope_c = 4529;
-        224: pwl_comb3_slope_c = 4510;
-        225: pwl_comb3_slope_c = 4491;
-        226: pwl_comb3_slope_c = 4472;
-        227: pwl_comb3_slope_c = 4453;
-        228: pwl_comb3_slope_c = 4434;
-        229: pwl_comb3_slope_c = 4415;
-        230: pwl_comb3_slope_c = 4397;
-        231: pwl_comb3_slope_c = 4378;
-        232: pwl_comb3_slope_c = 4360;
-        233: pwl_comb3_slope_c = 4342;
-        234: pwl_comb3_slope_c = 4324;
-        235: pwl_comb3_slope_c = 4306;
-        236: pwl_comb3_slope_c = 4289;
-        237: pwl_comb3_slope_c = 4271;
-        238: pwl_comb3_slope_c = 4254;
-        239: pwl_comb3_slope_c = 4237;
-        240: pwl_comb3_slope_c = 4220;
-        241: pwl_comb3_slope_c = 4203;
-        242: pwl_comb3_slope_c = 4186;
-        243: pwl_comb3_slope_c = 4169;
-        244: pwl_comb3_slope_c = 4153;
-        245: pwl_comb3_slope_c = 4136;
-        246: pwl_comb3_slope_c = 4120;
-        247: pwl_comb3_slope_c = 4104;
-        248: pwl_comb3_slope_c = 4088;
-        249: pwl_comb3_slope_c = 4072;
-        250: pwl_comb3_slope_c = 4056;
-        251: pwl_comb3_slope_c = 4041;
-        252: pwl_comb3_slope_c = 4025;
-        253: pwl_comb3_slope_c = 4010;
-        254: pwl_comb3_slope_c = 3995;
-        default: pwl_comb3_slope_c = 3979;
+always @(pwl_pipe3_idx2) begin: pwl_pipe3_p2rom
+    case (pwl_pipe3_idx2)
+        0: pwl_pipe3_slope2 = 123504;
+        1: pwl_pipe3_slope2 = 110479;
+        2: pwl_pipe3_slope2 = 99940;
+        3: pwl_pipe3_slope2 = 91238;
+        4: pwl_pipe3_slope2 = 83931;
+        5: pwl_pipe3_slope2 = 77708;
+        6: pwl_pipe3_slope2 = 72344;
+        7: pwl_pipe3_slope2 = 67674;
+        8: pwl_pipe3_slope2 = 63570;
+        9: pwl_pipe3_slope2 = 59935;
+        10: pwl_pipe3_slope2 = 56694;
+        11: pwl_pipe3_slope2 = 53785;
+        12: pwl_pipe3_slope2 = 51160;
+        13: pwl_pipe3_slope2 = 48780;
+        14: pwl_pipe3_slope2 = 46611;
+        15: pwl_pipe3_slope2 = 44627;
+        16: pwl_pipe3_slope2 = 42805;
+        17: pwl_pipe3_slope2 = 41126;
+        18: pwl_pipe3_slope2 = 39574;
+        19: pwl_pipe3_slope2 = 38134;
+        20: pwl_pipe3_slope2 = 36796;
+        21: pwl_pipe3_slope2 = 35548;
+        22: pwl_pipe3_slope2 = 34383;
+        23: pwl_pipe3_slope2 = 33291;
+        24: pwl_pipe3_slope2 = 32266;
+        25: pwl_pipe3_slope2 = 31303;
+        26: pwl_pipe3_slope2 = 30396;
+        27: pwl_pipe3_slope2 = 29539;
+        28: pwl_pipe3_slope2 = 28730;
+        29: pwl_pipe3_slope2 = 27964;
+        30: pwl_pipe3_slope2 = 27237;
+        31: pwl_pipe3_slope2 = 26548;
+        32: pwl_pipe3_slope2 = 25892;
+        33: pwl_pipe3_slope2 = 25268;
+        34: pwl_pipe3_slope2 = 24674;
+        35: pwl_pipe3_slope2 = 24106;
+        36: pwl_pipe3_slope2 = 23564;
+        37: pwl_pipe3_slope2 = 23047;
+        38: pwl_pipe3_slope2 = 22551;
+        39: pwl_pipe3_slope2 = 22076;
+        40: pwl_pipe3_slope2 = 21621;
+        41: pwl_pipe3_slope2 = 21184;
+        42: pwl_pipe3_slope2 = 20765;
+        43: pwl_pipe3_slope2 = 20361;
+        44: pwl_pipe3_slope2 = 19973;
+        45: pwl_pipe3_slope2 = 19600;
+        46: pwl_pipe3_slope2 = 19240;
+        47: pwl_pipe3_slope2 = 18894;
+        48: pwl_pipe3_slope2 = 18559;
+        49: pwl_pipe3_slope2 = 18237;
+        50: pwl_pipe3_slope2 = 17925;
+        51: pwl_pipe3_slope2 = 17624;
+        52: pwl_pipe3_slope2 = 17332;
+        53: pwl_pipe3_slope2 = 17050;
+        54: pwl_pipe3_slope2 = 16778;
+        55: pwl_pipe3_slope2 = 16513;
+        56: pwl_pipe3_slope2 = 16257;
+        57: pwl_pipe3_slope2 = 16009;
+        58: pwl_pipe3_slope2 = 15768;
+        59: pwl_pipe3_slope2 = 15535;
+        60: pwl_pipe3_slope2 = 15308;
+        61: pwl_pipe3_slope2 = 15088;
+        62: pwl_pipe3_slope2 = 14874;
+        63: pwl_pipe3_slope2 = 14666;
+        64: pwl_pipe3_slope2 = 14463;
+        65: pwl_pipe3_slope2 = 14267;
+        66: pwl_pipe3_slope2 = 14075;
+        67: pwl_pipe3_slope2 = 13889;
+        68: pwl_pipe3_slope2 = 13707;
+        69: pwl_pipe3_slope2 = 13530;
+        70: pwl_pipe3_slope2 = 13358;
+        71: pwl_pipe3_slope2 = 13190;
+        72: pwl_pipe3_slope2 = 13026;
+        73: pwl_pipe3_slope2 = 12866;
+        74: pwl_pipe3_slope2 = 12710;
+        75: pwl_pipe3_slope2 = 12558;
+        76: pwl_pipe3_slope2 = 12409;
+        77: pwl_pipe3_slope2 = 12264;
+        78: pwl_pipe3_slope2 = 12122;
+        79: pwl_pipe3_slope2 = 11984;
+        80: pwl_pipe3_slope2 = 11848;
+        81: pwl_pipe3_slope2 = 11716;
+        82: pwl_pipe3_slope2 = 11587;
+        83: pwl_pipe3_slope2 = 11460;
+        84: pwl_pipe3_slope2 = 11336;
+        85: pwl_pipe3_slope2 = 11215;
+        86: pwl_pipe3_slope2 = 11096;
+        87: pwl_pipe3_slope2 = 10980;
+        88: pwl_pipe3_slope2 = 10866;
+        89: pwl_pipe3_slope2 = 10755;
+        90: pwl_pipe3_slope2 = 10646;
+        91: pwl_pipe3_slope2 = 10539;
+        92: pwl_pipe3_slope2 = 10434;
+        93: pwl_pipe3_slope2 = 10331;
+        94: pwl_pipe3_slope2 = 10230;
+        95: pwl_pipe3_slope2 = 10131;
+        96: pwl_pipe3_slope2 = 10034;
+        97: pwl_pipe3_slope2 = 9939;
+        98: pwl_pipe3_slope2 = 9846;
+        99: pwl_pipe3_slope2 = 9754;
+        100: pwl_pipe3_slope2 = 9664;
+        101: pwl_pipe3_slope2 = 9576;
+        102: pwl_pipe3_slope2 = 9489;
+        103: pwl_pipe3_slope2 = 9404;
+        104: pwl_pipe3_slope2 = 9321;
+        105: pwl_pipe3_slope2 = 9239;
+        106: pwl_pipe3_slope2 = 9158;
+        107: pwl_pipe3_slope2 = 9079;
+        108: pwl_pipe3_slope2 = 9001;
+        109: pwl_pipe3_slope2 = 8924;
+        110: pwl_pipe3_slope2 = 8849;
+        111: pwl_pipe3_slope2 = 8775;
+        112: pwl_pipe3_slope2 = 8702;
+        113: pwl_pipe3_slope2 = 8630;
+        114: pwl_pipe3_slope2 = 8560;
+        115: pwl_pipe3_slope2 = 8491;
+        116: pwl_pipe3_slope2 = 8422;
+        117: pwl_pipe3_slope2 = 8355;
+        118: pwl_pipe3_slope2 = 8289;
+        119: pwl_pipe3_slope2 = 8224;
+        120: pwl_pipe3_slope2 = 8160;
+        121: pwl_pipe3_slope2 = 8097;
+        122: pwl_pipe3_slope2 = 8035;
+        123: pwl_pipe3_slope2 = 7974;
+        124: pwl_pipe3_slope2 = 7914;
+        125: pwl_pipe3_slope2 = 7855;
+        126: pwl_pipe3_slope2 = 7796;
+        127: pwl_pipe3_slope2 = 7739;
+        128: pwl_pipe3_slope2 = 7682;
+        129: pwl_pipe3_slope2 = 7626;
+        130: pwl_pipe3_slope2 = 7571;
+        131: pwl_pipe3_slope2 = 7517;
+        132: pwl_pipe3_slope2 = 7463;
+        133: pwl_pipe3_slope2 = 7410;
+        134: pwl_pipe3_slope2 = 7358;
+        135: pwl_pipe3_slope2 = 7307;
+        136: pwl_pipe3_slope2 = 7257;
+        137: pwl_pipe3_slope2 = 7207;
+        138: pwl_pipe3_slope2 = 7158;
+        139: pwl_pipe3_slope2 = 7109;
+        140: pwl_pipe3_slope2 = 7061;
+        141: pwl_pipe3_slope2 = 7014;
+        142: pwl_pipe3_slope2 = 6967;
+        143: pwl_pipe3_slope2 = 6921;
+        144: pwl_pipe3_slope2 = 6876;
+        145: pwl_pipe3_slope2 = 6831;
+        146: pwl_pipe3_slope2 = 6787;
+        147: pwl_pipe3_slope2 = 6743;
+        148: pwl_pipe3_slope2 = 6700;
+        149: pwl_pipe3_slope2 = 6658;
+        150: pwl_pipe3_slope2 = 6616;
+        151: pwl_pipe3_slope2 = 6574;
+        152: pwl_pipe3_slope2 = 6533;
+        153: pwl_pipe3_slope2 = 6493;
+        154: pwl_pipe3_slope2 = 6453;
+        155: pwl_pipe3_slope2 = 6413;
+        156: pwl_pipe3_slope2 = 6374;
+        157: pwl_pipe3_slope2 = 6336;
+        158: pwl_pipe3_slope2 = 6298;
+        159: pwl_pipe3_slope2 = 6260;
+        160: pwl_pipe3_slope2 = 6223;
+        161: pwl_pipe3_slope2 = 6186;
+        162: pwl_pipe3_slope2 = 6150;
+        163: pwl_pipe3_slope2 = 6114;
+        164: pwl_pipe3_slope2 = 6079;
+        165: pwl_pipe3_slope2 = 6044;
+        166: pwl_pipe3_slope2 = 6009;
+        167: pwl_pipe3_slope2 = 5975;
+        168: pwl_pipe3_slope2 = 5941;
+        169: pwl_pipe3_slope2 = 5907;
+        170: pwl_pipe3_slope2 = 5874;
+        171: pwl_pipe3_slope2 = 5842;
+        172: pwl_pipe3_slope2 = 5809;
+        173: pwl_pipe3_slope2 = 5777;
+        174: pwl_pipe3_slope2 = 5746;
+        175: pwl_pipe3_slope2 = 5714;
+        176: pwl_pipe3_slope2 = 5683;
+        177: pwl_pipe3_slope2 = 5653;
+        178: pwl_pipe3_slope2 = 5622;
+        179: pwl_pipe3_slope2 = 5592;
+        180: pwl_pipe3_slope2 = 5563;
+        181: pwl_pipe3_slope2 = 5533;
+        182: pwl_pipe3_slope2 = 5504;
+        183: pwl_pipe3_slope2 = 5476;
+        184: pwl_pipe3_slope2 = 5447;
+        185: pwl_pipe3_slope2 = 5419;
+        186: pwl_pipe3_slope2 = 5391;
+        187: pwl_pipe3_slope2 = 5364;
+        188: pwl_pipe3_slope2 = 5336;
+        189: pwl_pipe3_slope2 = 5309;
+        190: pwl_pipe3_slope2 = 5283;
+        191: pwl_pipe3_slope2 = 5256;
+        192: pwl_pipe3_slope2 = 5230;
+        193: pwl_pipe3_slope2 = 5204;
+        194: pwl_pipe3_slope2 = 5178;
+        195: pwl_pipe3_slope2 = 5153;
+        196: pwl_pipe3_slope2 = 5128;
+        197: pwl_pipe3_slope2 = 5103;
+        198: pwl_pipe3_slope2 = 5078;
+        199: pwl_pipe3_slope2 = 5053;
+        200: pwl_pipe3_slope2 = 5029;
+        201: pwl_pipe3_slope2 = 5005;
+        202: pwl_pipe3_slope2 = 4981;
+        203: pwl_pipe3_slope2 = 4958;
+        204: pwl_pipe3_slope2 = 4934;
+        205: pwl_pipe3_slope2 = 4911;
+        206: pwl_pipe3_slope2 = 4888;
+        207: pwl_pipe3_slope2 = 4866;
+        208: pwl_pipe3_slope2 = 4843;
+        209: pwl_pipe3_slope2 = 4821;
+        210: pwl_pipe3_slope2 = 4799;
+        211: pwl_pipe3_slope2 = 4777;
+        212: pwl_pipe3_slope2 = 4755;
+        213: pwl_pipe3_slope2 = 4734;
+        214: pwl_pipe3_slope2 = 4713;
+        215: pwl_pipe3_slope2 = 4692;
+        216: pwl_pipe3_slope2 = 4671;
+        217: pwl_pipe3_slope2 = 4650;
+        218: pwl_pipe3_slope2 = 4629;
+        219: pwl_pipe3_slope2 = 4609;
+        220: pwl_pipe3_slope2 = 4589;
+        221: pwl_pipe3_slope2 = 4569;
+        222: pwl_pipe3_slope2 = 4549;
+        223: pwl_pipe3_slope2 = 4529;
+        224: pwl_pipe3_slope2 = 4510;
+        225: pwl_pipe3_slope2 = 4491;
+        226: pwl_pipe3_slope2 = 4472;
+        227: pwl_pipe3_slope2 = 4453;
+        228: pwl_pipe3_slope2 = 4434;
+        229: pwl_pipe3_slope2 = 4415;
+        230: pwl_pipe3_slope2 = 4397;
+        231: pwl_pipe3_slope2 = 4378;
+        232: pwl_pipe3_slope2 = 4360;
+        233: pwl_pipe3_slope2 = 4342;
+        234: pwl_pipe3_slope2 = 4324;
+        235: pwl_pipe3_slope2 = 4306;
+        236: pwl_pipe3_slope2 = 4289;
+        237: pwl_pipe3_slope2 = 4271;
+        238: pwl_pipe3_slope2 = 4254;
+        239: pwl_pipe3_slope2 = 4237;
+        240: pwl_pipe3_slope2 = 4220;
+        241: pwl_pipe3_slope2 = 4203;
+        242: pwl_pipe3_slope2 = 4186;
+        243: pwl_pipe3_slope2 = 4169;
+        244: pwl_pipe3_slope2 = 4153;
+        245: pwl_pipe3_slope2 = 4136;
+        246: pwl_pipe3_slope2 = 4120;
+        247: pwl_pipe3_slope2 = 4104;
+        248: pwl_pipe3_slope2 = 4088;
+        249: pwl_pipe3_slope2 = 4072;
+        250: pwl_pipe3_slope2 = 4056;
+        251: pwl_pipe3_slope2 = 4041;
+        252: pwl_pipe3_slope2 = 4025;
+        253: pwl_pipe3_slope2 = 4010;
+        254: pwl_pipe3_slope2 = 3995;
+        default: pwl_pipe3_slope2 = 3979;
     endcase
 end
 
 
-
-assign pwl_comb3_offs = $signed({1'h0, pwl_comb3_off});
-
-
-
-assign pwl_comb3_prod = (pwl_comb3_slope_c * pwl_comb3_offs);
-
-
-
-assign pwl_comb3_round_sat5_t = $signed(pwl_comb3_prod >>> 16);
-assign pwl_comb3_round_sat5_rb = $signed({44'h0, pwl_comb3_prod[(16 - 1)]});
-
-
-
-assign pwl_comb3_round_sat5_r = (pwl_comb3_round_sat5_t + pwl_comb3_round_sat5_rb);
-
-
-
-assign pwl_comb3_round_sat5_sat11_hi = pwl_comb3_round_sat5_r[45-1:(32 - 1)];
-
-
-
-assign pwl_comb3_round_sat5_sat11_hin = (~pwl_comb3_round_sat5_sat11_hi);
-
-
-
-assign pwl_comb3_round_sat5_sat11_nsign = (!pwl_comb3_round_sat5_r[(45 - 1)]);
-
-
-always @(pwl_comb3_round_sat5_sat11_fill, pwl_comb3_round_sat5_sat11_hi, pwl_comb3_round_sat5_r, pwl_comb3_round_sat5_sat11_hin) begin: pwl_comb3_round_sat5_sat11_clamp
-    if (((pwl_comb3_round_sat5_sat11_hi == 0) || (pwl_comb3_round_sat5_sat11_hin == 0))) begin
-        pwl_comb3_rnd = $signed(pwl_comb3_round_sat5_r[32-1:0]);
+always @(posedge clk) begin: pwl_pipe3_p2
+    if (rst == 1) begin
+        pwl_pipe3_idx3 <= 0;
+        pwl_pipe3_prod3 <= 0;
     end
     else begin
-        pwl_comb3_rnd = $signed({pwl_comb3_round_sat5_r[(45 - 1)], pwl_comb3_round_sat5_sat11_fill});
+        pwl_pipe3_prod3 <= (pwl_pipe3_slope2 * pwl_pipe3_off2);
+        pwl_pipe3_idx3 <= pwl_pipe3_idx2;
     end
 end
 
 
 
-assign pwl_comb3_sumv = (pwl_comb3_base_c + pwl_comb3_rnd);
+assign pwl_pipe3_round_sat_fast3_round_sat3_t = $signed(pwl_pipe3_prod3 >>> 16);
+assign pwl_pipe3_round_sat_fast3_round_sat3_rb = $signed({32'h0, pwl_pipe3_prod3[(16 - 1)]});
 
 
 
-assign pwl_comb3_sat12_hi = pwl_comb3_sumv[33-1:(32 - 1)];
+assign pwl_pipe3_round_sat_fast3_round_sat3_r = (pwl_pipe3_round_sat_fast3_round_sat3_t + pwl_pipe3_round_sat_fast3_round_sat3_rb);
 
 
 
-assign pwl_comb3_sat12_hin = (~pwl_comb3_sat12_hi);
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi = pwl_pipe3_round_sat_fast3_round_sat3_r[33-1:(32 - 1)];
 
 
 
-assign pwl_comb3_sat12_nsign = (!pwl_comb3_sumv[(33 - 1)]);
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_hin = (~pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi);
 
 
-always @(pwl_comb3_sat12_fill, pwl_comb3_sat12_hi, pwl_comb3_sumv, pwl_comb3_sat12_hin) begin: pwl_comb3_sat12_clamp
-    if (((pwl_comb3_sat12_hi == 0) || (pwl_comb3_sat12_hin == 0))) begin
-        pwl_comb3_ys = $signed(pwl_comb3_sumv[32-1:0]);
+
+assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign = (!pwl_pipe3_round_sat_fast3_round_sat3_r[(33 - 1)]);
+
+
+always @(pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill, pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi, pwl_pipe3_round_sat_fast3_round_sat3_r, pwl_pipe3_round_sat_fast3_round_sat3_sat8_hin) begin: pwl_pipe3_round_sat_fast3_round_sat3_sat8_clamp
+    if (((pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi == 0) || (pwl_pipe3_round_sat_fast3_round_sat3_sat8_hin == 0))) begin
+        pwl_pipe3_rnd_c = $signed(pwl_pipe3_round_sat_fast3_round_sat3_r[32-1:0]);
     end
     else begin
-        pwl_comb3_ys = $signed({pwl_comb3_sumv[(33 - 1)], pwl_comb3_sat12_fill});
+        pwl_pipe3_rnd_c = $signed({pwl_pipe3_round_sat_fast3_round_sat3_r[(33 - 1)], pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill});
+    end
+end
+
+
+always @(posedge clk) begin: pwl_pipe3_p3
+    if (rst == 1) begin
+        pwl_pipe3_rnd4 <= 0;
+        pwl_pipe3_idx4 <= 0;
+    end
+    else begin
+        pwl_pipe3_rnd4 <= pwl_pipe3_rnd_c;
+        pwl_pipe3_idx4 <= pwl_pipe3_idx3;
+    end
+end
+
+
+always @(pwl_pipe3_idx4) begin: pwl_pipe3_p4rom
+    case (pwl_pipe3_idx4)
+        0: pwl_pipe3_base4 = (-45426);
+        1: pwl_pipe3_base4 = (-37707);
+        2: pwl_pipe3_base4 = (-30802);
+        3: pwl_pipe3_base4 = (-24556);
+        4: pwl_pipe3_base4 = (-18854);
+        5: pwl_pipe3_base4 = (-13608);
+        6: pwl_pipe3_base4 = (-8751);
+        7: pwl_pipe3_base4 = (-4230);
+        8: pwl_pipe3_base4 = 0;
+        9: pwl_pipe3_base4 = 3973;
+        10: pwl_pipe3_base4 = 7719;
+        11: pwl_pipe3_base4 = 11262;
+        12: pwl_pipe3_base4 = 14624;
+        13: pwl_pipe3_base4 = 17821;
+        14: pwl_pipe3_base4 = 20870;
+        15: pwl_pipe3_base4 = 23783;
+        16: pwl_pipe3_base4 = 26573;
+        17: pwl_pipe3_base4 = 29248;
+        18: pwl_pipe3_base4 = 31818;
+        19: pwl_pipe3_base4 = 34292;
+        20: pwl_pipe3_base4 = 36675;
+        21: pwl_pipe3_base4 = 38975;
+        22: pwl_pipe3_base4 = 41196;
+        23: pwl_pipe3_base4 = 43345;
+        24: pwl_pipe3_base4 = 45426;
+        25: pwl_pipe3_base4 = 47443;
+        26: pwl_pipe3_base4 = 49399;
+        27: pwl_pipe3_base4 = 51299;
+        28: pwl_pipe3_base4 = 53145;
+        29: pwl_pipe3_base4 = 54941;
+        30: pwl_pipe3_base4 = 56688;
+        31: pwl_pipe3_base4 = 58391;
+        32: pwl_pipe3_base4 = 60050;
+        33: pwl_pipe3_base4 = 61668;
+        34: pwl_pipe3_base4 = 63248;
+        35: pwl_pipe3_base4 = 64790;
+        36: pwl_pipe3_base4 = 66296;
+        37: pwl_pipe3_base4 = 67769;
+        38: pwl_pipe3_base4 = 69209;
+        39: pwl_pipe3_base4 = 70619;
+        40: pwl_pipe3_base4 = 71999;
+        41: pwl_pipe3_base4 = 73350;
+        42: pwl_pipe3_base4 = 74674;
+        43: pwl_pipe3_base4 = 75972;
+        44: pwl_pipe3_base4 = 77244;
+        45: pwl_pipe3_base4 = 78493;
+        46: pwl_pipe3_base4 = 79718;
+        47: pwl_pipe3_base4 = 80920;
+        48: pwl_pipe3_base4 = 82101;
+        49: pwl_pipe3_base4 = 83261;
+        50: pwl_pipe3_base4 = 84401;
+        51: pwl_pipe3_base4 = 85521;
+        52: pwl_pipe3_base4 = 86623;
+        53: pwl_pipe3_base4 = 87706;
+        54: pwl_pipe3_base4 = 88772;
+        55: pwl_pipe3_base4 = 89820;
+        56: pwl_pipe3_base4 = 90852;
+        57: pwl_pipe3_base4 = 91868;
+        58: pwl_pipe3_base4 = 92869;
+        59: pwl_pipe3_base4 = 93854;
+        60: pwl_pipe3_base4 = 94825;
+        61: pwl_pipe3_base4 = 95782;
+        62: pwl_pipe3_base4 = 96725;
+        63: pwl_pipe3_base4 = 97655;
+        64: pwl_pipe3_base4 = 98571;
+        65: pwl_pipe3_base4 = 99475;
+        66: pwl_pipe3_base4 = 100367;
+        67: pwl_pipe3_base4 = 101247;
+        68: pwl_pipe3_base4 = 102115;
+        69: pwl_pipe3_base4 = 102971;
+        70: pwl_pipe3_base4 = 103817;
+        71: pwl_pipe3_base4 = 104652;
+        72: pwl_pipe3_base4 = 105476;
+        73: pwl_pipe3_base4 = 106290;
+        74: pwl_pipe3_base4 = 107094;
+        75: pwl_pipe3_base4 = 107889;
+        76: pwl_pipe3_base4 = 108674;
+        77: pwl_pipe3_base4 = 109449;
+        78: pwl_pipe3_base4 = 110216;
+        79: pwl_pipe3_base4 = 110973;
+        80: pwl_pipe3_base4 = 111722;
+        81: pwl_pipe3_base4 = 112463;
+        82: pwl_pipe3_base4 = 113195;
+        83: pwl_pipe3_base4 = 113919;
+        84: pwl_pipe3_base4 = 114636;
+        85: pwl_pipe3_base4 = 115344;
+        86: pwl_pipe3_base4 = 116045;
+        87: pwl_pipe3_base4 = 116739;
+        88: pwl_pipe3_base4 = 117425;
+        89: pwl_pipe3_base4 = 118104;
+        90: pwl_pipe3_base4 = 118776;
+        91: pwl_pipe3_base4 = 119441;
+        92: pwl_pipe3_base4 = 120100;
+        93: pwl_pipe3_base4 = 120752;
+        94: pwl_pipe3_base4 = 121398;
+        95: pwl_pipe3_base4 = 122037;
+        96: pwl_pipe3_base4 = 122670;
+        97: pwl_pipe3_base4 = 123298;
+        98: pwl_pipe3_base4 = 123919;
+        99: pwl_pipe3_base4 = 124534;
+        100: pwl_pipe3_base4 = 125144;
+        101: pwl_pipe3_base4 = 125748;
+        102: pwl_pipe3_base4 = 126346;
+        103: pwl_pipe3_base4 = 126939;
+        104: pwl_pipe3_base4 = 127527;
+        105: pwl_pipe3_base4 = 128110;
+        106: pwl_pipe3_base4 = 128687;
+        107: pwl_pipe3_base4 = 129259;
+        108: pwl_pipe3_base4 = 129827;
+        109: pwl_pipe3_base4 = 130389;
+        110: pwl_pipe3_base4 = 130947;
+        111: pwl_pipe3_base4 = 131500;
+        112: pwl_pipe3_base4 = 132049;
+        113: pwl_pipe3_base4 = 132593;
+        114: pwl_pipe3_base4 = 133132;
+        115: pwl_pipe3_base4 = 133667;
+        116: pwl_pipe3_base4 = 134198;
+        117: pwl_pipe3_base4 = 134724;
+        118: pwl_pipe3_base4 = 135246;
+        119: pwl_pipe3_base4 = 135764;
+        120: pwl_pipe3_base4 = 136278;
+        121: pwl_pipe3_base4 = 136788;
+        122: pwl_pipe3_base4 = 137294;
+        123: pwl_pipe3_base4 = 137797;
+        124: pwl_pipe3_base4 = 138295;
+        125: pwl_pipe3_base4 = 138790;
+        126: pwl_pipe3_base4 = 139280;
+        127: pwl_pipe3_base4 = 139768;
+        128: pwl_pipe3_base4 = 140251;
+        129: pwl_pipe3_base4 = 140731;
+        130: pwl_pipe3_base4 = 141208;
+        131: pwl_pipe3_base4 = 141681;
+        132: pwl_pipe3_base4 = 142151;
+        133: pwl_pipe3_base4 = 142618;
+        134: pwl_pipe3_base4 = 143081;
+        135: pwl_pipe3_base4 = 143541;
+        136: pwl_pipe3_base4 = 143997;
+        137: pwl_pipe3_base4 = 144451;
+        138: pwl_pipe3_base4 = 144901;
+        139: pwl_pipe3_base4 = 145349;
+        140: pwl_pipe3_base4 = 145793;
+        141: pwl_pipe3_base4 = 146234;
+        142: pwl_pipe3_base4 = 146673;
+        143: pwl_pipe3_base4 = 147108;
+        144: pwl_pipe3_base4 = 147541;
+        145: pwl_pipe3_base4 = 147970;
+        146: pwl_pipe3_base4 = 148397;
+        147: pwl_pipe3_base4 = 148822;
+        148: pwl_pipe3_base4 = 149243;
+        149: pwl_pipe3_base4 = 149662;
+        150: pwl_pipe3_base4 = 150078;
+        151: pwl_pipe3_base4 = 150491;
+        152: pwl_pipe3_base4 = 150902;
+        153: pwl_pipe3_base4 = 151311;
+        154: pwl_pipe3_base4 = 151716;
+        155: pwl_pipe3_base4 = 152120;
+        156: pwl_pipe3_base4 = 152520;
+        157: pwl_pipe3_base4 = 152919;
+        158: pwl_pipe3_base4 = 153315;
+        159: pwl_pipe3_base4 = 153708;
+        160: pwl_pipe3_base4 = 154100;
+        161: pwl_pipe3_base4 = 154489;
+        162: pwl_pipe3_base4 = 154875;
+        163: pwl_pipe3_base4 = 155260;
+        164: pwl_pipe3_base4 = 155642;
+        165: pwl_pipe3_base4 = 156022;
+        166: pwl_pipe3_base4 = 156399;
+        167: pwl_pipe3_base4 = 156775;
+        168: pwl_pipe3_base4 = 157148;
+        169: pwl_pipe3_base4 = 157520;
+        170: pwl_pipe3_base4 = 157889;
+        171: pwl_pipe3_base4 = 158256;
+        172: pwl_pipe3_base4 = 158621;
+        173: pwl_pipe3_base4 = 158984;
+        174: pwl_pipe3_base4 = 159345;
+        175: pwl_pipe3_base4 = 159705;
+        176: pwl_pipe3_base4 = 160062;
+        177: pwl_pipe3_base4 = 160417;
+        178: pwl_pipe3_base4 = 160770;
+        179: pwl_pipe3_base4 = 161122;
+        180: pwl_pipe3_base4 = 161471;
+        181: pwl_pipe3_base4 = 161819;
+        182: pwl_pipe3_base4 = 162165;
+        183: pwl_pipe3_base4 = 162509;
+        184: pwl_pipe3_base4 = 162851;
+        185: pwl_pipe3_base4 = 163191;
+        186: pwl_pipe3_base4 = 163530;
+        187: pwl_pipe3_base4 = 163867;
+        188: pwl_pipe3_base4 = 164202;
+        189: pwl_pipe3_base4 = 164536;
+        190: pwl_pipe3_base4 = 164867;
+        191: pwl_pipe3_base4 = 165198;
+        192: pwl_pipe3_base4 = 165526;
+        193: pwl_pipe3_base4 = 165853;
+        194: pwl_pipe3_base4 = 166178;
+        195: pwl_pipe3_base4 = 166502;
+        196: pwl_pipe3_base4 = 166824;
+        197: pwl_pipe3_base4 = 167144;
+        198: pwl_pipe3_base4 = 167463;
+        199: pwl_pipe3_base4 = 167781;
+        200: pwl_pipe3_base4 = 168097;
+        201: pwl_pipe3_base4 = 168411;
+        202: pwl_pipe3_base4 = 168724;
+        203: pwl_pipe3_base4 = 169035;
+        204: pwl_pipe3_base4 = 169345;
+        205: pwl_pipe3_base4 = 169653;
+        206: pwl_pipe3_base4 = 169960;
+        207: pwl_pipe3_base4 = 170266;
+        208: pwl_pipe3_base4 = 170570;
+        209: pwl_pipe3_base4 = 170873;
+        210: pwl_pipe3_base4 = 171174;
+        211: pwl_pipe3_base4 = 171474;
+        212: pwl_pipe3_base4 = 171772;
+        213: pwl_pipe3_base4 = 172070;
+        214: pwl_pipe3_base4 = 172365;
+        215: pwl_pipe3_base4 = 172660;
+        216: pwl_pipe3_base4 = 172953;
+        217: pwl_pipe3_base4 = 173245;
+        218: pwl_pipe3_base4 = 173536;
+        219: pwl_pipe3_base4 = 173825;
+        220: pwl_pipe3_base4 = 174113;
+        221: pwl_pipe3_base4 = 174400;
+        222: pwl_pipe3_base4 = 174686;
+        223: pwl_pipe3_base4 = 174970;
+        224: pwl_pipe3_base4 = 175253;
+        225: pwl_pipe3_base4 = 175535;
+        226: pwl_pipe3_base4 = 175816;
+        227: pwl_pipe3_base4 = 176095;
+        228: pwl_pipe3_base4 = 176373;
+        229: pwl_pipe3_base4 = 176650;
+        230: pwl_pipe3_base4 = 176926;
+        231: pwl_pipe3_base4 = 177201;
+        232: pwl_pipe3_base4 = 177475;
+        233: pwl_pipe3_base4 = 177747;
+        234: pwl_pipe3_base4 = 178019;
+        235: pwl_pipe3_base4 = 178289;
+        236: pwl_pipe3_base4 = 178558;
+        237: pwl_pipe3_base4 = 178826;
+        238: pwl_pipe3_base4 = 179093;
+        239: pwl_pipe3_base4 = 179359;
+        240: pwl_pipe3_base4 = 179624;
+        241: pwl_pipe3_base4 = 179887;
+        242: pwl_pipe3_base4 = 180150;
+        243: pwl_pipe3_base4 = 180412;
+        244: pwl_pipe3_base4 = 180672;
+        245: pwl_pipe3_base4 = 180932;
+        246: pwl_pipe3_base4 = 181190;
+        247: pwl_pipe3_base4 = 181448;
+        248: pwl_pipe3_base4 = 181704;
+        249: pwl_pipe3_base4 = 181960;
+        250: pwl_pipe3_base4 = 182214;
+        251: pwl_pipe3_base4 = 182468;
+        252: pwl_pipe3_base4 = 182720;
+        253: pwl_pipe3_base4 = 182972;
+        254: pwl_pipe3_base4 = 183223;
+        default: pwl_pipe3_base4 = 183472;
+    endcase
+end
+
+
+
+assign pwl_pipe3_sumv = (pwl_pipe3_base4 + pwl_pipe3_rnd4);
+
+
+
+assign pwl_pipe3_sat9_hi = pwl_pipe3_sumv[33-1:(32 - 1)];
+
+
+
+assign pwl_pipe3_sat9_hin = (~pwl_pipe3_sat9_hi);
+
+
+
+assign pwl_pipe3_sat9_nsign = (!pwl_pipe3_sumv[(33 - 1)]);
+
+
+always @(pwl_pipe3_sat9_fill, pwl_pipe3_sat9_hi, pwl_pipe3_sumv, pwl_pipe3_sat9_hin) begin: pwl_pipe3_sat9_clamp
+    if (((pwl_pipe3_sat9_hi == 0) || (pwl_pipe3_sat9_hin == 0))) begin
+        pwl_pipe3_ys = $signed(pwl_pipe3_sumv[32-1:0]);
+    end
+    else begin
+        pwl_pipe3_ys = $signed({pwl_pipe3_sumv[(33 - 1)], pwl_pipe3_sat9_fill});
     end
 end
 
 
 
-assign y_log = pwl_comb3_ys;
+assign y_log = pwl_pipe3_ys;
+
+
+always @(posedge clk) begin: pipe
+    if (rst == 1) begin
+        we6 <= 0;
+        mu6 <= 0;
+        out5 <= 0;
+        wa5 <= 0;
+        clr5 <= 0;
+        v6 <= 0;
+        lg5 <= 0;
+        v5 <= 0;
+        wb_w <= 0;
+        we_w <= 0;
+        out6 <= 0;
+        l5 <= 0;
+        wb6 <= 0;
+        lg7 <= 0;
+        out7 <= 0;
+        ok5 <= 0;
+        wa6 <= 0;
+        l8 <= 0;
+        we7 <= 0;
+        lg6 <= 0;
+        wa7 <= 0;
+        v7 <= 0;
+        op5 <= 0;
+        we5 <= 0;
+        op7 <= 0;
+        clr6 <= 0;
+        l7 <= 0;
+        mu5 <= 0;
+        ok6 <= 0;
+        ok7 <= 0;
+        sh5 <= 0;
+        op6 <= 0;
+        wb5 <= 0;
+        l6 <= 0;
+        v8 <= 0;
+        wb7 <= 0;
+        wa_w <= 0;
+    end
+    else begin
+        v5 <= v4;
+        l5 <= l4;
+        v6 <= v5;
+        l6 <= l5;
+        v7 <= v6;
+        l7 <= l6;
+        v8 <= v7;
+        l8 <= l7;
+        op5 <= op4;
+        op6 <= op5;
+        op7 <= op6;
+        clr5 <= clr4;
+        clr6 <= clr5;
+        wb5 <= wb4;
+        wb6 <= wb5;
+        wb7 <= wb6;
+        wb_w <= wb7;
+        wa5 <= wa4;
+        wa6 <= wa5;
+        wa7 <= wa6;
+        wa_w <= wa7;
+        out5 <= out4;
+        out6 <= out5;
+        out7 <= out6;
+        ok5 <= ok4;
+        ok6 <= ok5;
+        ok7 <= ok6;
+        we5 <= we4;
+        we6 <= we5;
+        we7 <= we6;
+        we_w <= we7;
+        sh5 <= sh4;
+        mu5 <= mu4;
+        mu6 <= mu5;
+        lg5 <= lg4;
+        lg6 <= lg5;
+        lg7 <= lg6;
+    end
+end
+
+
+always @(mul2_csa0_p) begin: sext2_fill
+    if (mul2_csa0_p[(64 - 1)]) begin
+        sext2_sgn = 255;
+    end
+    else begin
+        sext2_sgn = 0;
+    end
+end
+
+
+
+assign sext2_xe = $signed({sext2_sgn, mul2_csa0_p});
+
+
+always @(clr6, acc) begin: acc_csel0_gate
+    if (clr6) begin
+        acc_csel0_ai = 0;
+    end
+    else begin
+        acc_csel0_ai = acc;
+    end
+end
+
+
+
+assign acc_csel0_al = acc_csel0_ai[36-1:0];
+assign acc_csel0_pl = sext2_xe[36-1:0];
+assign acc_csel0_ah = $signed(acc_csel0_ai[72-1:36]);
+assign acc_csel0_ph = $signed(sext2_xe[72-1:36]);
+
+
+
+assign acc_csel0_slo = (acc_csel0_al + acc_csel0_pl);
+assign acc_csel0_h0 = (acc_csel0_ah + acc_csel0_ph);
+assign acc_csel0_t1 = ($signed({acc_csel0_ah, 1'b1}) + $signed({acc_csel0_ph, 1'b1}));
+
+
+always @(acc_csel0_slo, acc_csel0_h0, acc_csel0_t1) begin: acc_csel0_pick
+    if (acc_csel0_slo[36]) begin
+        acc_csel0_hs = $signed(acc_csel0_t1[(36 + 2)-1:1]);
+    end
+    else begin
+        acc_csel0_hs = acc_csel0_h0;
+    end
+end
+
+
+
+assign acc_csel0_full = $signed({acc_csel0_hs, acc_csel0_slo[36-1:0]});
+
+
+
+assign acc_csel0_sat10_hi = acc_csel0_full[73-1:(72 - 1)];
+
+
+
+assign acc_csel0_sat10_hin = (~acc_csel0_sat10_hi);
+
+
+
+assign acc_csel0_sat10_nsign = (!acc_csel0_full[(73 - 1)]);
+
+
+always @(acc_csel0_sat10_fill, acc_csel0_sat10_hi, acc_csel0_full, acc_csel0_sat10_hin) begin: acc_csel0_sat10_clamp
+    if (((acc_csel0_sat10_hi == 0) || (acc_csel0_sat10_hin == 0))) begin
+        acc_new = $signed(acc_csel0_full[72-1:0]);
+    end
+    else begin
+        acc_new = $signed({acc_csel0_full[(73 - 1)], acc_csel0_sat10_fill});
+    end
+end
+
+
+
+assign round_sat_fast4_lo = mul2_csa0_p[16+:32];
+assign round_sat_fast4_rb = mul2_csa0_p[(16 - 1)];
+assign round_sat_fast4_hi = mul2_csa0_p[64-1:(16 + 32)];
+assign round_sat_fast4_neg = mul2_csa0_p[(64 - 1)];
+assign round_sat_fast4_nneg = (!mul2_csa0_p[(64 - 1)]);
+
+
+
+assign round_sat_fast4_hin = (~round_sat_fast4_hi);
+
+
+
+assign round_sat_fast4_s = (round_sat_fast4_lo + round_sat_fast4_rb);
+
+
+always @(round_sat_fast4_s, round_sat_fast4_hin, round_sat_fast4_hi, round_sat_fast4_neg, round_sat_fast4_fill) begin: round_sat_fast4_outc
+    if (((round_sat_fast4_s[32] && (round_sat_fast4_hin == 0)) || ((!round_sat_fast4_s[32]) && (((round_sat_fast4_hi == 0) && (!round_sat_fast4_s[(32 - 1)])) || ((round_sat_fast4_hin == 0) && round_sat_fast4_s[(32 - 1)]))))) begin
+        mul_s = $signed(round_sat_fast4_s[32-1:0]);
+    end
+    else begin
+        mul_s = $signed({round_sat_fast4_neg, round_sat_fast4_fill});
+    end
+end
+
+
+
+assign round_sat_fast5_lo = acc[16+:32];
+assign round_sat_fast5_rb = acc[(16 - 1)];
+assign round_sat_fast5_hi = acc[72-1:(16 + 32)];
+assign round_sat_fast5_neg = acc[(72 - 1)];
+assign round_sat_fast5_nneg = (!acc[(72 - 1)]);
+
+
+
+assign round_sat_fast5_hin = (~round_sat_fast5_hi);
+
+
+
+assign round_sat_fast5_s = (round_sat_fast5_lo + round_sat_fast5_rb);
+
+
+always @(round_sat_fast5_s, round_sat_fast5_hin, round_sat_fast5_hi, round_sat_fast5_neg, round_sat_fast5_fill) begin: round_sat_fast5_outc
+    if (((round_sat_fast5_s[32] && (round_sat_fast5_hin == 0)) || ((!round_sat_fast5_s[32]) && (((round_sat_fast5_hi == 0) && (!round_sat_fast5_s[(32 - 1)])) || ((round_sat_fast5_hin == 0) && round_sat_fast5_s[(32 - 1)]))))) begin
+        mac_s = $signed(round_sat_fast5_s[32-1:0]);
+    end
+    else begin
+        mac_s = $signed({round_sat_fast5_neg, round_sat_fast5_fill});
+    end
+end
+
+
+always @(r6, mul_s, mu6) begin: r7mux
+    if (mu6) begin
+        r7n = mul_s;
+    end
+    else begin
+        r7n = r6;
+    end
+end
+
+
+always @(y_log, mac_s, y_gau, r7, y_sig, op7, y_rec) begin: r8mux
+    case (op7)
+        'ha: begin
+            r8n = y_sig;
+        end
+        'hb: begin
+            r8n = y_gau;
+        end
+        'hc: begin
+            r8n = y_rec;
+        end
+        'hd: begin
+            r8n = y_log;
+        end
+        'h4: begin
+            r8n = mac_s;
+        end
+        default: begin
+            r8n = r7;
+        end
+    endcase
+end
+
+
+always @(posedge clk) begin: st_res
+    if (rst == 1) begin
+        r6 <= 0;
+        e_len <= 0;
+        e_ill <= 0;
+        r7 <= 0;
+        res_w <= 0;
+        acc <= 0;
+        e_nl <= 0;
+        r5 <= 0;
+    end
+    else begin
+        r5 <= res_c;
+        r6 <= r5;
+        r7 <= r7n;
+        res_w <= r8n;
+        if ((v6 && (op6 == 4))) begin
+            acc <= acc_new;
+        end
+        if ((v4 && (ill_c == 1))) begin
+            e_ill <= 1'b1;
+        end
+        if ((v4 && (nlm_c == 1))) begin
+            e_nl <= 1'b1;
+        end
+        if (go) begin
+            acc <= 0;
+            e_ill <= 1'b0;
+            e_nl <= 1'b0;
+            e_len <= len_bad;
+        end
+    end
+end
+
+
+always @(out7, ok4, mu6, out4, sh4, ok6, out6, ok7, lg7) begin: outsel
+    if ((ok4 && sh4)) begin
+        o4 = out4;
+    end
+    else begin
+        o4 = 0;
+    end
+    if ((ok6 && mu6)) begin
+        o6 = out6;
+    end
+    else begin
+        o6 = 0;
+    end
+    if ((ok7 && lg7)) begin
+        o7 = out7;
+    end
+    else begin
+        o7 = 0;
+    end
+end
+
+
+always @(posedge clk) begin: outreg0_r
+    if (rst == 1) begin
+        left_out_valid <= 0;
+        left_out <= 0;
+    end
+    else begin
+        left_out_valid <= (o4[0] || o6[0] || o7[0]);
+        if (o4[0]) begin
+            left_out <= res_c[32-1:0];
+        end
+        else if (o6[0]) begin
+            left_out <= mul_s[32-1:0];
+        end
+        else if (o7[0]) begin
+            left_out <= r8n[32-1:0];
+        end
+    end
+end
+
+
+always @(posedge clk) begin: outreg1_r
+    if (rst == 1) begin
+        right_out_valid <= 0;
+        right_out <= 0;
+    end
+    else begin
+        right_out_valid <= (o4[1] || o6[1] || o7[1]);
+        if (o4[1]) begin
+            right_out <= res_c[32-1:0];
+        end
+        else if (o6[1]) begin
+            right_out <= mul_s[32-1:0];
+        end
+        else if (o7[1]) begin
+            right_out <= r8n[32-1:0];
+        end
+    end
+end
+
+
+always @(posedge clk) begin: outreg2_r
+    if (rst == 1) begin
+        bus_out_valid <= 0;
+        bus_out <= 0;
+    end
+    else begin
+        bus_out_valid <= (o4[2] || o6[2] || o7[2]);
+        if (o4[2]) begin
+            bus_out <= res_c[32-1:0];
+        end
+        else if (o6[2]) begin
+            bus_out <= mul_s[32-1:0];
+        end
+        else if (o7[2]) begin
+            bus_out <= r8n[32-1:0];
+        end
+    end
+end
 
 
 
@@ -3098,7 +5053,7 @@ always @(posedge clk) begin: sched
                 pc <= (pc + 1);
             end
         end
-        if ((v5 && l5)) begin
+        if ((v8 && l8)) begin
             busy <= 1'b0;
             done <= 1'b1;
         end
@@ -3166,7 +5121,7 @@ end
 
 
 
-assign ctl1 = {sa1, sb1, op1, clr1, abuf1, aad1, bbuf1, bad1, wb1, wam1, out1};
+assign ctl1 = {sa1, sb1, abuf1, aad1, bbuf1, bad1, op1, clr1, wb1, wam1, out1};
 
 
 always @(posedge clk) begin: st1
@@ -3207,202 +5162,20 @@ always @(posedge clk) begin: st3
     if (rst == 1) begin
         l4 <= 0;
         opa4 <= 0;
+        sel_a4 <= 0;
         opb4 <= 0;
+        sel_b4 <= 0;
         v4 <= 0;
         c4 <= 0;
     end
     else begin
         v4 <= v3;
         l4 <= l3;
-        c4 <= c3;
+        c4 <= c3[18-1:0];
         opa4 <= opa_c;
         opb4 <= opb_c;
-    end
-end
-
-
-
-assign sum_ab = (fa + fb);
-assign dif_ab = (fa - fb);
-assign prod = (fa * fb);
-
-
-always @(clr4, acc) begin: acc_sel
-    if (clr4) begin
-        acc_in = 0;
-    end
-    else begin
-        acc_in = acc;
-    end
-end
-
-
-
-assign acc_sum = (acc_in + prod_e);
-
-
-always @(y_log, mul_s, fa, mac_s, sub_s, y_gau, add_s, y_sig, y_rec, fb, op4) begin: resmux
-    case (op4)
-        'h1: begin
-            res_c = add_s;
-        end
-        'h2: begin
-            res_c = sub_s;
-        end
-        'h3: begin
-            res_c = mul_s;
-        end
-        'h4: begin
-            res_c = mac_s;
-        end
-        'h5: begin
-            if ((fa < fb)) begin
-                res_c = 65536;
-            end
-            else begin
-                res_c = 0;
-            end
-        end
-        'h6: begin
-            if ((fa > fb)) begin
-                res_c = 65536;
-            end
-            else begin
-                res_c = 0;
-            end
-        end
-        'h7: begin
-            if ((fa < fb)) begin
-                res_c = fa;
-            end
-            else begin
-                res_c = fb;
-            end
-        end
-        'h8: begin
-            if ((fa > fb)) begin
-                res_c = fa;
-            end
-            else begin
-                res_c = fb;
-            end
-        end
-        'ha: begin
-            res_c = y_sig;
-        end
-        'hb: begin
-            res_c = y_gau;
-        end
-        'hc: begin
-            res_c = y_rec;
-        end
-        'hd: begin
-            res_c = y_log;
-        end
-        default: begin
-            res_c = fa;
-        end
-    endcase
-end
-
-
-always @(op4) begin: legal
-    case (op4)
-        0: ill_c = 0;
-        1: ill_c = 0;
-        2: ill_c = 0;
-        3: ill_c = 0;
-        4: ill_c = 0;
-        5: ill_c = 0;
-        6: ill_c = 0;
-        7: ill_c = 0;
-        8: ill_c = 0;
-        9: ill_c = 0;
-        10: ill_c = 0;
-        11: ill_c = 0;
-        12: ill_c = 0;
-        13: ill_c = 0;
-        14: ill_c = 1;
-        default: ill_c = 1;
-    endcase
-    case (op4)
-        0: nlm_c = 0;
-        1: nlm_c = 0;
-        2: nlm_c = 0;
-        3: nlm_c = 0;
-        4: nlm_c = 0;
-        5: nlm_c = 0;
-        6: nlm_c = 0;
-        7: nlm_c = 0;
-        8: nlm_c = 0;
-        9: nlm_c = 0;
-        10: nlm_c = 0;
-        11: nlm_c = 0;
-        12: nlm_c = 0;
-        13: nlm_c = 0;
-        14: nlm_c = 0;
-        default: nlm_c = 0;
-    endcase
-end
-
-
-
-assign ok4 = (v4 && (ill_c == 0) && (nlm_c == 0) && (op4 != 0));
-
-
-always @(posedge clk) begin: st4
-    if (rst == 1) begin
-        bus_out_valid <= 0;
-        res5 <= 0;
-        left_out_valid <= 0;
-        e_len <= 0;
-        e_ill <= 0;
-        wa5 <= 0;
-        left_out <= 0;
-        we5 <= 0;
-        right_out_valid <= 0;
-        wb5 <= 0;
-        right_out <= 0;
-        acc <= 0;
-        v5 <= 0;
-        e_nl <= 0;
-        l5 <= 0;
-        bus_out <= 0;
-    end
-    else begin
-        v5 <= v4;
-        l5 <= l4;
-        we5 <= (ok4 && (wb4 != 0));
-        wb5 <= wb4;
-        wa5 <= wa4;
-        res5 <= res_c;
-        left_out_valid <= (ok4 && out4[0]);
-        right_out_valid <= (ok4 && out4[1]);
-        bus_out_valid <= (ok4 && out4[2]);
-        if ((ok4 && out4[0])) begin
-            left_out <= res_c[32-1:0];
-        end
-        if ((ok4 && out4[1])) begin
-            right_out <= res_c[32-1:0];
-        end
-        if ((ok4 && out4[2])) begin
-            bus_out <= res_c[32-1:0];
-        end
-        if ((v4 && (op4 == 4))) begin
-            acc <= acc_new;
-        end
-        if ((v4 && (ill_c == 1))) begin
-            e_ill <= 1'b1;
-        end
-        if ((v4 && (nlm_c == 1))) begin
-            e_nl <= 1'b1;
-        end
-        if (go) begin
-            acc <= 0;
-            e_ill <= 1'b0;
-            e_nl <= 1'b0;
-            e_len <= len_bad;
-        end
+        sel_a4 <= sel_a_c;
+        sel_b4 <= sel_b_c;
     end
 end
 

@@ -67,6 +67,9 @@ signal l2: std_logic;
 signal l3: std_logic;
 signal l4: std_logic;
 signal l5: std_logic;
+signal l6: std_logic;
+signal l7: std_logic;
+signal l8: std_logic;
 signal len_bad: std_logic;
 signal lm1: unsigned(10 downto 0);
 signal pc: unsigned(10 downto 0);
@@ -76,6 +79,9 @@ signal v2: std_logic;
 signal v3: std_logic;
 signal v4: std_logic;
 signal v5: std_logic;
+signal v6: std_logic;
+signal v7: std_logic;
+signal v8: std_logic;
 signal ir: unsigned(47 downto 0);
 signal s_ra: unsigned(9 downto 0);
 signal s_wa: unsigned(9 downto 0);
@@ -89,34 +95,94 @@ signal wai: unsigned(7 downto 0);
 signal sa3: unsigned(2 downto 0);
 signal c3: unsigned(43 downto 0);
 signal sb3: unsigned(2 downto 0);
-signal ab4: unsigned(1 downto 0);
-signal c4: unsigned(43 downto 0);
-signal aa4: unsigned(7 downto 0);
-signal bb4: unsigned(1 downto 0);
-signal ba4: unsigned(7 downto 0);
-signal sa4: unsigned(2 downto 0);
-signal sb4: unsigned(2 downto 0);
 signal op4: unsigned(3 downto 0);
+signal c4: unsigned(17 downto 0);
 signal clr4: std_logic;
 signal wb4: unsigned(1 downto 0);
 signal wa4: unsigned(7 downto 0);
 signal out4: unsigned(2 downto 0);
+signal ill_c: unsigned(0 downto 0);
+signal nlm_c: unsigned(0 downto 0);
+signal lat_c: unsigned(2 downto 0);
+signal ok4: std_logic;
+signal we4: std_logic;
+signal sh4: std_logic;
+signal mu4: std_logic;
+signal lg4: std_logic;
 signal h1w: std_logic;
-signal we5: std_logic;
+signal we_w: std_logic;
 signal h1b: unsigned(1 downto 0);
-signal wb5: unsigned(1 downto 0);
+signal wb_w: unsigned(1 downto 0);
 signal h1a: unsigned(7 downto 0);
-signal wa5: unsigned(7 downto 0);
+signal wa_w: unsigned(7 downto 0);
 signal h1v: signed (31 downto 0);
-signal res5: signed (31 downto 0);
+signal res_w: signed (31 downto 0);
 signal h2w: std_logic;
 signal h2b: unsigned(1 downto 0);
 signal h2a: unsigned(7 downto 0);
 signal h2v: signed (31 downto 0);
-signal h3w: std_logic;
-signal h3b: unsigned(1 downto 0);
-signal h3a: unsigned(7 downto 0);
 signal h3v: signed (31 downto 0);
+signal e5: std_logic;
+signal e6: std_logic;
+signal we5: std_logic;
+signal sh5: std_logic;
+signal e7: std_logic;
+signal we6: std_logic;
+signal lg6: std_logic;
+signal ab3: unsigned(1 downto 0);
+signal aa3: unsigned(7 downto 0);
+signal bb3: unsigned(1 downto 0);
+signal ba3: unsigned(7 downto 0);
+signal lin_s: signed (31 downto 0);
+signal rin_s: signed (31 downto 0);
+signal bin_s: signed (31 downto 0);
+signal fa_u: unsigned(31 downto 0);
+signal fa: signed (31 downto 0);
+signal fb_u: unsigned(31 downto 0);
+signal fb: signed (31 downto 0);
+signal sum_ab: signed (32 downto 0);
+signal dif_ab: signed (32 downto 0);
+signal res_c: signed (31 downto 0);
+signal add_s: signed (31 downto 0);
+signal sub_s: signed (31 downto 0);
+signal op5: unsigned(3 downto 0);
+signal op6: unsigned(3 downto 0);
+signal op7: unsigned(3 downto 0);
+signal clr5: std_logic;
+signal clr6: std_logic;
+signal wb5: unsigned(1 downto 0);
+signal wb6: unsigned(1 downto 0);
+signal wb7: unsigned(1 downto 0);
+signal wa5: unsigned(7 downto 0);
+signal wa6: unsigned(7 downto 0);
+signal wa7: unsigned(7 downto 0);
+signal out5: unsigned(2 downto 0);
+signal out6: unsigned(2 downto 0);
+signal out7: unsigned(2 downto 0);
+signal ok5: std_logic;
+signal ok6: std_logic;
+signal ok7: std_logic;
+signal we7: std_logic;
+signal mu5: std_logic;
+signal mu6: std_logic;
+signal lg5: std_logic;
+signal lg7: std_logic;
+signal r7n: signed (31 downto 0);
+signal mul_s: signed (31 downto 0);
+signal r6: signed (31 downto 0);
+signal r8n: signed (31 downto 0);
+signal y_sig: signed (31 downto 0);
+signal y_gau: signed (31 downto 0);
+signal y_rec: signed (31 downto 0);
+signal y_log: signed (31 downto 0);
+signal mac_s: signed (31 downto 0);
+signal r7: signed (31 downto 0);
+signal r5: signed (31 downto 0);
+signal acc: signed (71 downto 0);
+signal acc_new: signed (71 downto 0);
+signal o4: unsigned(2 downto 0);
+signal o6: unsigned(2 downto 0);
+signal o7: unsigned(2 downto 0);
 signal op1: unsigned(3 downto 0);
 signal clr1: std_logic;
 signal sa1: unsigned(2 downto 0);
@@ -143,28 +209,10 @@ signal opa4: signed (31 downto 0);
 signal opa_c: signed (31 downto 0);
 signal opb4: signed (31 downto 0);
 signal opb_c: signed (31 downto 0);
-signal sum_ab: signed (32 downto 0);
-signal fa: signed (31 downto 0);
-signal fb: signed (31 downto 0);
-signal dif_ab: signed (32 downto 0);
-signal prod: signed (63 downto 0);
-signal acc_in: signed (71 downto 0);
-signal acc: signed (71 downto 0);
-signal acc_sum: signed (72 downto 0);
-signal prod_e: signed (71 downto 0);
-signal res_c: signed (31 downto 0);
-signal add_s: signed (31 downto 0);
-signal sub_s: signed (31 downto 0);
-signal mul_s: signed (31 downto 0);
-signal mac_s: signed (31 downto 0);
-signal y_sig: signed (31 downto 0);
-signal y_gau: signed (31 downto 0);
-signal y_rec: signed (31 downto 0);
-signal y_log: signed (31 downto 0);
-signal ill_c: unsigned(0 downto 0);
-signal nlm_c: unsigned(0 downto 0);
-signal ok4: std_logic;
-signal acc_new: signed (71 downto 0);
+signal sel_a4: unsigned(10 downto 0);
+signal sel_a_c: unsigned(10 downto 0);
+signal sel_b4: unsigned(10 downto 0);
+signal sel_b_c: unsigned(10 downto 0);
 signal low_bits3_y: unsigned(7 downto 0);
 signal low_bits4_y: unsigned(7 downto 0);
 signal low_bits5_y: unsigned(7 downto 0);
@@ -180,8 +228,42 @@ signal bufmux0_0_1_we: std_logic;
 signal bufmux0_0_1_wa: unsigned(7 downto 0);
 signal bufmux0_0_1_wd: unsigned(31 downto 0);
 signal bufmux0_0_1_ra: unsigned(7 downto 0);
-signal forward0_o: signed (31 downto 0);
-signal forward1_o: signed (31 downto 0);
+signal hitb0_h: std_logic;
+signal hitb1_h: std_logic;
+signal hitb2_h: std_logic;
+signal hitb3_h: std_logic;
+signal hitb4_h: std_logic;
+signal hitb5_h: std_logic;
+signal hitb6_h: std_logic;
+signal hitb7_h: std_logic;
+signal hitb8_h: std_logic;
+signal hitb9_h: std_logic;
+signal hitb10_h: std_logic;
+signal hitb11_h: std_logic;
+signal hitb12_h: std_logic;
+signal hitb13_h: std_logic;
+signal andmask0_m: signed (31 downto 0);
+signal andmask1_m: signed (31 downto 0);
+signal andmask2_m: signed (31 downto 0);
+signal andmask3_m: signed (31 downto 0);
+signal andmask4_m: signed (31 downto 0);
+signal andmask5_m: signed (31 downto 0);
+signal andmask6_m: signed (31 downto 0);
+signal andmask7_m: signed (31 downto 0);
+signal andmask8_m: signed (31 downto 0);
+signal andmask9_m: signed (31 downto 0);
+signal andmask10_m: signed (31 downto 0);
+signal andmask11_m: signed (31 downto 0);
+signal andmask12_m: signed (31 downto 0);
+signal andmask13_m: signed (31 downto 0);
+signal andmask14_m: signed (31 downto 0);
+signal andmask15_m: signed (31 downto 0);
+signal andmask16_m: signed (31 downto 0);
+signal andmask17_m: signed (31 downto 0);
+signal andmask18_m: signed (31 downto 0);
+signal andmask19_m: signed (31 downto 0);
+signal andmask20_m: signed (31 downto 0);
+signal andmask21_m: signed (31 downto 0);
 signal sat0_fill: unsigned(30 downto 0);
 signal sat0_hi: unsigned(1 downto 0);
 signal sat0_hin: unsigned(1 downto 0);
@@ -190,113 +272,168 @@ signal sat1_fill: unsigned(30 downto 0);
 signal sat1_hi: unsigned(1 downto 0);
 signal sat1_hin: unsigned(1 downto 0);
 signal sat1_nsign: std_logic;
-signal round_sat0_r: signed (63 downto 0);
-signal round_sat0_rb: signed (63 downto 0);
-signal round_sat0_t: signed (63 downto 0);
-signal round_sat0_sat2_fill: unsigned(30 downto 0);
-signal round_sat0_sat2_hi: unsigned(32 downto 0);
-signal round_sat0_sat2_hin: unsigned(32 downto 0);
-signal round_sat0_sat2_nsign: std_logic;
-signal sext0_sgn: unsigned(7 downto 0);
-signal sat3_fill: unsigned(70 downto 0);
-signal sat3_hi: unsigned(1 downto 0);
-signal sat3_hin: unsigned(1 downto 0);
-signal sat3_nsign: std_logic;
-signal round_sat1_r: signed (71 downto 0);
-signal round_sat1_rb: signed (71 downto 0);
-signal round_sat1_t: signed (71 downto 0);
-signal round_sat1_sat4_fill: unsigned(30 downto 0);
-signal round_sat1_sat4_hi: unsigned(40 downto 0);
-signal round_sat1_sat4_hin: unsigned(40 downto 0);
-signal round_sat1_sat4_nsign: std_logic;
-signal pwl_comb0_base_c: signed (31 downto 0);
-signal pwl_comb0_idx: unsigned(5 downto 0);
-signal pwl_comb0_off: unsigned(13 downto 0);
-signal pwl_comb0_offs: signed (14 downto 0);
-signal pwl_comb0_prod: signed (46 downto 0);
-signal pwl_comb0_rnd: signed (31 downto 0);
-signal pwl_comb0_slope_c: signed (31 downto 0);
-signal pwl_comb0_sumv: signed (32 downto 0);
-signal pwl_comb0_u: unsigned(19 downto 0);
-signal pwl_comb0_ys: signed (31 downto 0);
-signal pwl_comb0_zl: signed (32 downto 0);
-signal pwl_comb0_round_sat2_r: signed (46 downto 0);
-signal pwl_comb0_round_sat2_rb: signed (46 downto 0);
-signal pwl_comb0_round_sat2_t: signed (46 downto 0);
-signal pwl_comb0_round_sat2_sat5_fill: unsigned(30 downto 0);
-signal pwl_comb0_round_sat2_sat5_hi: unsigned(15 downto 0);
-signal pwl_comb0_round_sat2_sat5_hin: unsigned(15 downto 0);
-signal pwl_comb0_round_sat2_sat5_nsign: std_logic;
-signal pwl_comb0_sat6_fill: unsigned(30 downto 0);
-signal pwl_comb0_sat6_hi: unsigned(1 downto 0);
-signal pwl_comb0_sat6_hin: unsigned(1 downto 0);
-signal pwl_comb0_sat6_nsign: std_logic;
-signal pwl_comb1_base_c: signed (31 downto 0);
-signal pwl_comb1_idx: unsigned(6 downto 0);
-signal pwl_comb1_off: unsigned(11 downto 0);
-signal pwl_comb1_offs: signed (12 downto 0);
-signal pwl_comb1_prod: signed (44 downto 0);
-signal pwl_comb1_rnd: signed (31 downto 0);
-signal pwl_comb1_slope_c: signed (31 downto 0);
-signal pwl_comb1_sumv: signed (32 downto 0);
-signal pwl_comb1_u: unsigned(18 downto 0);
-signal pwl_comb1_ys: signed (31 downto 0);
-signal pwl_comb1_zl: signed (32 downto 0);
-signal pwl_comb1_round_sat3_r: signed (44 downto 0);
-signal pwl_comb1_round_sat3_rb: signed (44 downto 0);
-signal pwl_comb1_round_sat3_t: signed (44 downto 0);
-signal pwl_comb1_round_sat3_sat7_fill: unsigned(30 downto 0);
-signal pwl_comb1_round_sat3_sat7_hi: unsigned(13 downto 0);
-signal pwl_comb1_round_sat3_sat7_hin: unsigned(13 downto 0);
-signal pwl_comb1_round_sat3_sat7_nsign: std_logic;
-signal pwl_comb1_sat8_fill: unsigned(30 downto 0);
-signal pwl_comb1_sat8_hi: unsigned(1 downto 0);
-signal pwl_comb1_sat8_hin: unsigned(1 downto 0);
-signal pwl_comb1_sat8_nsign: std_logic;
-signal pwl_comb2_base_c: signed (31 downto 0);
-signal pwl_comb2_idx: unsigned(7 downto 0);
-signal pwl_comb2_off: unsigned(11 downto 0);
-signal pwl_comb2_offs: signed (12 downto 0);
-signal pwl_comb2_prod: signed (44 downto 0);
-signal pwl_comb2_rnd: signed (31 downto 0);
-signal pwl_comb2_slope_c: signed (31 downto 0);
-signal pwl_comb2_sumv: signed (32 downto 0);
-signal pwl_comb2_u: unsigned(19 downto 0);
-signal pwl_comb2_ys: signed (31 downto 0);
-signal pwl_comb2_zl: signed (32 downto 0);
-signal pwl_comb2_round_sat4_r: signed (44 downto 0);
-signal pwl_comb2_round_sat4_rb: signed (44 downto 0);
-signal pwl_comb2_round_sat4_t: signed (44 downto 0);
-signal pwl_comb2_round_sat4_sat9_fill: unsigned(30 downto 0);
-signal pwl_comb2_round_sat4_sat9_hi: unsigned(13 downto 0);
-signal pwl_comb2_round_sat4_sat9_hin: unsigned(13 downto 0);
-signal pwl_comb2_round_sat4_sat9_nsign: std_logic;
-signal pwl_comb2_sat10_fill: unsigned(30 downto 0);
-signal pwl_comb2_sat10_hi: unsigned(1 downto 0);
-signal pwl_comb2_sat10_hin: unsigned(1 downto 0);
-signal pwl_comb2_sat10_nsign: std_logic;
-signal pwl_comb3_base_c: signed (31 downto 0);
-signal pwl_comb3_idx: unsigned(7 downto 0);
-signal pwl_comb3_off: unsigned(11 downto 0);
-signal pwl_comb3_offs: signed (12 downto 0);
-signal pwl_comb3_prod: signed (44 downto 0);
-signal pwl_comb3_rnd: signed (31 downto 0);
-signal pwl_comb3_slope_c: signed (31 downto 0);
-signal pwl_comb3_sumv: signed (32 downto 0);
-signal pwl_comb3_u: unsigned(19 downto 0);
-signal pwl_comb3_ys: signed (31 downto 0);
-signal pwl_comb3_zl: signed (32 downto 0);
-signal pwl_comb3_round_sat5_r: signed (44 downto 0);
-signal pwl_comb3_round_sat5_rb: signed (44 downto 0);
-signal pwl_comb3_round_sat5_t: signed (44 downto 0);
-signal pwl_comb3_round_sat5_sat11_fill: unsigned(30 downto 0);
-signal pwl_comb3_round_sat5_sat11_hi: unsigned(13 downto 0);
-signal pwl_comb3_round_sat5_sat11_hin: unsigned(13 downto 0);
-signal pwl_comb3_round_sat5_sat11_nsign: std_logic;
-signal pwl_comb3_sat12_fill: unsigned(30 downto 0);
-signal pwl_comb3_sat12_hi: unsigned(1 downto 0);
-signal pwl_comb3_sat12_hin: unsigned(1 downto 0);
-signal pwl_comb3_sat12_nsign: std_logic;
+signal mul2_csa0_p: signed (63 downto 0);
+signal mul2_csa0_ac: unsigned(31 downto 0);
+signal mul2_csa0_bc: unsigned(31 downto 0);
+signal mul2_csa0_alu: unsigned(15 downto 0);
+signal mul2_csa0_blu: unsigned(15 downto 0);
+signal mul2_csa0_al: signed (16 downto 0);
+signal mul2_csa0_bl: signed (16 downto 0);
+signal mul2_csa0_ah: signed (15 downto 0);
+signal mul2_csa0_bh: signed (15 downto 0);
+signal mul2_csa0_ll: unsigned(31 downto 0);
+signal mul2_csa0_lh: signed (32 downto 0);
+signal mul2_csa0_hl: signed (32 downto 0);
+signal mul2_csa0_hh: signed (31 downto 0);
+signal mul2_csa0_ta: unsigned(47 downto 0);
+signal mul2_csa0_tb: unsigned(47 downto 0);
+signal mul2_csa0_lhe: signed (47 downto 0);
+signal mul2_csa0_tc: unsigned(47 downto 0);
+signal mul2_csa0_hle: signed (47 downto 0);
+signal mul2_csa0_xs: unsigned(47 downto 0);
+signal mul2_csa0_mj: unsigned(46 downto 0);
+signal mul2_csa0_xc: unsigned(47 downto 0);
+signal mul2_csa0_hsum: unsigned(47 downto 0);
+signal mul2_csa0_sext0_sgn: unsigned(14 downto 0);
+signal mul2_csa0_sext1_sgn: unsigned(14 downto 0);
+signal pwl_pipe0_base4: signed (31 downto 0);
+signal pwl_pipe0_idx2: unsigned(5 downto 0);
+signal pwl_pipe0_idx3: unsigned(5 downto 0);
+signal pwl_pipe0_idx4: unsigned(5 downto 0);
+signal pwl_pipe0_limh: signed (31 downto 0);
+signal pwl_pipe0_liml: signed (31 downto 0);
+signal pwl_pipe0_off2: signed (14 downto 0);
+signal pwl_pipe0_prod3: signed (32 downto 0);
+signal pwl_pipe0_rnd4: signed (31 downto 0);
+signal pwl_pipe0_rnd_c: signed (31 downto 0);
+signal pwl_pipe0_slope2: signed (14 downto 0);
+signal pwl_pipe0_sumv: signed (32 downto 0);
+signal pwl_pipe0_u1: unsigned(19 downto 0);
+signal pwl_pipe0_u_c: unsigned(19 downto 0);
+signal pwl_pipe0_ys: signed (31 downto 0);
+signal pwl_pipe0_zl: signed (32 downto 0);
+signal pwl_pipe0_round_sat_fast0_round_sat0_r: signed (32 downto 0);
+signal pwl_pipe0_round_sat_fast0_round_sat0_rb: signed (32 downto 0);
+signal pwl_pipe0_round_sat_fast0_round_sat0_t: signed (32 downto 0);
+signal pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill: unsigned(30 downto 0);
+signal pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi: unsigned(1 downto 0);
+signal pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin: unsigned(1 downto 0);
+signal pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign: std_logic;
+signal pwl_pipe0_sat3_fill: unsigned(30 downto 0);
+signal pwl_pipe0_sat3_hi: unsigned(1 downto 0);
+signal pwl_pipe0_sat3_hin: unsigned(1 downto 0);
+signal pwl_pipe0_sat3_nsign: std_logic;
+signal pwl_pipe1_base4: signed (31 downto 0);
+signal pwl_pipe1_idx2: unsigned(6 downto 0);
+signal pwl_pipe1_idx3: unsigned(6 downto 0);
+signal pwl_pipe1_idx4: unsigned(6 downto 0);
+signal pwl_pipe1_limh: signed (31 downto 0);
+signal pwl_pipe1_liml: signed (31 downto 0);
+signal pwl_pipe1_off2: signed (12 downto 0);
+signal pwl_pipe1_prod3: signed (32 downto 0);
+signal pwl_pipe1_rnd4: signed (31 downto 0);
+signal pwl_pipe1_rnd_c: signed (31 downto 0);
+signal pwl_pipe1_slope2: signed (16 downto 0);
+signal pwl_pipe1_sumv: signed (32 downto 0);
+signal pwl_pipe1_u1: unsigned(18 downto 0);
+signal pwl_pipe1_u_c: unsigned(18 downto 0);
+signal pwl_pipe1_ys: signed (31 downto 0);
+signal pwl_pipe1_zl: signed (32 downto 0);
+signal pwl_pipe1_round_sat_fast1_round_sat1_r: signed (32 downto 0);
+signal pwl_pipe1_round_sat_fast1_round_sat1_rb: signed (32 downto 0);
+signal pwl_pipe1_round_sat_fast1_round_sat1_t: signed (32 downto 0);
+signal pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill: unsigned(30 downto 0);
+signal pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi: unsigned(1 downto 0);
+signal pwl_pipe1_round_sat_fast1_round_sat1_sat4_hin: unsigned(1 downto 0);
+signal pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign: std_logic;
+signal pwl_pipe1_sat5_fill: unsigned(30 downto 0);
+signal pwl_pipe1_sat5_hi: unsigned(1 downto 0);
+signal pwl_pipe1_sat5_hin: unsigned(1 downto 0);
+signal pwl_pipe1_sat5_nsign: std_logic;
+signal pwl_pipe2_base4: signed (31 downto 0);
+signal pwl_pipe2_idx2: unsigned(7 downto 0);
+signal pwl_pipe2_idx3: unsigned(7 downto 0);
+signal pwl_pipe2_idx4: unsigned(7 downto 0);
+signal pwl_pipe2_limh: signed (31 downto 0);
+signal pwl_pipe2_liml: signed (31 downto 0);
+signal pwl_pipe2_off2: signed (12 downto 0);
+signal pwl_pipe2_prod3: signed (32 downto 0);
+signal pwl_pipe2_rnd4: signed (31 downto 0);
+signal pwl_pipe2_rnd_c: signed (31 downto 0);
+signal pwl_pipe2_slope2: signed (16 downto 0);
+signal pwl_pipe2_sumv: signed (32 downto 0);
+signal pwl_pipe2_u1: unsigned(19 downto 0);
+signal pwl_pipe2_u_c: unsigned(19 downto 0);
+signal pwl_pipe2_ys: signed (31 downto 0);
+signal pwl_pipe2_zl: signed (32 downto 0);
+signal pwl_pipe2_round_sat_fast2_round_sat2_r: signed (32 downto 0);
+signal pwl_pipe2_round_sat_fast2_round_sat2_rb: signed (32 downto 0);
+signal pwl_pipe2_round_sat_fast2_round_sat2_t: signed (32 downto 0);
+signal pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill: unsigned(30 downto 0);
+signal pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi: unsigned(1 downto 0);
+signal pwl_pipe2_round_sat_fast2_round_sat2_sat6_hin: unsigned(1 downto 0);
+signal pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign: std_logic;
+signal pwl_pipe2_sat7_fill: unsigned(30 downto 0);
+signal pwl_pipe2_sat7_hi: unsigned(1 downto 0);
+signal pwl_pipe2_sat7_hin: unsigned(1 downto 0);
+signal pwl_pipe2_sat7_nsign: std_logic;
+signal pwl_pipe3_base4: signed (31 downto 0);
+signal pwl_pipe3_idx2: unsigned(7 downto 0);
+signal pwl_pipe3_idx3: unsigned(7 downto 0);
+signal pwl_pipe3_idx4: unsigned(7 downto 0);
+signal pwl_pipe3_off2: signed (12 downto 0);
+signal pwl_pipe3_prod3: signed (32 downto 0);
+signal pwl_pipe3_rnd4: signed (31 downto 0);
+signal pwl_pipe3_rnd_c: signed (31 downto 0);
+signal pwl_pipe3_slope2: signed (17 downto 0);
+signal pwl_pipe3_sumv: signed (32 downto 0);
+signal pwl_pipe3_u1: unsigned(19 downto 0);
+signal pwl_pipe3_u_c: unsigned(19 downto 0);
+signal pwl_pipe3_ys: signed (31 downto 0);
+signal pwl_pipe3_zl: signed (32 downto 0);
+signal pwl_pipe3_round_sat_fast3_round_sat3_r: signed (32 downto 0);
+signal pwl_pipe3_round_sat_fast3_round_sat3_rb: signed (32 downto 0);
+signal pwl_pipe3_round_sat_fast3_round_sat3_t: signed (32 downto 0);
+signal pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill: unsigned(30 downto 0);
+signal pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi: unsigned(1 downto 0);
+signal pwl_pipe3_round_sat_fast3_round_sat3_sat8_hin: unsigned(1 downto 0);
+signal pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign: std_logic;
+signal pwl_pipe3_sat9_fill: unsigned(30 downto 0);
+signal pwl_pipe3_sat9_hi: unsigned(1 downto 0);
+signal pwl_pipe3_sat9_hin: unsigned(1 downto 0);
+signal pwl_pipe3_sat9_nsign: std_logic;
+signal sext2_xe: signed (71 downto 0);
+signal sext2_sgn: unsigned(7 downto 0);
+signal acc_csel0_ah: signed (35 downto 0);
+signal acc_csel0_ai: signed (71 downto 0);
+signal acc_csel0_al: unsigned(35 downto 0);
+signal acc_csel0_full: signed (72 downto 0);
+signal acc_csel0_h0: signed (36 downto 0);
+signal acc_csel0_hs: signed (36 downto 0);
+signal acc_csel0_ph: signed (35 downto 0);
+signal acc_csel0_pl: unsigned(35 downto 0);
+signal acc_csel0_slo: unsigned(36 downto 0);
+signal acc_csel0_t1: signed (37 downto 0);
+signal acc_csel0_sat10_fill: unsigned(70 downto 0);
+signal acc_csel0_sat10_hi: unsigned(1 downto 0);
+signal acc_csel0_sat10_hin: unsigned(1 downto 0);
+signal acc_csel0_sat10_nsign: std_logic;
+signal round_sat_fast4_fill: unsigned(30 downto 0);
+signal round_sat_fast4_hi: unsigned(15 downto 0);
+signal round_sat_fast4_hin: unsigned(15 downto 0);
+signal round_sat_fast4_lo: unsigned(31 downto 0);
+signal round_sat_fast4_neg: std_logic;
+signal round_sat_fast4_nneg: std_logic;
+signal round_sat_fast4_rb: unsigned(0 downto 0);
+signal round_sat_fast4_s: unsigned(32 downto 0);
+signal round_sat_fast5_fill: unsigned(30 downto 0);
+signal round_sat_fast5_hi: unsigned(23 downto 0);
+signal round_sat_fast5_hin: unsigned(23 downto 0);
+signal round_sat_fast5_lo: unsigned(31 downto 0);
+signal round_sat_fast5_neg: std_logic;
+signal round_sat_fast5_nneg: std_logic;
+signal round_sat_fast5_rb: unsigned(0 downto 0);
+signal round_sat_fast5_s: unsigned(32 downto 0);
 type t_array_ram_1r1w0_mem is array(0 to 1024-1) of unsigned(47 downto 0);
 signal ram_1r1w0_mem: t_array_ram_1r1w0_mem;
 type t_array_ram_1r1w1_mem is array(0 to 256-1) of unsigned(31 downto 0);
@@ -386,387 +523,387 @@ sat1_fill(3) <= sat1_nsign;
 sat1_fill(2) <= sat1_nsign;
 sat1_fill(1) <= sat1_nsign;
 sat1_fill(0) <= sat1_nsign;
-round_sat0_sat2_fill(30) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(29) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(28) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(27) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(26) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(25) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(24) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(23) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(22) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(21) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(20) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(19) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(18) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(17) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(16) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(15) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(14) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(13) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(12) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(11) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(10) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(9) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(8) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(7) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(6) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(5) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(4) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(3) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(2) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(1) <= round_sat0_sat2_nsign;
-round_sat0_sat2_fill(0) <= round_sat0_sat2_nsign;
-sat3_fill(70) <= sat3_nsign;
-sat3_fill(69) <= sat3_nsign;
-sat3_fill(68) <= sat3_nsign;
-sat3_fill(67) <= sat3_nsign;
-sat3_fill(66) <= sat3_nsign;
-sat3_fill(65) <= sat3_nsign;
-sat3_fill(64) <= sat3_nsign;
-sat3_fill(63) <= sat3_nsign;
-sat3_fill(62) <= sat3_nsign;
-sat3_fill(61) <= sat3_nsign;
-sat3_fill(60) <= sat3_nsign;
-sat3_fill(59) <= sat3_nsign;
-sat3_fill(58) <= sat3_nsign;
-sat3_fill(57) <= sat3_nsign;
-sat3_fill(56) <= sat3_nsign;
-sat3_fill(55) <= sat3_nsign;
-sat3_fill(54) <= sat3_nsign;
-sat3_fill(53) <= sat3_nsign;
-sat3_fill(52) <= sat3_nsign;
-sat3_fill(51) <= sat3_nsign;
-sat3_fill(50) <= sat3_nsign;
-sat3_fill(49) <= sat3_nsign;
-sat3_fill(48) <= sat3_nsign;
-sat3_fill(47) <= sat3_nsign;
-sat3_fill(46) <= sat3_nsign;
-sat3_fill(45) <= sat3_nsign;
-sat3_fill(44) <= sat3_nsign;
-sat3_fill(43) <= sat3_nsign;
-sat3_fill(42) <= sat3_nsign;
-sat3_fill(41) <= sat3_nsign;
-sat3_fill(40) <= sat3_nsign;
-sat3_fill(39) <= sat3_nsign;
-sat3_fill(38) <= sat3_nsign;
-sat3_fill(37) <= sat3_nsign;
-sat3_fill(36) <= sat3_nsign;
-sat3_fill(35) <= sat3_nsign;
-sat3_fill(34) <= sat3_nsign;
-sat3_fill(33) <= sat3_nsign;
-sat3_fill(32) <= sat3_nsign;
-sat3_fill(31) <= sat3_nsign;
-sat3_fill(30) <= sat3_nsign;
-sat3_fill(29) <= sat3_nsign;
-sat3_fill(28) <= sat3_nsign;
-sat3_fill(27) <= sat3_nsign;
-sat3_fill(26) <= sat3_nsign;
-sat3_fill(25) <= sat3_nsign;
-sat3_fill(24) <= sat3_nsign;
-sat3_fill(23) <= sat3_nsign;
-sat3_fill(22) <= sat3_nsign;
-sat3_fill(21) <= sat3_nsign;
-sat3_fill(20) <= sat3_nsign;
-sat3_fill(19) <= sat3_nsign;
-sat3_fill(18) <= sat3_nsign;
-sat3_fill(17) <= sat3_nsign;
-sat3_fill(16) <= sat3_nsign;
-sat3_fill(15) <= sat3_nsign;
-sat3_fill(14) <= sat3_nsign;
-sat3_fill(13) <= sat3_nsign;
-sat3_fill(12) <= sat3_nsign;
-sat3_fill(11) <= sat3_nsign;
-sat3_fill(10) <= sat3_nsign;
-sat3_fill(9) <= sat3_nsign;
-sat3_fill(8) <= sat3_nsign;
-sat3_fill(7) <= sat3_nsign;
-sat3_fill(6) <= sat3_nsign;
-sat3_fill(5) <= sat3_nsign;
-sat3_fill(4) <= sat3_nsign;
-sat3_fill(3) <= sat3_nsign;
-sat3_fill(2) <= sat3_nsign;
-sat3_fill(1) <= sat3_nsign;
-sat3_fill(0) <= sat3_nsign;
-round_sat1_sat4_fill(30) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(29) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(28) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(27) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(26) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(25) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(24) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(23) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(22) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(21) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(20) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(19) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(18) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(17) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(16) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(15) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(14) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(13) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(12) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(11) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(10) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(9) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(8) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(7) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(6) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(5) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(4) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(3) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(2) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(1) <= round_sat1_sat4_nsign;
-round_sat1_sat4_fill(0) <= round_sat1_sat4_nsign;
-pwl_comb0_round_sat2_sat5_fill(30) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(29) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(28) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(27) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(26) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(25) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(24) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(23) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(22) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(21) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(20) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(19) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(18) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(17) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(16) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(15) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(14) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(13) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(12) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(11) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(10) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(9) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(8) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(7) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(6) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(5) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(4) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(3) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(2) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(1) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_round_sat2_sat5_fill(0) <= pwl_comb0_round_sat2_sat5_nsign;
-pwl_comb0_sat6_fill(30) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(29) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(28) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(27) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(26) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(25) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(24) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(23) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(22) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(21) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(20) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(19) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(18) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(17) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(16) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(15) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(14) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(13) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(12) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(11) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(10) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(9) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(8) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(7) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(6) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(5) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(4) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(3) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(2) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(1) <= pwl_comb0_sat6_nsign;
-pwl_comb0_sat6_fill(0) <= pwl_comb0_sat6_nsign;
-pwl_comb1_round_sat3_sat7_fill(30) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(29) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(28) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(27) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(26) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(25) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(24) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(23) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(22) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(21) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(20) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(19) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(18) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(17) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(16) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(15) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(14) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(13) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(12) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(11) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(10) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(9) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(8) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(7) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(6) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(5) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(4) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(3) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(2) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(1) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_round_sat3_sat7_fill(0) <= pwl_comb1_round_sat3_sat7_nsign;
-pwl_comb1_sat8_fill(30) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(29) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(28) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(27) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(26) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(25) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(24) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(23) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(22) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(21) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(20) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(19) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(18) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(17) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(16) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(15) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(14) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(13) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(12) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(11) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(10) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(9) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(8) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(7) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(6) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(5) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(4) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(3) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(2) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(1) <= pwl_comb1_sat8_nsign;
-pwl_comb1_sat8_fill(0) <= pwl_comb1_sat8_nsign;
-pwl_comb2_round_sat4_sat9_fill(30) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(29) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(28) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(27) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(26) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(25) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(24) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(23) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(22) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(21) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(20) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(19) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(18) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(17) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(16) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(15) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(14) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(13) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(12) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(11) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(10) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(9) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(8) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(7) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(6) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(5) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(4) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(3) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(2) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(1) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_round_sat4_sat9_fill(0) <= pwl_comb2_round_sat4_sat9_nsign;
-pwl_comb2_sat10_fill(30) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(29) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(28) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(27) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(26) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(25) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(24) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(23) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(22) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(21) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(20) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(19) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(18) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(17) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(16) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(15) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(14) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(13) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(12) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(11) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(10) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(9) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(8) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(7) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(6) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(5) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(4) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(3) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(2) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(1) <= pwl_comb2_sat10_nsign;
-pwl_comb2_sat10_fill(0) <= pwl_comb2_sat10_nsign;
-pwl_comb3_round_sat5_sat11_fill(30) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(29) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(28) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(27) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(26) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(25) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(24) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(23) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(22) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(21) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(20) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(19) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(18) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(17) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(16) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(15) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(14) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(13) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(12) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(11) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(10) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(9) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(8) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(7) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(6) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(5) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(4) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(3) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(2) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(1) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_round_sat5_sat11_fill(0) <= pwl_comb3_round_sat5_sat11_nsign;
-pwl_comb3_sat12_fill(30) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(29) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(28) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(27) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(26) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(25) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(24) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(23) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(22) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(21) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(20) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(19) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(18) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(17) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(16) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(15) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(14) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(13) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(12) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(11) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(10) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(9) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(8) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(7) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(6) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(5) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(4) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(3) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(2) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(1) <= pwl_comb3_sat12_nsign;
-pwl_comb3_sat12_fill(0) <= pwl_comb3_sat12_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(30) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(29) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(28) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(27) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(26) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(25) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(24) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(23) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(22) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(21) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(20) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(19) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(18) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(17) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(16) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(15) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(14) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(13) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(12) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(11) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(10) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(9) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(8) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(7) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(6) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(5) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(4) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(3) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(2) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(1) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(0) <= pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
+pwl_pipe0_sat3_fill(30) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(29) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(28) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(27) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(26) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(25) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(24) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(23) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(22) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(21) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(20) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(19) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(18) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(17) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(16) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(15) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(14) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(13) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(12) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(11) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(10) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(9) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(8) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(7) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(6) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(5) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(4) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(3) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(2) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(1) <= pwl_pipe0_sat3_nsign;
+pwl_pipe0_sat3_fill(0) <= pwl_pipe0_sat3_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(30) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(29) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(28) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(27) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(26) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(25) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(24) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(23) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(22) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(21) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(20) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(19) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(18) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(17) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(16) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(15) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(14) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(13) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(12) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(11) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(10) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(9) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(8) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(7) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(6) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(5) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(4) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(3) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(2) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(1) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill(0) <= pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
+pwl_pipe1_sat5_fill(30) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(29) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(28) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(27) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(26) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(25) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(24) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(23) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(22) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(21) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(20) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(19) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(18) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(17) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(16) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(15) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(14) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(13) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(12) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(11) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(10) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(9) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(8) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(7) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(6) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(5) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(4) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(3) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(2) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(1) <= pwl_pipe1_sat5_nsign;
+pwl_pipe1_sat5_fill(0) <= pwl_pipe1_sat5_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(30) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(29) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(28) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(27) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(26) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(25) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(24) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(23) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(22) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(21) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(20) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(19) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(18) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(17) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(16) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(15) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(14) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(13) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(12) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(11) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(10) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(9) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(8) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(7) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(6) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(5) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(4) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(3) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(2) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(1) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill(0) <= pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
+pwl_pipe2_sat7_fill(30) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(29) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(28) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(27) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(26) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(25) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(24) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(23) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(22) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(21) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(20) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(19) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(18) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(17) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(16) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(15) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(14) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(13) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(12) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(11) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(10) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(9) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(8) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(7) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(6) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(5) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(4) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(3) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(2) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(1) <= pwl_pipe2_sat7_nsign;
+pwl_pipe2_sat7_fill(0) <= pwl_pipe2_sat7_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(30) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(29) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(28) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(27) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(26) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(25) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(24) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(23) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(22) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(21) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(20) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(19) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(18) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(17) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(16) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(15) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(14) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(13) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(12) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(11) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(10) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(9) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(8) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(7) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(6) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(5) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(4) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(3) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(2) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(1) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill(0) <= pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
+pwl_pipe3_sat9_fill(30) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(29) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(28) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(27) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(26) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(25) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(24) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(23) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(22) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(21) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(20) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(19) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(18) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(17) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(16) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(15) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(14) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(13) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(12) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(11) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(10) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(9) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(8) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(7) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(6) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(5) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(4) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(3) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(2) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(1) <= pwl_pipe3_sat9_nsign;
+pwl_pipe3_sat9_fill(0) <= pwl_pipe3_sat9_nsign;
+acc_csel0_sat10_fill(70) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(69) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(68) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(67) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(66) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(65) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(64) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(63) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(62) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(61) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(60) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(59) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(58) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(57) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(56) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(55) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(54) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(53) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(52) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(51) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(50) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(49) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(48) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(47) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(46) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(45) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(44) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(43) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(42) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(41) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(40) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(39) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(38) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(37) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(36) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(35) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(34) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(33) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(32) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(31) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(30) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(29) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(28) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(27) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(26) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(25) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(24) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(23) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(22) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(21) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(20) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(19) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(18) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(17) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(16) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(15) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(14) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(13) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(12) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(11) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(10) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(9) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(8) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(7) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(6) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(5) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(4) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(3) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(2) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(1) <= acc_csel0_sat10_nsign;
+acc_csel0_sat10_fill(0) <= acc_csel0_sat10_nsign;
+round_sat_fast4_fill(30) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(29) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(28) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(27) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(26) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(25) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(24) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(23) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(22) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(21) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(20) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(19) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(18) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(17) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(16) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(15) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(14) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(13) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(12) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(11) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(10) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(9) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(8) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(7) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(6) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(5) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(4) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(3) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(2) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(1) <= round_sat_fast4_nneg;
+round_sat_fast4_fill(0) <= round_sat_fast4_nneg;
+round_sat_fast5_fill(30) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(29) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(28) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(27) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(26) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(25) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(24) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(23) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(22) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(21) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(20) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(19) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(18) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(17) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(16) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(15) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(14) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(13) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(12) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(11) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(10) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(9) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(8) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(7) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(6) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(5) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(4) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(3) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(2) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(1) <= round_sat_fast5_nneg;
+round_sat_fast5_fill(0) <= round_sat_fast5_nneg;
 
 ram_1r1w0_ram: process (clk) is
 begin
@@ -840,12 +977,12 @@ begin
     end if;
 end process opaddr1_c;
 
-bufmux0_c: process (res5, ld_sel_num, rad1, wa5, we5, ld_en, v1, wb5, rb_addr_num, busy, ld_addr_num, ld_data_num) is
+bufmux0_c: process (ld_sel_num, rad1, wb_w, res_w, ld_en, v1, rb_addr_num, busy, ld_addr_num, we_w, ld_data_num, wa_w) is
 begin
     if bool(busy) then
-        bufmux0_we <= stdl(bool(we5) and (wb5 = 1));
-        bufmux0_wa <= wa5(8-1 downto 0);
-        bufmux0_wd <= unsigned(res5(32-1 downto 0));
+        bufmux0_we <= stdl(bool(we_w) and (wb_w = 1));
+        bufmux0_wa <= wa_w(8-1 downto 0);
+        bufmux0_wd <= unsigned(res_w(32-1 downto 0));
     else
         bufmux0_we <= stdl(bool(ld_en) and (ld_sel_num = 1));
         bufmux0_wa <= ld_addr_num(8-1 downto 0);
@@ -868,12 +1005,12 @@ begin
     end if;
 end process ram_1r1w1_ram;
 
-bufmux0_0_c: process (res5, ld_sel_num, ram1, wa5, we5, ld_en, v1, wb5, rb_addr_num, busy, ld_addr_num, ld_data_num) is
+bufmux0_0_c: process (ld_sel_num, ram1, wb_w, res_w, ld_en, v1, rb_addr_num, busy, ld_addr_num, we_w, ld_data_num, wa_w) is
 begin
     if bool(busy) then
-        bufmux0_0_we <= stdl(bool(we5) and (wb5 = 2));
-        bufmux0_0_wa <= wa5(8-1 downto 0);
-        bufmux0_0_wd <= unsigned(res5(32-1 downto 0));
+        bufmux0_0_we <= stdl(bool(we_w) and (wb_w = 2));
+        bufmux0_0_wa <= wa_w(8-1 downto 0);
+        bufmux0_0_wd <= unsigned(res_w(32-1 downto 0));
     else
         bufmux0_0_we <= stdl(bool(ld_en) and (ld_sel_num = 2));
         bufmux0_0_wa <= ld_addr_num(8-1 downto 0);
@@ -896,12 +1033,12 @@ begin
     end if;
 end process ram_1r1w2_ram;
 
-bufmux0_0_1_c: process (res5, ld_sel_num, rai1, wa5, we5, ld_en, v1, wb5, rb_addr_num, busy, ld_addr_num, ld_data_num) is
+bufmux0_0_1_c: process (ld_sel_num, rai1, wb_w, res_w, ld_en, v1, rb_addr_num, busy, ld_addr_num, we_w, ld_data_num, wa_w) is
 begin
     if bool(busy) then
-        bufmux0_0_1_we <= stdl(bool(we5) and (wb5 = 3));
-        bufmux0_0_1_wa <= wa5(8-1 downto 0);
-        bufmux0_0_1_wd <= unsigned(res5(32-1 downto 0));
+        bufmux0_0_1_we <= stdl(bool(we_w) and (wb_w = 3));
+        bufmux0_0_1_wa <= wa_w(8-1 downto 0);
+        bufmux0_0_1_wd <= unsigned(res_w(32-1 downto 0));
     else
         bufmux0_0_1_we <= stdl(bool(ld_en) and (ld_sel_num = 3));
         bufmux0_0_1_wa <= ld_addr_num(8-1 downto 0);
@@ -961,110 +1098,431 @@ begin
 end process select1_c;
 
 
-ab4 <= c4(33-1 downto 31);
-aa4 <= c4(31-1 downto 23);
-bb4 <= c4(23-1 downto 21);
-ba4 <= c4(21-1 downto 13);
-
-
-sa4 <= c4(44-1 downto 41);
-sb4 <= c4(41-1 downto 38);
-op4 <= c4(38-1 downto 34);
-clr4 <= c4(33);
+op4 <= c4(18-1 downto 14);
+clr4 <= c4(13);
 wb4 <= c4(13-1 downto 11);
 wa4 <= c4(11-1 downto 3);
 out4 <= c4(3-1 downto 0);
+
+legal: process (op4) is
+begin
+    case to_integer(op4) is
+        when 0 => ill_c <= "0";
+        when 1 => ill_c <= "0";
+        when 2 => ill_c <= "0";
+        when 3 => ill_c <= "0";
+        when 4 => ill_c <= "0";
+        when 5 => ill_c <= "0";
+        when 6 => ill_c <= "0";
+        when 7 => ill_c <= "0";
+        when 8 => ill_c <= "0";
+        when 9 => ill_c <= "0";
+        when 10 => ill_c <= "0";
+        when 11 => ill_c <= "0";
+        when 12 => ill_c <= "0";
+        when 13 => ill_c <= "0";
+        when 14 => ill_c <= "1";
+        when others => ill_c <= "1";
+    end case;
+    case to_integer(op4) is
+        when 0 => nlm_c <= "0";
+        when 1 => nlm_c <= "0";
+        when 2 => nlm_c <= "0";
+        when 3 => nlm_c <= "0";
+        when 4 => nlm_c <= "0";
+        when 5 => nlm_c <= "0";
+        when 6 => nlm_c <= "0";
+        when 7 => nlm_c <= "0";
+        when 8 => nlm_c <= "0";
+        when 9 => nlm_c <= "0";
+        when 10 => nlm_c <= "0";
+        when 11 => nlm_c <= "0";
+        when 12 => nlm_c <= "0";
+        when 13 => nlm_c <= "0";
+        when 14 => nlm_c <= "0";
+        when others => nlm_c <= "0";
+    end case;
+end process legal;
+
+latc: process (op4) is
+begin
+    case to_integer(op4) is
+        when 0 => lat_c <= "001";
+        when 1 => lat_c <= "001";
+        when 2 => lat_c <= "001";
+        when 3 => lat_c <= "011";
+        when 4 => lat_c <= "100";
+        when 5 => lat_c <= "001";
+        when 6 => lat_c <= "001";
+        when 7 => lat_c <= "001";
+        when 8 => lat_c <= "001";
+        when 9 => lat_c <= "001";
+        when 10 => lat_c <= "100";
+        when 11 => lat_c <= "100";
+        when 12 => lat_c <= "100";
+        when 13 => lat_c <= "100";
+        when 14 => lat_c <= "001";
+        when others => lat_c <= "001";
+    end case;
+end process latc;
+
+
+ok4 <= stdl(bool(v4) and (ill_c = 0) and (nlm_c = 0) and (op4 /= 0));
+we4 <= stdl(bool(v4) and (ill_c = 0) and (nlm_c = 0) and (op4 /= 0) and (wb4 /= 0));
+sh4 <= stdl(lat_c = 1);
+mu4 <= stdl(lat_c = 3);
+lg4 <= stdl(lat_c = 4);
 
 hist: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             h1b <= to_unsigned(0, 2);
-            h3b <= to_unsigned(0, 2);
             h2v <= to_signed(0, 32);
             h1v <= to_signed(0, 32);
             h2w <= '0';
-            h3w <= '0';
-            h3a <= to_unsigned(0, 8);
             h2b <= to_unsigned(0, 2);
             h3v <= to_signed(0, 32);
             h1a <= to_unsigned(0, 8);
             h1w <= '0';
             h2a <= to_unsigned(0, 8);
         else
-            h1w <= we5;
-            h1b <= wb5;
-            h1a <= wa5;
-            h1v <= res5;
+            h1w <= we_w;
+            h1b <= wb_w;
+            h1a <= wa_w;
+            h1v <= res_w;
             h2w <= h1w;
             h2b <= h1b;
             h2a <= h1a;
             h2v <= h1v;
-            h3w <= h2w;
-            h3b <= h2b;
-            h3a <= h2a;
             h3v <= h2v;
         end if;
     end if;
 end process hist;
 
-forward0_c: process (h1b, h2v, wa5, h3v, h1a, h1v, opa4, h2b, h2w, h3w, we5, res5, h3b, h3a, ab4, wb5, aa4, h1w, h2a) is
+
+e5 <= stdl(bool(we4) and bool(sh4));
+e6 <= stdl(bool(we5) and bool(sh5));
+e7 <= stdl(bool(we6) and (not bool(lg6)));
+
+
+ab3 <= c3(38-1 downto 36);
+aa3 <= c3(36-1 downto 28);
+bb3 <= c3(28-1 downto 26);
+ba3 <= c3(26-1 downto 18);
+
+
+hitb0_h <= stdl(bool(e5) and (ab3 /= 0) and (wb4 = ab3) and (wa4 = aa3));
+
+
+hitb1_h <= stdl(bool(e6) and (ab3 /= 0) and (wb5 = ab3) and (wa5 = aa3));
+
+
+hitb2_h <= stdl(bool(e7) and (ab3 /= 0) and (wb6 = ab3) and (wa6 = aa3));
+
+
+hitb3_h <= stdl(bool(we7) and (ab3 /= 0) and (wb7 = ab3) and (wa7 = aa3));
+
+
+hitb4_h <= stdl(bool(we_w) and (ab3 /= 0) and (wb_w = ab3) and (wa_w = aa3));
+
+
+hitb5_h <= stdl(bool(h1w) and (ab3 /= 0) and (h1b = ab3) and (h1a = aa3));
+
+
+hitb6_h <= stdl(bool(h2w) and (ab3 /= 0) and (h2b = ab3) and (h2a = aa3));
+
+onehot0_c: process (hitb6_h, hitb1_h, sa3, hitb2_h, hitb4_h, hitb3_h, hitb5_h, hitb0_h) is
 begin
-    if ((ab4 /= 0) and bool(we5) and (wb5 = ab4) and (wa5 = aa4)) then
-        forward0_o <= res5;
-    elsif ((ab4 /= 0) and bool(h1w) and (h1b = ab4) and (h1a = aa4)) then
-        forward0_o <= h1v;
-    elsif ((ab4 /= 0) and bool(h2w) and (h2b = ab4) and (h2a = aa4)) then
-        forward0_o <= h2v;
-    elsif ((ab4 /= 0) and bool(h3w) and (h3b = ab4) and (h3a = aa4)) then
-        forward0_o <= h3v;
+    if (sa3 = 3) then
+        sel_a_c <= to_unsigned(256, 11);
+    elsif (sa3 = 4) then
+        sel_a_c <= to_unsigned(512, 11);
+    elsif (sa3 = 5) then
+        sel_a_c <= to_unsigned(1024, 11);
+    elsif bool(hitb0_h) then
+        sel_a_c <= to_unsigned(1, 11);
+    elsif bool(hitb1_h) then
+        sel_a_c <= to_unsigned(2, 11);
+    elsif bool(hitb2_h) then
+        sel_a_c <= to_unsigned(4, 11);
+    elsif bool(hitb3_h) then
+        sel_a_c <= to_unsigned(8, 11);
+    elsif bool(hitb4_h) then
+        sel_a_c <= to_unsigned(16, 11);
+    elsif bool(hitb5_h) then
+        sel_a_c <= to_unsigned(32, 11);
+    elsif bool(hitb6_h) then
+        sel_a_c <= to_unsigned(64, 11);
     else
-        forward0_o <= opa4;
+        sel_a_c <= to_unsigned(128, 11);
     end if;
-end process forward0_c;
+end process onehot0_c;
 
-forward1_c: process (h1b, h2v, wa5, h3v, h1a, h1v, opb4, h2b, h2w, h3w, we5, res5, h3b, h3a, bb4, wb5, ba4, h1w, h2a) is
+
+hitb7_h <= stdl(bool(e5) and (bb3 /= 0) and (wb4 = bb3) and (wa4 = ba3));
+
+
+hitb8_h <= stdl(bool(e6) and (bb3 /= 0) and (wb5 = bb3) and (wa5 = ba3));
+
+
+hitb9_h <= stdl(bool(e7) and (bb3 /= 0) and (wb6 = bb3) and (wa6 = ba3));
+
+
+hitb10_h <= stdl(bool(we7) and (bb3 /= 0) and (wb7 = bb3) and (wa7 = ba3));
+
+
+hitb11_h <= stdl(bool(we_w) and (bb3 /= 0) and (wb_w = bb3) and (wa_w = ba3));
+
+
+hitb12_h <= stdl(bool(h1w) and (bb3 /= 0) and (h1b = bb3) and (h1a = ba3));
+
+
+hitb13_h <= stdl(bool(h2w) and (bb3 /= 0) and (h2b = bb3) and (h2a = ba3));
+
+onehot1_c: process (hitb13_h, hitb8_h, sb3, hitb9_h, hitb11_h, hitb10_h, hitb12_h, hitb7_h) is
 begin
-    if ((bb4 /= 0) and bool(we5) and (wb5 = bb4) and (wa5 = ba4)) then
-        forward1_o <= res5;
-    elsif ((bb4 /= 0) and bool(h1w) and (h1b = bb4) and (h1a = ba4)) then
-        forward1_o <= h1v;
-    elsif ((bb4 /= 0) and bool(h2w) and (h2b = bb4) and (h2a = ba4)) then
-        forward1_o <= h2v;
-    elsif ((bb4 /= 0) and bool(h3w) and (h3b = bb4) and (h3a = ba4)) then
-        forward1_o <= h3v;
+    if (sb3 = 3) then
+        sel_b_c <= to_unsigned(256, 11);
+    elsif (sb3 = 4) then
+        sel_b_c <= to_unsigned(512, 11);
+    elsif (sb3 = 5) then
+        sel_b_c <= to_unsigned(1024, 11);
+    elsif bool(hitb7_h) then
+        sel_b_c <= to_unsigned(1, 11);
+    elsif bool(hitb8_h) then
+        sel_b_c <= to_unsigned(2, 11);
+    elsif bool(hitb9_h) then
+        sel_b_c <= to_unsigned(4, 11);
+    elsif bool(hitb10_h) then
+        sel_b_c <= to_unsigned(8, 11);
+    elsif bool(hitb11_h) then
+        sel_b_c <= to_unsigned(16, 11);
+    elsif bool(hitb12_h) then
+        sel_b_c <= to_unsigned(32, 11);
+    elsif bool(hitb13_h) then
+        sel_b_c <= to_unsigned(64, 11);
     else
-        forward1_o <= opb4;
+        sel_b_c <= to_unsigned(128, 11);
     end if;
-end process forward1_c;
+end process onehot1_c;
 
-portsel0_c: process (sa4, left_in_num, right_in_num, forward0_o, bus_in_num) is
-begin
-    case sa4 is
-        when "011" =>
-            fa <= signed(left_in_num);
-        when "100" =>
-            fa <= signed(right_in_num);
-        when "101" =>
-            fa <= signed(bus_in_num);
-        when others =>
-            fa <= forward0_o;
-    end case;
-end process portsel0_c;
 
-portsel1_c: process (sb4, left_in_num, right_in_num, forward1_o, bus_in_num) is
+lin_s <= signed(left_in_num);
+rin_s <= signed(right_in_num);
+bin_s <= signed(bus_in_num);
+
+andmask0_c: process (r5, sel_a4) is
 begin
-    case sb4 is
-        when "011" =>
-            fb <= signed(left_in_num);
-        when "100" =>
-            fb <= signed(right_in_num);
-        when "101" =>
-            fb <= signed(bus_in_num);
-        when others =>
-            fb <= forward1_o;
-    end case;
-end process portsel1_c;
+    if bool(sel_a4(0)) then
+        andmask0_m <= r5;
+    else
+        andmask0_m <= to_signed(0, 32);
+    end if;
+end process andmask0_c;
+
+andmask1_c: process (r6, sel_a4) is
+begin
+    if bool(sel_a4(1)) then
+        andmask1_m <= r6;
+    else
+        andmask1_m <= to_signed(0, 32);
+    end if;
+end process andmask1_c;
+
+andmask2_c: process (r7, sel_a4) is
+begin
+    if bool(sel_a4(2)) then
+        andmask2_m <= r7;
+    else
+        andmask2_m <= to_signed(0, 32);
+    end if;
+end process andmask2_c;
+
+andmask3_c: process (res_w, sel_a4) is
+begin
+    if bool(sel_a4(3)) then
+        andmask3_m <= res_w;
+    else
+        andmask3_m <= to_signed(0, 32);
+    end if;
+end process andmask3_c;
+
+andmask4_c: process (h1v, sel_a4) is
+begin
+    if bool(sel_a4(4)) then
+        andmask4_m <= h1v;
+    else
+        andmask4_m <= to_signed(0, 32);
+    end if;
+end process andmask4_c;
+
+andmask5_c: process (h2v, sel_a4) is
+begin
+    if bool(sel_a4(5)) then
+        andmask5_m <= h2v;
+    else
+        andmask5_m <= to_signed(0, 32);
+    end if;
+end process andmask5_c;
+
+andmask6_c: process (h3v, sel_a4) is
+begin
+    if bool(sel_a4(6)) then
+        andmask6_m <= h3v;
+    else
+        andmask6_m <= to_signed(0, 32);
+    end if;
+end process andmask6_c;
+
+andmask7_c: process (opa4, sel_a4) is
+begin
+    if bool(sel_a4(7)) then
+        andmask7_m <= opa4;
+    else
+        andmask7_m <= to_signed(0, 32);
+    end if;
+end process andmask7_c;
+
+andmask8_c: process (lin_s, sel_a4) is
+begin
+    if bool(sel_a4(8)) then
+        andmask8_m <= lin_s;
+    else
+        andmask8_m <= to_signed(0, 32);
+    end if;
+end process andmask8_c;
+
+andmask9_c: process (rin_s, sel_a4) is
+begin
+    if bool(sel_a4(9)) then
+        andmask9_m <= rin_s;
+    else
+        andmask9_m <= to_signed(0, 32);
+    end if;
+end process andmask9_c;
+
+andmask10_c: process (bin_s, sel_a4) is
+begin
+    if bool(sel_a4(10)) then
+        andmask10_m <= bin_s;
+    else
+        andmask10_m <= to_signed(0, 32);
+    end if;
+end process andmask10_c;
+
+
+fa <= ((((((((((andmask0_m or andmask1_m) or andmask2_m) or andmask3_m) or andmask4_m) or andmask5_m) or andmask6_m) or andmask7_m) or andmask8_m) or andmask9_m) or andmask10_m);
+
+andmask11_c: process (r5, sel_b4) is
+begin
+    if bool(sel_b4(0)) then
+        andmask11_m <= r5;
+    else
+        andmask11_m <= to_signed(0, 32);
+    end if;
+end process andmask11_c;
+
+andmask12_c: process (r6, sel_b4) is
+begin
+    if bool(sel_b4(1)) then
+        andmask12_m <= r6;
+    else
+        andmask12_m <= to_signed(0, 32);
+    end if;
+end process andmask12_c;
+
+andmask13_c: process (r7, sel_b4) is
+begin
+    if bool(sel_b4(2)) then
+        andmask13_m <= r7;
+    else
+        andmask13_m <= to_signed(0, 32);
+    end if;
+end process andmask13_c;
+
+andmask14_c: process (res_w, sel_b4) is
+begin
+    if bool(sel_b4(3)) then
+        andmask14_m <= res_w;
+    else
+        andmask14_m <= to_signed(0, 32);
+    end if;
+end process andmask14_c;
+
+andmask15_c: process (h1v, sel_b4) is
+begin
+    if bool(sel_b4(4)) then
+        andmask15_m <= h1v;
+    else
+        andmask15_m <= to_signed(0, 32);
+    end if;
+end process andmask15_c;
+
+andmask16_c: process (h2v, sel_b4) is
+begin
+    if bool(sel_b4(5)) then
+        andmask16_m <= h2v;
+    else
+        andmask16_m <= to_signed(0, 32);
+    end if;
+end process andmask16_c;
+
+andmask17_c: process (h3v, sel_b4) is
+begin
+    if bool(sel_b4(6)) then
+        andmask17_m <= h3v;
+    else
+        andmask17_m <= to_signed(0, 32);
+    end if;
+end process andmask17_c;
+
+andmask18_c: process (opb4, sel_b4) is
+begin
+    if bool(sel_b4(7)) then
+        andmask18_m <= opb4;
+    else
+        andmask18_m <= to_signed(0, 32);
+    end if;
+end process andmask18_c;
+
+andmask19_c: process (lin_s, sel_b4) is
+begin
+    if bool(sel_b4(8)) then
+        andmask19_m <= lin_s;
+    else
+        andmask19_m <= to_signed(0, 32);
+    end if;
+end process andmask19_c;
+
+andmask20_c: process (rin_s, sel_b4) is
+begin
+    if bool(sel_b4(9)) then
+        andmask20_m <= rin_s;
+    else
+        andmask20_m <= to_signed(0, 32);
+    end if;
+end process andmask20_c;
+
+andmask21_c: process (bin_s, sel_b4) is
+begin
+    if bool(sel_b4(10)) then
+        andmask21_m <= bin_s;
+    else
+        andmask21_m <= to_signed(0, 32);
+    end if;
+end process andmask21_c;
+
+
+fb <= ((((((((((andmask11_m or andmask12_m) or andmask13_m) or andmask14_m) or andmask15_m) or andmask16_m) or andmask17_m) or andmask18_m) or andmask19_m) or andmask20_m) or andmask21_m);
+
+
+fa_u <= unsigned(fa(32-1 downto 0));
+fb_u <= unsigned(fb(32-1 downto 0));
+
+
+sum_ab <= (resize(fa, 33) + fb);
+dif_ab <= (resize(fa, 33) - fb);
 
 
 sat0_hi <= unsigned(sum_ab(33-1 downto (32 - 1)));
@@ -1102,1841 +1560,3280 @@ begin
     end if;
 end process sat1_clamp;
 
-
-round_sat0_t <= shift_right(prod, 16);
-round_sat0_rb <= signed(unsigned'(unsigned'("000000000000000000000000000000000000000000000000000000000000000") & prod((16 - 1))));
-
-
-round_sat0_r <= (round_sat0_t + round_sat0_rb);
-
-
-round_sat0_sat2_hi <= unsigned(round_sat0_r(64-1 downto (32 - 1)));
-
-
-round_sat0_sat2_hin <= (not round_sat0_sat2_hi);
-
-
-round_sat0_sat2_nsign <= stdl((not bool(round_sat0_r((64 - 1)))));
-
-round_sat0_sat2_clamp: process (round_sat0_sat2_fill, round_sat0_sat2_hi, round_sat0_r, round_sat0_sat2_hin) is
+resmux: process (fa, sub_s, add_s, fb, op4) is
 begin
-    if ((round_sat0_sat2_hi = 0) or (round_sat0_sat2_hin = 0)) then
-        mul_s <= signed(unsigned(round_sat0_r(32-1 downto 0)));
-    else
-        mul_s <= signed(unsigned'(round_sat0_r((64 - 1)) & round_sat0_sat2_fill));
-    end if;
-end process round_sat0_sat2_clamp;
+    case op4 is
+        when "0001" =>
+            res_c <= add_s;
+        when "0010" =>
+            res_c <= sub_s;
+        when "0101" =>
+            if (fa < fb) then
+                res_c <= to_signed(65536, 32);
+            else
+                res_c <= to_signed(0, 32);
+            end if;
+        when "0110" =>
+            if (fa > fb) then
+                res_c <= to_signed(65536, 32);
+            else
+                res_c <= to_signed(0, 32);
+            end if;
+        when "0111" =>
+            if (fa < fb) then
+                res_c <= fa;
+            else
+                res_c <= fb;
+            end if;
+        when "1000" =>
+            if (fa > fb) then
+                res_c <= fa;
+            else
+                res_c <= fb;
+            end if;
+        when others =>
+            res_c <= fa;
+    end case;
+end process resmux;
 
-sext0_fill: process (prod) is
+
+mul2_csa0_ac <= fa_u;
+mul2_csa0_bc <= fb_u;
+
+
+mul2_csa0_alu <= mul2_csa0_ac(16-1 downto 0);
+mul2_csa0_blu <= mul2_csa0_bc(16-1 downto 0);
+mul2_csa0_al <= signed(unsigned'('0' & mul2_csa0_ac(16-1 downto 0)));
+mul2_csa0_bl <= signed(unsigned'('0' & mul2_csa0_bc(16-1 downto 0)));
+mul2_csa0_ah <= signed(mul2_csa0_ac(32-1 downto 16));
+mul2_csa0_bh <= signed(mul2_csa0_bc(32-1 downto 16));
+
+mul2_csa0_st1: process (clk) is
 begin
-    if bool(prod((64 - 1))) then
-        sext0_sgn <= to_unsigned(255, 8);
-    else
-        sext0_sgn <= to_unsigned(0, 8);
+    if rising_edge(clk) then
+        if (rst = '1') then
+            mul2_csa0_hl <= to_signed(0, 33);
+            mul2_csa0_hh <= to_signed(0, 32);
+            mul2_csa0_ll <= to_unsigned(0, 32);
+            mul2_csa0_lh <= to_signed(0, 33);
+        else
+            if bool(busy) then
+                mul2_csa0_ll <= (mul2_csa0_alu * mul2_csa0_blu);
+                mul2_csa0_lh <= (mul2_csa0_al * mul2_csa0_bh);
+                mul2_csa0_hl <= (mul2_csa0_ah * mul2_csa0_bl);
+                mul2_csa0_hh <= (mul2_csa0_ah * mul2_csa0_bh);
+            end if;
+        end if;
     end if;
-end process sext0_fill;
+end process mul2_csa0_st1;
 
-
-prod_e <= signed(unsigned'(sext0_sgn & unsigned(prod)));
-
-
-sat3_hi <= unsigned(acc_sum(73-1 downto (72 - 1)));
-
-
-sat3_hin <= (not sat3_hi);
-
-
-sat3_nsign <= stdl((not bool(acc_sum((73 - 1)))));
-
-sat3_clamp: process (sat3_fill, sat3_hi, acc_sum, sat3_hin) is
+mul2_csa0_sext0_fill: process (mul2_csa0_lh) is
 begin
-    if ((sat3_hi = 0) or (sat3_hin = 0)) then
-        acc_new <= signed(unsigned(acc_sum(72-1 downto 0)));
+    if bool(mul2_csa0_lh((33 - 1))) then
+        mul2_csa0_sext0_sgn <= to_unsigned(32767, 15);
     else
-        acc_new <= signed(unsigned'(acc_sum((73 - 1)) & sat3_fill));
+        mul2_csa0_sext0_sgn <= to_unsigned(0, 15);
     end if;
-end process sat3_clamp;
+end process mul2_csa0_sext0_fill;
 
 
-round_sat1_t <= shift_right(acc_new, 16);
-round_sat1_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000000000000000000000000000000000000000000") & acc_new((16 - 1))));
+mul2_csa0_lhe <= signed(unsigned'(mul2_csa0_sext0_sgn & unsigned(mul2_csa0_lh)));
 
-
-round_sat1_r <= (round_sat1_t + round_sat1_rb);
-
-
-round_sat1_sat4_hi <= unsigned(round_sat1_r(72-1 downto (32 - 1)));
-
-
-round_sat1_sat4_hin <= (not round_sat1_sat4_hi);
-
-
-round_sat1_sat4_nsign <= stdl((not bool(round_sat1_r((72 - 1)))));
-
-round_sat1_sat4_clamp: process (round_sat1_sat4_fill, round_sat1_sat4_hi, round_sat1_r, round_sat1_sat4_hin) is
+mul2_csa0_sext1_fill: process (mul2_csa0_hl) is
 begin
-    if ((round_sat1_sat4_hi = 0) or (round_sat1_sat4_hin = 0)) then
-        mac_s <= signed(unsigned(round_sat1_r(32-1 downto 0)));
+    if bool(mul2_csa0_hl((33 - 1))) then
+        mul2_csa0_sext1_sgn <= to_unsigned(32767, 15);
     else
-        mac_s <= signed(unsigned'(round_sat1_r((72 - 1)) & round_sat1_sat4_fill));
+        mul2_csa0_sext1_sgn <= to_unsigned(0, 15);
     end if;
-end process round_sat1_sat4_clamp;
+end process mul2_csa0_sext1_fill;
 
 
-pwl_comb0_zl <= (resize(fa, 33) + 524288);
+mul2_csa0_hle <= signed(unsigned'(mul2_csa0_sext1_sgn & unsigned(mul2_csa0_hl)));
 
-pwl_comb0_clampz: process (pwl_comb0_zl, fa) is
+
+mul2_csa0_ta <= unsigned'(unsigned(mul2_csa0_hh) & mul2_csa0_ll((2 * 16)-1 downto 16));
+mul2_csa0_tb <= unsigned(mul2_csa0_lhe(48-1 downto 0));
+mul2_csa0_tc <= unsigned(mul2_csa0_hle(48-1 downto 0));
+
+
+mul2_csa0_xs <= ((mul2_csa0_ta xor mul2_csa0_tb) xor mul2_csa0_tc);
+mul2_csa0_mj <= (((mul2_csa0_ta((48 - 1)-1 downto 0) and mul2_csa0_tb((48 - 1)-1 downto 0)) or (mul2_csa0_ta((48 - 1)-1 downto 0) and mul2_csa0_tc((48 - 1)-1 downto 0))) or (mul2_csa0_tb((48 - 1)-1 downto 0) and mul2_csa0_tc((48 - 1)-1 downto 0)));
+
+
+mul2_csa0_xc <= unsigned'(mul2_csa0_mj & '0');
+
+
+mul2_csa0_hsum <= (mul2_csa0_xs + mul2_csa0_xc);
+
+mul2_csa0_st2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            mul2_csa0_p <= to_signed(0, 64);
+        else
+            if bool(busy) then
+                mul2_csa0_p <= signed(unsigned'(mul2_csa0_hsum & mul2_csa0_ll(16-1 downto 0)));
+            end if;
+        end if;
+    end if;
+end process mul2_csa0_st2;
+
+
+pwl_pipe0_zl <= (resize(fa, 33) + 524288);
+
+pwl_pipe0_clampz: process (pwl_pipe0_zl, fa) is
 begin
     if (fa >= 524288) then
-        pwl_comb0_u <= to_unsigned(1048575, 20);
+        pwl_pipe0_u_c <= to_unsigned(1048575, 20);
     elsif (fa < (- 524288)) then
-        pwl_comb0_u <= to_unsigned(0, 20);
+        pwl_pipe0_u_c <= to_unsigned(0, 20);
     else
-        pwl_comb0_u <= unsigned(pwl_comb0_zl(20-1 downto 0));
+        pwl_pipe0_u_c <= unsigned(pwl_pipe0_zl(20-1 downto 0));
     end if;
-end process pwl_comb0_clampz;
+end process pwl_pipe0_clampz;
 
-
-pwl_comb0_idx <= pwl_comb0_u(20-1 downto 14);
-pwl_comb0_off <= pwl_comb0_u(14-1 downto 0);
-
-pwl_comb0_rom: process (pwl_comb0_idx) is
+pwl_pipe0_p1: process (clk) is
 begin
-    case to_integer(pwl_comb0_idx) is
-        when 0 => pwl_comb0_base_c <= "00000000000000000000000000010110";
-        when 1 => pwl_comb0_base_c <= "00000000000000000000000000011100";
-        when 2 => pwl_comb0_base_c <= "00000000000000000000000000100100";
-        when 3 => pwl_comb0_base_c <= "00000000000000000000000000101111";
-        when 4 => pwl_comb0_base_c <= "00000000000000000000000000111100";
-        when 5 => pwl_comb0_base_c <= "00000000000000000000000001001101";
-        when 6 => pwl_comb0_base_c <= "00000000000000000000000001100010";
-        when 7 => pwl_comb0_base_c <= "00000000000000000000000001111110";
-        when 8 => pwl_comb0_base_c <= "00000000000000000000000010100010";
-        when 9 => pwl_comb0_base_c <= "00000000000000000000000011010000";
-        when 10 => pwl_comb0_base_c <= "00000000000000000000000100001011";
-        when 11 => pwl_comb0_base_c <= "00000000000000000000000101010110";
-        when 12 => pwl_comb0_base_c <= "00000000000000000000000110110111";
-        when 13 => pwl_comb0_base_c <= "00000000000000000000001000110010";
-        when 14 => pwl_comb0_base_c <= "00000000000000000000001011010000";
-        when 15 => pwl_comb0_base_c <= "00000000000000000000001110011010";
-        when 16 => pwl_comb0_base_c <= "00000000000000000000010010011011";
-        when 17 => pwl_comb0_base_c <= "00000000000000000000010111100010";
-        when 18 => pwl_comb0_base_c <= "00000000000000000000011110000001";
-        when 19 => pwl_comb0_base_c <= "00000000000000000000100110001110";
-        when 20 => pwl_comb0_base_c <= "00000000000000000000110000100100";
-        when 21 => pwl_comb0_base_c <= "00000000000000000000111101100010";
-        when 22 => pwl_comb0_base_c <= "00000000000000000001001101101011";
-        when 23 => pwl_comb0_base_c <= "00000000000000000001100001101001";
-        when 24 => pwl_comb0_base_c <= "00000000000000000001111010000100";
-        when 25 => pwl_comb0_base_c <= "00000000000000000010010111100110";
-        when 26 => pwl_comb0_base_c <= "00000000000000000010111010110011";
-        when 27 => pwl_comb0_base_c <= "00000000000000000011100100000011";
-        when 28 => pwl_comb0_base_c <= "00000000000000000100010011011001";
-        when 29 => pwl_comb0_base_c <= "00000000000000000101001000100001";
-        when 30 => pwl_comb0_base_c <= "00000000000000000110000010100111";
-        when 31 => pwl_comb0_base_c <= "00000000000000000111000000010101";
-        when 32 => pwl_comb0_base_c <= "00000000000000001000000000000000";
-        when 33 => pwl_comb0_base_c <= "00000000000000001000111111101011";
-        when 34 => pwl_comb0_base_c <= "00000000000000001001111101011001";
-        when 35 => pwl_comb0_base_c <= "00000000000000001010110111011111";
-        when 36 => pwl_comb0_base_c <= "00000000000000001011101100100111";
-        when 37 => pwl_comb0_base_c <= "00000000000000001100011011111101";
-        when 38 => pwl_comb0_base_c <= "00000000000000001101000101001101";
-        when 39 => pwl_comb0_base_c <= "00000000000000001101101000011010";
-        when 40 => pwl_comb0_base_c <= "00000000000000001110000101111100";
-        when 41 => pwl_comb0_base_c <= "00000000000000001110011110010111";
-        when 42 => pwl_comb0_base_c <= "00000000000000001110110010010101";
-        when 43 => pwl_comb0_base_c <= "00000000000000001111000010011110";
-        when 44 => pwl_comb0_base_c <= "00000000000000001111001111011100";
-        when 45 => pwl_comb0_base_c <= "00000000000000001111011001110010";
-        when 46 => pwl_comb0_base_c <= "00000000000000001111100001111111";
-        when 47 => pwl_comb0_base_c <= "00000000000000001111101000011110";
-        when 48 => pwl_comb0_base_c <= "00000000000000001111101101100101";
-        when 49 => pwl_comb0_base_c <= "00000000000000001111110001100110";
-        when 50 => pwl_comb0_base_c <= "00000000000000001111110100110000";
-        when 51 => pwl_comb0_base_c <= "00000000000000001111110111001110";
-        when 52 => pwl_comb0_base_c <= "00000000000000001111111001001001";
-        when 53 => pwl_comb0_base_c <= "00000000000000001111111010101010";
-        when 54 => pwl_comb0_base_c <= "00000000000000001111111011110101";
-        when 55 => pwl_comb0_base_c <= "00000000000000001111111100110000";
-        when 56 => pwl_comb0_base_c <= "00000000000000001111111101011110";
-        when 57 => pwl_comb0_base_c <= "00000000000000001111111110000010";
-        when 58 => pwl_comb0_base_c <= "00000000000000001111111110011110";
-        when 59 => pwl_comb0_base_c <= "00000000000000001111111110110011";
-        when 60 => pwl_comb0_base_c <= "00000000000000001111111111000100";
-        when 61 => pwl_comb0_base_c <= "00000000000000001111111111010001";
-        when 62 => pwl_comb0_base_c <= "00000000000000001111111111011100";
-        when others => pwl_comb0_base_c <= "00000000000000001111111111100100";
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pwl_pipe0_u1 <= to_unsigned(0, 20);
+        else
+            pwl_pipe0_u1 <= pwl_pipe0_u_c;
+        end if;
+    end if;
+end process pwl_pipe0_p1;
+
+
+pwl_pipe0_idx2 <= pwl_pipe0_u1(20-1 downto 14);
+pwl_pipe0_off2 <= signed(unsigned'(to_unsigned(0, 1) & pwl_pipe0_u1(14-1 downto 0)));
+
+pwl_pipe0_p2rom: process (pwl_pipe0_idx2) is
+begin
+    case to_integer(pwl_pipe0_idx2) is
+        when 0 => pwl_pipe0_slope2 <= "000000000011001";
+        when 1 => pwl_pipe0_slope2 <= "000000000100000";
+        when 2 => pwl_pipe0_slope2 <= "000000000101001";
+        when 3 => pwl_pipe0_slope2 <= "000000000110101";
+        when 4 => pwl_pipe0_slope2 <= "000000001000100";
+        when 5 => pwl_pipe0_slope2 <= "000000001010111";
+        when 6 => pwl_pipe0_slope2 <= "000000001110000";
+        when 7 => pwl_pipe0_slope2 <= "000000010001111";
+        when 8 => pwl_pipe0_slope2 <= "000000010111000";
+        when 9 => pwl_pipe0_slope2 <= "000000011101011";
+        when 10 => pwl_pipe0_slope2 <= "000000100101101";
+        when 11 => pwl_pipe0_slope2 <= "000000110000010";
+        when 12 => pwl_pipe0_slope2 <= "000000111101110";
+        when 13 => pwl_pipe0_slope2 <= "000001001111000";
+        when 14 => pwl_pipe0_slope2 <= "000001100100111";
+        when 15 => pwl_pipe0_slope2 <= "000010000000100";
+        when 16 => pwl_pipe0_slope2 <= "000010100011100";
+        when 17 => pwl_pipe0_slope2 <= "000011001111101";
+        when 18 => pwl_pipe0_slope2 <= "000100000110101";
+        when 19 => pwl_pipe0_slope2 <= "000101001010111";
+        when 20 => pwl_pipe0_slope2 <= "000110011110111";
+        when 21 => pwl_pipe0_slope2 <= "001000000100110";
+        when 22 => pwl_pipe0_slope2 <= "001001111110110";
+        when 23 => pwl_pipe0_slope2 <= "001100001101101";
+        when 24 => pwl_pipe0_slope2 <= "001110110001001";
+        when 25 => pwl_pipe0_slope2 <= "010001100110100";
+        when 26 => pwl_pipe0_slope2 <= "010100100111110";
+        when 27 => pwl_pipe0_slope2 <= "010111101011010";
+        when 28 => pwl_pipe0_slope2 <= "011010100100000";
+        when 29 => pwl_pipe0_slope2 <= "011101000010101";
+        when 30 => pwl_pipe0_slope2 <= "011110110111011";
+        when 31 => pwl_pipe0_slope2 <= "011111110101011";
+        when 32 => pwl_pipe0_slope2 <= "011111110101011";
+        when 33 => pwl_pipe0_slope2 <= "011110110111011";
+        when 34 => pwl_pipe0_slope2 <= "011101000010101";
+        when 35 => pwl_pipe0_slope2 <= "011010100100000";
+        when 36 => pwl_pipe0_slope2 <= "010111101011010";
+        when 37 => pwl_pipe0_slope2 <= "010100100111110";
+        when 38 => pwl_pipe0_slope2 <= "010001100110100";
+        when 39 => pwl_pipe0_slope2 <= "001110110001001";
+        when 40 => pwl_pipe0_slope2 <= "001100001101101";
+        when 41 => pwl_pipe0_slope2 <= "001001111110110";
+        when 42 => pwl_pipe0_slope2 <= "001000000100110";
+        when 43 => pwl_pipe0_slope2 <= "000110011110111";
+        when 44 => pwl_pipe0_slope2 <= "000101001010111";
+        when 45 => pwl_pipe0_slope2 <= "000100000110101";
+        when 46 => pwl_pipe0_slope2 <= "000011001111101";
+        when 47 => pwl_pipe0_slope2 <= "000010100011100";
+        when 48 => pwl_pipe0_slope2 <= "000010000000100";
+        when 49 => pwl_pipe0_slope2 <= "000001100100111";
+        when 50 => pwl_pipe0_slope2 <= "000001001111000";
+        when 51 => pwl_pipe0_slope2 <= "000000111101110";
+        when 52 => pwl_pipe0_slope2 <= "000000110000010";
+        when 53 => pwl_pipe0_slope2 <= "000000100101101";
+        when 54 => pwl_pipe0_slope2 <= "000000011101011";
+        when 55 => pwl_pipe0_slope2 <= "000000010111000";
+        when 56 => pwl_pipe0_slope2 <= "000000010001111";
+        when 57 => pwl_pipe0_slope2 <= "000000001110000";
+        when 58 => pwl_pipe0_slope2 <= "000000001010111";
+        when 59 => pwl_pipe0_slope2 <= "000000001000100";
+        when 60 => pwl_pipe0_slope2 <= "000000000110101";
+        when 61 => pwl_pipe0_slope2 <= "000000000101001";
+        when 62 => pwl_pipe0_slope2 <= "000000000100000";
+        when others => pwl_pipe0_slope2 <= "000000000011001";
     end case;
-    case to_integer(pwl_comb0_idx) is
-        when 0 => pwl_comb0_slope_c <= "00000000000000000000000000011001";
-        when 1 => pwl_comb0_slope_c <= "00000000000000000000000000100000";
-        when 2 => pwl_comb0_slope_c <= "00000000000000000000000000101001";
-        when 3 => pwl_comb0_slope_c <= "00000000000000000000000000110101";
-        when 4 => pwl_comb0_slope_c <= "00000000000000000000000001000100";
-        when 5 => pwl_comb0_slope_c <= "00000000000000000000000001010111";
-        when 6 => pwl_comb0_slope_c <= "00000000000000000000000001110000";
-        when 7 => pwl_comb0_slope_c <= "00000000000000000000000010001111";
-        when 8 => pwl_comb0_slope_c <= "00000000000000000000000010111000";
-        when 9 => pwl_comb0_slope_c <= "00000000000000000000000011101011";
-        when 10 => pwl_comb0_slope_c <= "00000000000000000000000100101101";
-        when 11 => pwl_comb0_slope_c <= "00000000000000000000000110000010";
-        when 12 => pwl_comb0_slope_c <= "00000000000000000000000111101110";
-        when 13 => pwl_comb0_slope_c <= "00000000000000000000001001111000";
-        when 14 => pwl_comb0_slope_c <= "00000000000000000000001100100111";
-        when 15 => pwl_comb0_slope_c <= "00000000000000000000010000000100";
-        when 16 => pwl_comb0_slope_c <= "00000000000000000000010100011100";
-        when 17 => pwl_comb0_slope_c <= "00000000000000000000011001111101";
-        when 18 => pwl_comb0_slope_c <= "00000000000000000000100000110101";
-        when 19 => pwl_comb0_slope_c <= "00000000000000000000101001010111";
-        when 20 => pwl_comb0_slope_c <= "00000000000000000000110011110111";
-        when 21 => pwl_comb0_slope_c <= "00000000000000000001000000100110";
-        when 22 => pwl_comb0_slope_c <= "00000000000000000001001111110110";
-        when 23 => pwl_comb0_slope_c <= "00000000000000000001100001101101";
-        when 24 => pwl_comb0_slope_c <= "00000000000000000001110110001001";
-        when 25 => pwl_comb0_slope_c <= "00000000000000000010001100110100";
-        when 26 => pwl_comb0_slope_c <= "00000000000000000010100100111110";
-        when 27 => pwl_comb0_slope_c <= "00000000000000000010111101011010";
-        when 28 => pwl_comb0_slope_c <= "00000000000000000011010100100000";
-        when 29 => pwl_comb0_slope_c <= "00000000000000000011101000010101";
-        when 30 => pwl_comb0_slope_c <= "00000000000000000011110110111011";
-        when 31 => pwl_comb0_slope_c <= "00000000000000000011111110101011";
-        when 32 => pwl_comb0_slope_c <= "00000000000000000011111110101011";
-        when 33 => pwl_comb0_slope_c <= "00000000000000000011110110111011";
-        when 34 => pwl_comb0_slope_c <= "00000000000000000011101000010101";
-        when 35 => pwl_comb0_slope_c <= "00000000000000000011010100100000";
-        when 36 => pwl_comb0_slope_c <= "00000000000000000010111101011010";
-        when 37 => pwl_comb0_slope_c <= "00000000000000000010100100111110";
-        when 38 => pwl_comb0_slope_c <= "00000000000000000010001100110100";
-        when 39 => pwl_comb0_slope_c <= "00000000000000000001110110001001";
-        when 40 => pwl_comb0_slope_c <= "00000000000000000001100001101101";
-        when 41 => pwl_comb0_slope_c <= "00000000000000000001001111110110";
-        when 42 => pwl_comb0_slope_c <= "00000000000000000001000000100110";
-        when 43 => pwl_comb0_slope_c <= "00000000000000000000110011110111";
-        when 44 => pwl_comb0_slope_c <= "00000000000000000000101001010111";
-        when 45 => pwl_comb0_slope_c <= "00000000000000000000100000110101";
-        when 46 => pwl_comb0_slope_c <= "00000000000000000000011001111101";
-        when 47 => pwl_comb0_slope_c <= "00000000000000000000010100011100";
-        when 48 => pwl_comb0_slope_c <= "00000000000000000000010000000100";
-        when 49 => pwl_comb0_slope_c <= "00000000000000000000001100100111";
-        when 50 => pwl_comb0_slope_c <= "00000000000000000000001001111000";
-        when 51 => pwl_comb0_slope_c <= "00000000000000000000000111101110";
-        when 52 => pwl_comb0_slope_c <= "00000000000000000000000110000010";
-        when 53 => pwl_comb0_slope_c <= "00000000000000000000000100101101";
-        when 54 => pwl_comb0_slope_c <= "00000000000000000000000011101011";
-        when 55 => pwl_comb0_slope_c <= "00000000000000000000000010111000";
-        when 56 => pwl_comb0_slope_c <= "00000000000000000000000010001111";
-        when 57 => pwl_comb0_slope_c <= "00000000000000000000000001110000";
-        when 58 => pwl_comb0_slope_c <= "00000000000000000000000001010111";
-        when 59 => pwl_comb0_slope_c <= "00000000000000000000000001000100";
-        when 60 => pwl_comb0_slope_c <= "00000000000000000000000000110101";
-        when 61 => pwl_comb0_slope_c <= "00000000000000000000000000101001";
-        when 62 => pwl_comb0_slope_c <= "00000000000000000000000000100000";
-        when others => pwl_comb0_slope_c <= "00000000000000000000000000011001";
+end process pwl_pipe0_p2rom;
+
+pwl_pipe0_p2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pwl_pipe0_idx3 <= to_unsigned(0, 6);
+            pwl_pipe0_prod3 <= to_signed(0, 33);
+        else
+            pwl_pipe0_prod3 <= (resize(pwl_pipe0_slope2, 18) * pwl_pipe0_off2);
+            pwl_pipe0_idx3 <= pwl_pipe0_idx2;
+        end if;
+    end if;
+end process pwl_pipe0_p2;
+
+
+pwl_pipe0_round_sat_fast0_round_sat0_t <= shift_right(pwl_pipe0_prod3, 16);
+pwl_pipe0_round_sat_fast0_round_sat0_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000") & pwl_pipe0_prod3((16 - 1))));
+
+
+pwl_pipe0_round_sat_fast0_round_sat0_r <= (pwl_pipe0_round_sat_fast0_round_sat0_t + pwl_pipe0_round_sat_fast0_round_sat0_rb);
+
+
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi <= unsigned(pwl_pipe0_round_sat_fast0_round_sat0_r(33-1 downto (32 - 1)));
+
+
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin <= (not pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi);
+
+
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign <= stdl((not bool(pwl_pipe0_round_sat_fast0_round_sat0_r((33 - 1)))));
+
+pwl_pipe0_round_sat_fast0_round_sat0_sat2_clamp: process (pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill, pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi, pwl_pipe0_round_sat_fast0_round_sat0_r, pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin) is
+begin
+    if ((pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi = 0) or (pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin = 0)) then
+        pwl_pipe0_rnd_c <= signed(unsigned(pwl_pipe0_round_sat_fast0_round_sat0_r(32-1 downto 0)));
+    else
+        pwl_pipe0_rnd_c <= signed(unsigned'(pwl_pipe0_round_sat_fast0_round_sat0_r((33 - 1)) & pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill));
+    end if;
+end process pwl_pipe0_round_sat_fast0_round_sat0_sat2_clamp;
+
+pwl_pipe0_p3: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pwl_pipe0_rnd4 <= to_signed(0, 32);
+            pwl_pipe0_idx4 <= to_unsigned(0, 6);
+        else
+            pwl_pipe0_rnd4 <= pwl_pipe0_rnd_c;
+            pwl_pipe0_idx4 <= pwl_pipe0_idx3;
+        end if;
+    end if;
+end process pwl_pipe0_p3;
+
+pwl_pipe0_p4rom: process (pwl_pipe0_idx4) is
+begin
+    case to_integer(pwl_pipe0_idx4) is
+        when 0 => pwl_pipe0_base4 <= "00000000000000000000000000010110";
+        when 1 => pwl_pipe0_base4 <= "00000000000000000000000000011100";
+        when 2 => pwl_pipe0_base4 <= "00000000000000000000000000100100";
+        when 3 => pwl_pipe0_base4 <= "00000000000000000000000000101111";
+        when 4 => pwl_pipe0_base4 <= "00000000000000000000000000111100";
+        when 5 => pwl_pipe0_base4 <= "00000000000000000000000001001101";
+        when 6 => pwl_pipe0_base4 <= "00000000000000000000000001100010";
+        when 7 => pwl_pipe0_base4 <= "00000000000000000000000001111110";
+        when 8 => pwl_pipe0_base4 <= "00000000000000000000000010100010";
+        when 9 => pwl_pipe0_base4 <= "00000000000000000000000011010000";
+        when 10 => pwl_pipe0_base4 <= "00000000000000000000000100001011";
+        when 11 => pwl_pipe0_base4 <= "00000000000000000000000101010110";
+        when 12 => pwl_pipe0_base4 <= "00000000000000000000000110110111";
+        when 13 => pwl_pipe0_base4 <= "00000000000000000000001000110010";
+        when 14 => pwl_pipe0_base4 <= "00000000000000000000001011010000";
+        when 15 => pwl_pipe0_base4 <= "00000000000000000000001110011010";
+        when 16 => pwl_pipe0_base4 <= "00000000000000000000010010011011";
+        when 17 => pwl_pipe0_base4 <= "00000000000000000000010111100010";
+        when 18 => pwl_pipe0_base4 <= "00000000000000000000011110000001";
+        when 19 => pwl_pipe0_base4 <= "00000000000000000000100110001110";
+        when 20 => pwl_pipe0_base4 <= "00000000000000000000110000100100";
+        when 21 => pwl_pipe0_base4 <= "00000000000000000000111101100010";
+        when 22 => pwl_pipe0_base4 <= "00000000000000000001001101101011";
+        when 23 => pwl_pipe0_base4 <= "00000000000000000001100001101001";
+        when 24 => pwl_pipe0_base4 <= "00000000000000000001111010000100";
+        when 25 => pwl_pipe0_base4 <= "00000000000000000010010111100110";
+        when 26 => pwl_pipe0_base4 <= "00000000000000000010111010110011";
+        when 27 => pwl_pipe0_base4 <= "00000000000000000011100100000011";
+        when 28 => pwl_pipe0_base4 <= "00000000000000000100010011011001";
+        when 29 => pwl_pipe0_base4 <= "00000000000000000101001000100001";
+        when 30 => pwl_pipe0_base4 <= "00000000000000000110000010100111";
+        when 31 => pwl_pipe0_base4 <= "00000000000000000111000000010101";
+        when 32 => pwl_pipe0_base4 <= "00000000000000001000000000000000";
+        when 33 => pwl_pipe0_base4 <= "00000000000000001000111111101011";
+        when 34 => pwl_pipe0_base4 <= "00000000000000001001111101011001";
+        when 35 => pwl_pipe0_base4 <= "00000000000000001010110111011111";
+        when 36 => pwl_pipe0_base4 <= "00000000000000001011101100100111";
+        when 37 => pwl_pipe0_base4 <= "00000000000000001100011011111101";
+        when 38 => pwl_pipe0_base4 <= "00000000000000001101000101001101";
+        when 39 => pwl_pipe0_base4 <= "00000000000000001101101000011010";
+        when 40 => pwl_pipe0_base4 <= "00000000000000001110000101111100";
+        when 41 => pwl_pipe0_base4 <= "00000000000000001110011110010111";
+        when 42 => pwl_pipe0_base4 <= "00000000000000001110110010010101";
+        when 43 => pwl_pipe0_base4 <= "00000000000000001111000010011110";
+        when 44 => pwl_pipe0_base4 <= "00000000000000001111001111011100";
+        when 45 => pwl_pipe0_base4 <= "00000000000000001111011001110010";
+        when 46 => pwl_pipe0_base4 <= "00000000000000001111100001111111";
+        when 47 => pwl_pipe0_base4 <= "00000000000000001111101000011110";
+        when 48 => pwl_pipe0_base4 <= "00000000000000001111101101100101";
+        when 49 => pwl_pipe0_base4 <= "00000000000000001111110001100110";
+        when 50 => pwl_pipe0_base4 <= "00000000000000001111110100110000";
+        when 51 => pwl_pipe0_base4 <= "00000000000000001111110111001110";
+        when 52 => pwl_pipe0_base4 <= "00000000000000001111111001001001";
+        when 53 => pwl_pipe0_base4 <= "00000000000000001111111010101010";
+        when 54 => pwl_pipe0_base4 <= "00000000000000001111111011110101";
+        when 55 => pwl_pipe0_base4 <= "00000000000000001111111100110000";
+        when 56 => pwl_pipe0_base4 <= "00000000000000001111111101011110";
+        when 57 => pwl_pipe0_base4 <= "00000000000000001111111110000010";
+        when 58 => pwl_pipe0_base4 <= "00000000000000001111111110011110";
+        when 59 => pwl_pipe0_base4 <= "00000000000000001111111110110011";
+        when 60 => pwl_pipe0_base4 <= "00000000000000001111111111000100";
+        when 61 => pwl_pipe0_base4 <= "00000000000000001111111111010001";
+        when 62 => pwl_pipe0_base4 <= "00000000000000001111111111011100";
+        when others => pwl_pipe0_base4 <= "00000000000000001111111111100100";
     end case;
-end process pwl_comb0_rom;
+end process pwl_pipe0_p4rom;
 
 
-pwl_comb0_offs <= signed(unsigned'(to_unsigned(0, 1) & pwl_comb0_off));
+pwl_pipe0_sumv <= (resize(pwl_pipe0_base4, 33) + pwl_pipe0_rnd4);
 
 
-pwl_comb0_prod <= (pwl_comb0_slope_c * pwl_comb0_offs);
+pwl_pipe0_sat3_hi <= unsigned(pwl_pipe0_sumv(33-1 downto (32 - 1)));
 
 
-pwl_comb0_round_sat2_t <= shift_right(pwl_comb0_prod, 16);
-pwl_comb0_round_sat2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000") & pwl_comb0_prod((16 - 1))));
+pwl_pipe0_sat3_hin <= (not pwl_pipe0_sat3_hi);
 
 
-pwl_comb0_round_sat2_r <= (pwl_comb0_round_sat2_t + pwl_comb0_round_sat2_rb);
+pwl_pipe0_sat3_nsign <= stdl((not bool(pwl_pipe0_sumv((33 - 1)))));
 
-
-pwl_comb0_round_sat2_sat5_hi <= unsigned(pwl_comb0_round_sat2_r(47-1 downto (32 - 1)));
-
-
-pwl_comb0_round_sat2_sat5_hin <= (not pwl_comb0_round_sat2_sat5_hi);
-
-
-pwl_comb0_round_sat2_sat5_nsign <= stdl((not bool(pwl_comb0_round_sat2_r((47 - 1)))));
-
-pwl_comb0_round_sat2_sat5_clamp: process (pwl_comb0_round_sat2_sat5_fill, pwl_comb0_round_sat2_sat5_hi, pwl_comb0_round_sat2_r, pwl_comb0_round_sat2_sat5_hin) is
+pwl_pipe0_sat3_clamp: process (pwl_pipe0_sat3_fill, pwl_pipe0_sat3_hi, pwl_pipe0_sumv, pwl_pipe0_sat3_hin) is
 begin
-    if ((pwl_comb0_round_sat2_sat5_hi = 0) or (pwl_comb0_round_sat2_sat5_hin = 0)) then
-        pwl_comb0_rnd <= signed(unsigned(pwl_comb0_round_sat2_r(32-1 downto 0)));
+    if ((pwl_pipe0_sat3_hi = 0) or (pwl_pipe0_sat3_hin = 0)) then
+        pwl_pipe0_ys <= signed(unsigned(pwl_pipe0_sumv(32-1 downto 0)));
     else
-        pwl_comb0_rnd <= signed(unsigned'(pwl_comb0_round_sat2_r((47 - 1)) & pwl_comb0_round_sat2_sat5_fill));
+        pwl_pipe0_ys <= signed(unsigned'(pwl_pipe0_sumv((33 - 1)) & pwl_pipe0_sat3_fill));
     end if;
-end process pwl_comb0_round_sat2_sat5_clamp;
+end process pwl_pipe0_sat3_clamp;
 
-
-pwl_comb0_sumv <= (resize(pwl_comb0_base_c, 33) + pwl_comb0_rnd);
-
-
-pwl_comb0_sat6_hi <= unsigned(pwl_comb0_sumv(33-1 downto (32 - 1)));
-
-
-pwl_comb0_sat6_hin <= (not pwl_comb0_sat6_hi);
-
-
-pwl_comb0_sat6_nsign <= stdl((not bool(pwl_comb0_sumv((33 - 1)))));
-
-pwl_comb0_sat6_clamp: process (pwl_comb0_sat6_fill, pwl_comb0_sat6_hi, pwl_comb0_sumv, pwl_comb0_sat6_hin) is
+pwl_pipe0_p4romh: process (pwl_pipe0_idx4) is
 begin
-    if ((pwl_comb0_sat6_hi = 0) or (pwl_comb0_sat6_hin = 0)) then
-        pwl_comb0_ys <= signed(unsigned(pwl_comb0_sumv(32-1 downto 0)));
-    else
-        pwl_comb0_ys <= signed(unsigned'(pwl_comb0_sumv((33 - 1)) & pwl_comb0_sat6_fill));
-    end if;
-end process pwl_comb0_sat6_clamp;
+    case to_integer(pwl_pipe0_idx4) is
+        when 0 => pwl_pipe0_limh <= "00000000000000001111111111101010";
+        when 1 => pwl_pipe0_limh <= "00000000000000001111111111100100";
+        when 2 => pwl_pipe0_limh <= "00000000000000001111111111011100";
+        when 3 => pwl_pipe0_limh <= "00000000000000001111111111010001";
+        when 4 => pwl_pipe0_limh <= "00000000000000001111111111000100";
+        when 5 => pwl_pipe0_limh <= "00000000000000001111111110110011";
+        when 6 => pwl_pipe0_limh <= "00000000000000001111111110011110";
+        when 7 => pwl_pipe0_limh <= "00000000000000001111111110000010";
+        when 8 => pwl_pipe0_limh <= "00000000000000001111111101011110";
+        when 9 => pwl_pipe0_limh <= "00000000000000001111111100110000";
+        when 10 => pwl_pipe0_limh <= "00000000000000001111111011110101";
+        when 11 => pwl_pipe0_limh <= "00000000000000001111111010101010";
+        when 12 => pwl_pipe0_limh <= "00000000000000001111111001001001";
+        when 13 => pwl_pipe0_limh <= "00000000000000001111110111001110";
+        when 14 => pwl_pipe0_limh <= "00000000000000001111110100110000";
+        when 15 => pwl_pipe0_limh <= "00000000000000001111110001100110";
+        when 16 => pwl_pipe0_limh <= "00000000000000001111101101100101";
+        when 17 => pwl_pipe0_limh <= "00000000000000001111101000011110";
+        when 18 => pwl_pipe0_limh <= "00000000000000001111100001111111";
+        when 19 => pwl_pipe0_limh <= "00000000000000001111011001110010";
+        when 20 => pwl_pipe0_limh <= "00000000000000001111001111011100";
+        when 21 => pwl_pipe0_limh <= "00000000000000001111000010011110";
+        when 22 => pwl_pipe0_limh <= "00000000000000001110110010010101";
+        when 23 => pwl_pipe0_limh <= "00000000000000001110011110010111";
+        when 24 => pwl_pipe0_limh <= "00000000000000001110000101111100";
+        when 25 => pwl_pipe0_limh <= "00000000000000001101101000011010";
+        when 26 => pwl_pipe0_limh <= "00000000000000001101000101001101";
+        when 27 => pwl_pipe0_limh <= "00000000000000001100011011111101";
+        when 28 => pwl_pipe0_limh <= "00000000000000001011101100100111";
+        when 29 => pwl_pipe0_limh <= "00000000000000001010110111011111";
+        when 30 => pwl_pipe0_limh <= "00000000000000001001111101011001";
+        when 31 => pwl_pipe0_limh <= "00000000000000001000111111101011";
+        when 32 => pwl_pipe0_limh <= "00000000000000001000000000000000";
+        when 33 => pwl_pipe0_limh <= "00000000000000000111000000010101";
+        when 34 => pwl_pipe0_limh <= "00000000000000000110000010100111";
+        when 35 => pwl_pipe0_limh <= "00000000000000000101001000100001";
+        when 36 => pwl_pipe0_limh <= "00000000000000000100010011011001";
+        when 37 => pwl_pipe0_limh <= "00000000000000000011100100000011";
+        when 38 => pwl_pipe0_limh <= "00000000000000000010111010110011";
+        when 39 => pwl_pipe0_limh <= "00000000000000000010010111100110";
+        when 40 => pwl_pipe0_limh <= "00000000000000000001111010000100";
+        when 41 => pwl_pipe0_limh <= "00000000000000000001100001101001";
+        when 42 => pwl_pipe0_limh <= "00000000000000000001001101101011";
+        when 43 => pwl_pipe0_limh <= "00000000000000000000111101100010";
+        when 44 => pwl_pipe0_limh <= "00000000000000000000110000100100";
+        when 45 => pwl_pipe0_limh <= "00000000000000000000100110001110";
+        when 46 => pwl_pipe0_limh <= "00000000000000000000011110000001";
+        when 47 => pwl_pipe0_limh <= "00000000000000000000010111100010";
+        when 48 => pwl_pipe0_limh <= "00000000000000000000010010011011";
+        when 49 => pwl_pipe0_limh <= "00000000000000000000001110011010";
+        when 50 => pwl_pipe0_limh <= "00000000000000000000001011010000";
+        when 51 => pwl_pipe0_limh <= "00000000000000000000001000110010";
+        when 52 => pwl_pipe0_limh <= "00000000000000000000000110110111";
+        when 53 => pwl_pipe0_limh <= "00000000000000000000000101010110";
+        when 54 => pwl_pipe0_limh <= "00000000000000000000000100001011";
+        when 55 => pwl_pipe0_limh <= "00000000000000000000000011010000";
+        when 56 => pwl_pipe0_limh <= "00000000000000000000000010100010";
+        when 57 => pwl_pipe0_limh <= "00000000000000000000000001111110";
+        when 58 => pwl_pipe0_limh <= "00000000000000000000000001100010";
+        when 59 => pwl_pipe0_limh <= "00000000000000000000000001001101";
+        when 60 => pwl_pipe0_limh <= "00000000000000000000000000111100";
+        when 61 => pwl_pipe0_limh <= "00000000000000000000000000101111";
+        when 62 => pwl_pipe0_limh <= "00000000000000000000000000100100";
+        when others => pwl_pipe0_limh <= "00000000000000000000000000011100";
+    end case;
+end process pwl_pipe0_p4romh;
 
-pwl_comb0_outc: process (pwl_comb0_ys) is
+pwl_pipe0_p4roml: process (pwl_pipe0_idx4) is
 begin
-    if (pwl_comb0_ys > 65536) then
+    case to_integer(pwl_pipe0_idx4) is
+        when 0 => pwl_pipe0_liml <= "11111111111111111111111111101010";
+        when 1 => pwl_pipe0_liml <= "11111111111111111111111111100100";
+        when 2 => pwl_pipe0_liml <= "11111111111111111111111111011100";
+        when 3 => pwl_pipe0_liml <= "11111111111111111111111111010001";
+        when 4 => pwl_pipe0_liml <= "11111111111111111111111111000100";
+        when 5 => pwl_pipe0_liml <= "11111111111111111111111110110011";
+        when 6 => pwl_pipe0_liml <= "11111111111111111111111110011110";
+        when 7 => pwl_pipe0_liml <= "11111111111111111111111110000010";
+        when 8 => pwl_pipe0_liml <= "11111111111111111111111101011110";
+        when 9 => pwl_pipe0_liml <= "11111111111111111111111100110000";
+        when 10 => pwl_pipe0_liml <= "11111111111111111111111011110101";
+        when 11 => pwl_pipe0_liml <= "11111111111111111111111010101010";
+        when 12 => pwl_pipe0_liml <= "11111111111111111111111001001001";
+        when 13 => pwl_pipe0_liml <= "11111111111111111111110111001110";
+        when 14 => pwl_pipe0_liml <= "11111111111111111111110100110000";
+        when 15 => pwl_pipe0_liml <= "11111111111111111111110001100110";
+        when 16 => pwl_pipe0_liml <= "11111111111111111111101101100101";
+        when 17 => pwl_pipe0_liml <= "11111111111111111111101000011110";
+        when 18 => pwl_pipe0_liml <= "11111111111111111111100001111111";
+        when 19 => pwl_pipe0_liml <= "11111111111111111111011001110010";
+        when 20 => pwl_pipe0_liml <= "11111111111111111111001111011100";
+        when 21 => pwl_pipe0_liml <= "11111111111111111111000010011110";
+        when 22 => pwl_pipe0_liml <= "11111111111111111110110010010101";
+        when 23 => pwl_pipe0_liml <= "11111111111111111110011110010111";
+        when 24 => pwl_pipe0_liml <= "11111111111111111110000101111100";
+        when 25 => pwl_pipe0_liml <= "11111111111111111101101000011010";
+        when 26 => pwl_pipe0_liml <= "11111111111111111101000101001101";
+        when 27 => pwl_pipe0_liml <= "11111111111111111100011011111101";
+        when 28 => pwl_pipe0_liml <= "11111111111111111011101100100111";
+        when 29 => pwl_pipe0_liml <= "11111111111111111010110111011111";
+        when 30 => pwl_pipe0_liml <= "11111111111111111001111101011001";
+        when 31 => pwl_pipe0_liml <= "11111111111111111000111111101011";
+        when 32 => pwl_pipe0_liml <= "11111111111111111000000000000000";
+        when 33 => pwl_pipe0_liml <= "11111111111111110111000000010101";
+        when 34 => pwl_pipe0_liml <= "11111111111111110110000010100111";
+        when 35 => pwl_pipe0_liml <= "11111111111111110101001000100001";
+        when 36 => pwl_pipe0_liml <= "11111111111111110100010011011001";
+        when 37 => pwl_pipe0_liml <= "11111111111111110011100100000011";
+        when 38 => pwl_pipe0_liml <= "11111111111111110010111010110011";
+        when 39 => pwl_pipe0_liml <= "11111111111111110010010111100110";
+        when 40 => pwl_pipe0_liml <= "11111111111111110001111010000100";
+        when 41 => pwl_pipe0_liml <= "11111111111111110001100001101001";
+        when 42 => pwl_pipe0_liml <= "11111111111111110001001101101011";
+        when 43 => pwl_pipe0_liml <= "11111111111111110000111101100010";
+        when 44 => pwl_pipe0_liml <= "11111111111111110000110000100100";
+        when 45 => pwl_pipe0_liml <= "11111111111111110000100110001110";
+        when 46 => pwl_pipe0_liml <= "11111111111111110000011110000001";
+        when 47 => pwl_pipe0_liml <= "11111111111111110000010111100010";
+        when 48 => pwl_pipe0_liml <= "11111111111111110000010010011011";
+        when 49 => pwl_pipe0_liml <= "11111111111111110000001110011010";
+        when 50 => pwl_pipe0_liml <= "11111111111111110000001011010000";
+        when 51 => pwl_pipe0_liml <= "11111111111111110000001000110010";
+        when 52 => pwl_pipe0_liml <= "11111111111111110000000110110111";
+        when 53 => pwl_pipe0_liml <= "11111111111111110000000101010110";
+        when 54 => pwl_pipe0_liml <= "11111111111111110000000100001011";
+        when 55 => pwl_pipe0_liml <= "11111111111111110000000011010000";
+        when 56 => pwl_pipe0_liml <= "11111111111111110000000010100010";
+        when 57 => pwl_pipe0_liml <= "11111111111111110000000001111110";
+        when 58 => pwl_pipe0_liml <= "11111111111111110000000001100010";
+        when 59 => pwl_pipe0_liml <= "11111111111111110000000001001101";
+        when 60 => pwl_pipe0_liml <= "11111111111111110000000000111100";
+        when 61 => pwl_pipe0_liml <= "11111111111111110000000000101111";
+        when 62 => pwl_pipe0_liml <= "11111111111111110000000000100100";
+        when others => pwl_pipe0_liml <= "11111111111111110000000000011100";
+    end case;
+end process pwl_pipe0_p4roml;
+
+pwl_pipe0_outc: process (pwl_pipe0_limh, pwl_pipe0_liml, pwl_pipe0_rnd4, pwl_pipe0_ys) is
+begin
+    if (pwl_pipe0_rnd4 > pwl_pipe0_limh) then
         y_sig <= to_signed(65536, 32);
-    elsif (pwl_comb0_ys < 0) then
+    elsif (pwl_pipe0_rnd4 < pwl_pipe0_liml) then
         y_sig <= to_signed(0, 32);
     else
-        y_sig <= pwl_comb0_ys;
+        y_sig <= pwl_pipe0_ys;
     end if;
-end process pwl_comb0_outc;
+end process pwl_pipe0_outc;
 
 
-pwl_comb1_zl <= (resize(fa, 33) + 262144);
+pwl_pipe1_zl <= (resize(fa, 33) + 262144);
 
-pwl_comb1_clampz: process (pwl_comb1_zl, fa) is
+pwl_pipe1_clampz: process (pwl_pipe1_zl, fa) is
 begin
     if (fa >= 262144) then
-        pwl_comb1_u <= to_unsigned(524287, 19);
+        pwl_pipe1_u_c <= to_unsigned(524287, 19);
     elsif (fa < (- 262144)) then
-        pwl_comb1_u <= to_unsigned(0, 19);
+        pwl_pipe1_u_c <= to_unsigned(0, 19);
     else
-        pwl_comb1_u <= unsigned(pwl_comb1_zl(19-1 downto 0));
+        pwl_pipe1_u_c <= unsigned(pwl_pipe1_zl(19-1 downto 0));
     end if;
-end process pwl_comb1_clampz;
+end process pwl_pipe1_clampz;
 
-
-pwl_comb1_idx <= pwl_comb1_u(19-1 downto 12);
-pwl_comb1_off <= pwl_comb1_u(12-1 downto 0);
-
-pwl_comb1_rom: process (pwl_comb1_idx) is
+pwl_pipe1_p1: process (clk) is
 begin
-    case to_integer(pwl_comb1_idx) is
-        when 0 => pwl_comb1_base_c <= "00000000000000000000000000010110";
-        when 1 => pwl_comb1_base_c <= "00000000000000000000000000011100";
-        when 2 => pwl_comb1_base_c <= "00000000000000000000000000100100";
-        when 3 => pwl_comb1_base_c <= "00000000000000000000000000101110";
-        when 4 => pwl_comb1_base_c <= "00000000000000000000000000111010";
-        when 5 => pwl_comb1_base_c <= "00000000000000000000000001001001";
-        when 6 => pwl_comb1_base_c <= "00000000000000000000000001011100";
-        when 7 => pwl_comb1_base_c <= "00000000000000000000000001110011";
-        when 8 => pwl_comb1_base_c <= "00000000000000000000000010001111";
-        when 9 => pwl_comb1_base_c <= "00000000000000000000000010110010";
-        when 10 => pwl_comb1_base_c <= "00000000000000000000000011011100";
-        when 11 => pwl_comb1_base_c <= "00000000000000000000000100010000";
-        when 12 => pwl_comb1_base_c <= "00000000000000000000000101001101";
-        when 13 => pwl_comb1_base_c <= "00000000000000000000000110011000";
-        when 14 => pwl_comb1_base_c <= "00000000000000000000000111110000";
-        when 15 => pwl_comb1_base_c <= "00000000000000000000001001011010";
-        when 16 => pwl_comb1_base_c <= "00000000000000000000001011011000";
-        when 17 => pwl_comb1_base_c <= "00000000000000000000001101101100";
-        when 18 => pwl_comb1_base_c <= "00000000000000000000010000011011";
-        when 19 => pwl_comb1_base_c <= "00000000000000000000010011100111";
-        when 20 => pwl_comb1_base_c <= "00000000000000000000010111010110";
-        when 21 => pwl_comb1_base_c <= "00000000000000000000011011101011";
-        when 22 => pwl_comb1_base_c <= "00000000000000000000100000101010";
-        when 23 => pwl_comb1_base_c <= "00000000000000000000100110011010";
-        when 24 => pwl_comb1_base_c <= "00000000000000000000101100111111";
-        when 25 => pwl_comb1_base_c <= "00000000000000000000110100100000";
-        when 26 => pwl_comb1_base_c <= "00000000000000000000111101000001";
-        when 27 => pwl_comb1_base_c <= "00000000000000000001000110101001";
-        when 28 => pwl_comb1_base_c <= "00000000000000000001010001011110";
-        when 29 => pwl_comb1_base_c <= "00000000000000000001011101100110";
-        when 30 => pwl_comb1_base_c <= "00000000000000000001101011000110";
-        when 31 => pwl_comb1_base_c <= "00000000000000000001111010000100";
-        when 32 => pwl_comb1_base_c <= "00000000000000000010001010100101";
-        when 33 => pwl_comb1_base_c <= "00000000000000000010011100101111";
-        when 34 => pwl_comb1_base_c <= "00000000000000000010110000100100";
-        when 35 => pwl_comb1_base_c <= "00000000000000000011000110001000";
-        when 36 => pwl_comb1_base_c <= "00000000000000000011011101011101";
-        when 37 => pwl_comb1_base_c <= "00000000000000000011110110100100";
-        when 38 => pwl_comb1_base_c <= "00000000000000000100010001011110";
-        when 39 => pwl_comb1_base_c <= "00000000000000000100101110000111";
-        when 40 => pwl_comb1_base_c <= "00000000000000000101001100011100";
-        when 41 => pwl_comb1_base_c <= "00000000000000000101101100011010";
-        when 42 => pwl_comb1_base_c <= "00000000000000000110001101111001";
-        when 43 => pwl_comb1_base_c <= "00000000000000000110110000110000";
-        when 44 => pwl_comb1_base_c <= "00000000000000000111010100110101";
-        when 45 => pwl_comb1_base_c <= "00000000000000000111111001111011";
-        when 46 => pwl_comb1_base_c <= "00000000000000001000011111110110";
-        when 47 => pwl_comb1_base_c <= "00000000000000001001000110010100";
-        when 48 => pwl_comb1_base_c <= "00000000000000001001101101000110";
-        when 49 => pwl_comb1_base_c <= "00000000000000001010010011110111";
-        when 50 => pwl_comb1_base_c <= "00000000000000001010111010010100";
-        when 51 => pwl_comb1_base_c <= "00000000000000001011100000001000";
-        when 52 => pwl_comb1_base_c <= "00000000000000001100000100111101";
-        when 53 => pwl_comb1_base_c <= "00000000000000001100101000011110";
-        when 54 => pwl_comb1_base_c <= "00000000000000001101001010010100";
-        when 55 => pwl_comb1_base_c <= "00000000000000001101101010001011";
-        when 56 => pwl_comb1_base_c <= "00000000000000001110000111101011";
-        when 57 => pwl_comb1_base_c <= "00000000000000001110100010100011";
-        when 58 => pwl_comb1_base_c <= "00000000000000001110111010011110";
-        when 59 => pwl_comb1_base_c <= "00000000000000001111001111001101";
-        when 60 => pwl_comb1_base_c <= "00000000000000001111100000100000";
-        when 61 => pwl_comb1_base_c <= "00000000000000001111101110001010";
-        when 62 => pwl_comb1_base_c <= "00000000000000001111111000000010";
-        when 63 => pwl_comb1_base_c <= "00000000000000001111111110000000";
-        when 64 => pwl_comb1_base_c <= "00000000000000010000000000000000";
-        when 65 => pwl_comb1_base_c <= "00000000000000001111111110000000";
-        when 66 => pwl_comb1_base_c <= "00000000000000001111111000000010";
-        when 67 => pwl_comb1_base_c <= "00000000000000001111101110001010";
-        when 68 => pwl_comb1_base_c <= "00000000000000001111100000100000";
-        when 69 => pwl_comb1_base_c <= "00000000000000001111001111001101";
-        when 70 => pwl_comb1_base_c <= "00000000000000001110111010011110";
-        when 71 => pwl_comb1_base_c <= "00000000000000001110100010100011";
-        when 72 => pwl_comb1_base_c <= "00000000000000001110000111101011";
-        when 73 => pwl_comb1_base_c <= "00000000000000001101101010001011";
-        when 74 => pwl_comb1_base_c <= "00000000000000001101001010010100";
-        when 75 => pwl_comb1_base_c <= "00000000000000001100101000011110";
-        when 76 => pwl_comb1_base_c <= "00000000000000001100000100111101";
-        when 77 => pwl_comb1_base_c <= "00000000000000001011100000001000";
-        when 78 => pwl_comb1_base_c <= "00000000000000001010111010010100";
-        when 79 => pwl_comb1_base_c <= "00000000000000001010010011110111";
-        when 80 => pwl_comb1_base_c <= "00000000000000001001101101000110";
-        when 81 => pwl_comb1_base_c <= "00000000000000001001000110010100";
-        when 82 => pwl_comb1_base_c <= "00000000000000001000011111110110";
-        when 83 => pwl_comb1_base_c <= "00000000000000000111111001111011";
-        when 84 => pwl_comb1_base_c <= "00000000000000000111010100110101";
-        when 85 => pwl_comb1_base_c <= "00000000000000000110110000110000";
-        when 86 => pwl_comb1_base_c <= "00000000000000000110001101111001";
-        when 87 => pwl_comb1_base_c <= "00000000000000000101101100011010";
-        when 88 => pwl_comb1_base_c <= "00000000000000000101001100011100";
-        when 89 => pwl_comb1_base_c <= "00000000000000000100101110000111";
-        when 90 => pwl_comb1_base_c <= "00000000000000000100010001011110";
-        when 91 => pwl_comb1_base_c <= "00000000000000000011110110100100";
-        when 92 => pwl_comb1_base_c <= "00000000000000000011011101011101";
-        when 93 => pwl_comb1_base_c <= "00000000000000000011000110001000";
-        when 94 => pwl_comb1_base_c <= "00000000000000000010110000100100";
-        when 95 => pwl_comb1_base_c <= "00000000000000000010011100101111";
-        when 96 => pwl_comb1_base_c <= "00000000000000000010001010100101";
-        when 97 => pwl_comb1_base_c <= "00000000000000000001111010000100";
-        when 98 => pwl_comb1_base_c <= "00000000000000000001101011000110";
-        when 99 => pwl_comb1_base_c <= "00000000000000000001011101100110";
-        when 100 => pwl_comb1_base_c <= "00000000000000000001010001011110";
-        when 101 => pwl_comb1_base_c <= "00000000000000000001000110101001";
-        when 102 => pwl_comb1_base_c <= "00000000000000000000111101000001";
-        when 103 => pwl_comb1_base_c <= "00000000000000000000110100100000";
-        when 104 => pwl_comb1_base_c <= "00000000000000000000101100111111";
-        when 105 => pwl_comb1_base_c <= "00000000000000000000100110011010";
-        when 106 => pwl_comb1_base_c <= "00000000000000000000100000101010";
-        when 107 => pwl_comb1_base_c <= "00000000000000000000011011101011";
-        when 108 => pwl_comb1_base_c <= "00000000000000000000010111010110";
-        when 109 => pwl_comb1_base_c <= "00000000000000000000010011100111";
-        when 110 => pwl_comb1_base_c <= "00000000000000000000010000011011";
-        when 111 => pwl_comb1_base_c <= "00000000000000000000001101101100";
-        when 112 => pwl_comb1_base_c <= "00000000000000000000001011011000";
-        when 113 => pwl_comb1_base_c <= "00000000000000000000001001011010";
-        when 114 => pwl_comb1_base_c <= "00000000000000000000000111110000";
-        when 115 => pwl_comb1_base_c <= "00000000000000000000000110011000";
-        when 116 => pwl_comb1_base_c <= "00000000000000000000000101001101";
-        when 117 => pwl_comb1_base_c <= "00000000000000000000000100010000";
-        when 118 => pwl_comb1_base_c <= "00000000000000000000000011011100";
-        when 119 => pwl_comb1_base_c <= "00000000000000000000000010110010";
-        when 120 => pwl_comb1_base_c <= "00000000000000000000000010001111";
-        when 121 => pwl_comb1_base_c <= "00000000000000000000000001110011";
-        when 122 => pwl_comb1_base_c <= "00000000000000000000000001011100";
-        when 123 => pwl_comb1_base_c <= "00000000000000000000000001001001";
-        when 124 => pwl_comb1_base_c <= "00000000000000000000000000111010";
-        when 125 => pwl_comb1_base_c <= "00000000000000000000000000101110";
-        when 126 => pwl_comb1_base_c <= "00000000000000000000000000100100";
-        when others => pwl_comb1_base_c <= "00000000000000000000000000011100";
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pwl_pipe1_u1 <= to_unsigned(0, 19);
+        else
+            pwl_pipe1_u1 <= pwl_pipe1_u_c;
+        end if;
+    end if;
+end process pwl_pipe1_p1;
+
+
+pwl_pipe1_idx2 <= pwl_pipe1_u1(19-1 downto 12);
+pwl_pipe1_off2 <= signed(unsigned'(to_unsigned(0, 1) & pwl_pipe1_u1(12-1 downto 0)));
+
+pwl_pipe1_p2rom: process (pwl_pipe1_idx2) is
+begin
+    case to_integer(pwl_pipe1_idx2) is
+        when 0 => pwl_pipe1_slope2 <= "00000000001100011";
+        when 1 => pwl_pipe1_slope2 <= "00000000001111101";
+        when 2 => pwl_pipe1_slope2 <= "00000000010011100";
+        when 3 => pwl_pipe1_slope2 <= "00000000011000011";
+        when 4 => pwl_pipe1_slope2 <= "00000000011110010";
+        when 5 => pwl_pipe1_slope2 <= "00000000100101100";
+        when 6 => pwl_pipe1_slope2 <= "00000000101110010";
+        when 7 => pwl_pipe1_slope2 <= "00000000111000110";
+        when 8 => pwl_pipe1_slope2 <= "00000001000101011";
+        when 9 => pwl_pipe1_slope2 <= "00000001010100100";
+        when 10 => pwl_pipe1_slope2 <= "00000001100110011";
+        when 11 => pwl_pipe1_slope2 <= "00000001111011101";
+        when 12 => pwl_pipe1_slope2 <= "00000010010100100";
+        when 13 => pwl_pipe1_slope2 <= "00000010110001110";
+        when 14 => pwl_pipe1_slope2 <= "00000011010011111";
+        when 15 => pwl_pipe1_slope2 <= "00000011111011010";
+        when 16 => pwl_pipe1_slope2 <= "00000100101000111";
+        when 17 => pwl_pipe1_slope2 <= "00000101011101001";
+        when 18 => pwl_pipe1_slope2 <= "00000110011000111";
+        when 19 => pwl_pipe1_slope2 <= "00000111011100110";
+        when 20 => pwl_pipe1_slope2 <= "00001000101001011";
+        when 21 => pwl_pipe1_slope2 <= "00001001111111100";
+        when 22 => pwl_pipe1_slope2 <= "00001011011111110";
+        when 23 => pwl_pipe1_slope2 <= "00001101001010101";
+        when 24 => pwl_pipe1_slope2 <= "00001111000000110";
+        when 25 => pwl_pipe1_slope2 <= "00010001000010100";
+        when 26 => pwl_pipe1_slope2 <= "00010011010000001";
+        when 27 => pwl_pipe1_slope2 <= "00010101101001101";
+        when 28 => pwl_pipe1_slope2 <= "00011000001111001";
+        when 29 => pwl_pipe1_slope2 <= "00011011000000010";
+        when 30 => pwl_pipe1_slope2 <= "00011101111100011";
+        when 31 => pwl_pipe1_slope2 <= "00100001000010111";
+        when 32 => pwl_pipe1_slope2 <= "00100100010010101";
+        when 33 => pwl_pipe1_slope2 <= "00100111101010011";
+        when 34 => pwl_pipe1_slope2 <= "00101011001000010";
+        when 35 => pwl_pipe1_slope2 <= "00101110101010011";
+        when 36 => pwl_pipe1_slope2 <= "00110010001110101";
+        when 37 => pwl_pipe1_slope2 <= "00110101110010001";
+        when 38 => pwl_pipe1_slope2 <= "00111001010010010";
+        when 39 => pwl_pipe1_slope2 <= "00111100101011101";
+        when 40 => pwl_pipe1_slope2 <= "00111111111011001";
+        when 41 => pwl_pipe1_slope2 <= "01000010111101001";
+        when 42 => pwl_pipe1_slope2 <= "01000101101110000";
+        when 43 => pwl_pipe1_slope2 <= "01001000001010000";
+        when 44 => pwl_pipe1_slope2 <= "01001010001101101";
+        when 45 => pwl_pipe1_slope2 <= "01001011110101001";
+        when 46 => pwl_pipe1_slope2 <= "01001100111101000";
+        when 47 => pwl_pipe1_slope2 <= "01001101100010011";
+        when 48 => pwl_pipe1_slope2 <= "01001101100010001";
+        when 49 => pwl_pipe1_slope2 <= "01001100111010000";
+        when 50 => pwl_pipe1_slope2 <= "01001011101000001";
+        when 51 => pwl_pipe1_slope2 <= "01001001101010111";
+        when 52 => pwl_pipe1_slope2 <= "01000111000001111";
+        when 53 => pwl_pipe1_slope2 <= "01000011101100110";
+        when 54 => pwl_pipe1_slope2 <= "00111111101100001";
+        when 55 => pwl_pipe1_slope2 <= "00111011000001101";
+        when 56 => pwl_pipe1_slope2 <= "00110101101110111";
+        when 57 => pwl_pipe1_slope2 <= "00101111110111000";
+        when 58 => pwl_pipe1_slope2 <= "00101001011101010";
+        when 59 => pwl_pipe1_slope2 <= "00100010100101101";
+        when 60 => pwl_pipe1_slope2 <= "00011011010100110";
+        when 61 => pwl_pipe1_slope2 <= "00010011101111111";
+        when 62 => pwl_pipe1_slope2 <= "00001011111100010";
+        when 63 => pwl_pipe1_slope2 <= "00000011111111110";
+        when 64 => pwl_pipe1_slope2 <= "11111100000000010";
+        when 65 => pwl_pipe1_slope2 <= "11110100000011110";
+        when 66 => pwl_pipe1_slope2 <= "11101100010000001";
+        when 67 => pwl_pipe1_slope2 <= "11100100101011010";
+        when 68 => pwl_pipe1_slope2 <= "11011101011010011";
+        when 69 => pwl_pipe1_slope2 <= "11010110100010110";
+        when 70 => pwl_pipe1_slope2 <= "11010000001001000";
+        when 71 => pwl_pipe1_slope2 <= "11001010010001001";
+        when 72 => pwl_pipe1_slope2 <= "11000100111110011";
+        when 73 => pwl_pipe1_slope2 <= "11000000010011111";
+        when 74 => pwl_pipe1_slope2 <= "10111100010011010";
+        when 75 => pwl_pipe1_slope2 <= "10111000111110001";
+        when 76 => pwl_pipe1_slope2 <= "10110110010101001";
+        when 77 => pwl_pipe1_slope2 <= "10110100010111111";
+        when 78 => pwl_pipe1_slope2 <= "10110011000110000";
+        when 79 => pwl_pipe1_slope2 <= "10110010011101111";
+        when 80 => pwl_pipe1_slope2 <= "10110010011101101";
+        when 81 => pwl_pipe1_slope2 <= "10110011000011000";
+        when 82 => pwl_pipe1_slope2 <= "10110100001010111";
+        when 83 => pwl_pipe1_slope2 <= "10110101110010011";
+        when 84 => pwl_pipe1_slope2 <= "10110111110110000";
+        when 85 => pwl_pipe1_slope2 <= "10111010010010000";
+        when 86 => pwl_pipe1_slope2 <= "10111101000010111";
+        when 87 => pwl_pipe1_slope2 <= "11000000000100111";
+        when 88 => pwl_pipe1_slope2 <= "11000011010100011";
+        when 89 => pwl_pipe1_slope2 <= "11000110101101110";
+        when 90 => pwl_pipe1_slope2 <= "11001010001101111";
+        when 91 => pwl_pipe1_slope2 <= "11001101110001011";
+        when 92 => pwl_pipe1_slope2 <= "11010001010101101";
+        when 93 => pwl_pipe1_slope2 <= "11010100110111110";
+        when 94 => pwl_pipe1_slope2 <= "11011000010101101";
+        when 95 => pwl_pipe1_slope2 <= "11011011101101011";
+        when 96 => pwl_pipe1_slope2 <= "11011110111101001";
+        when 97 => pwl_pipe1_slope2 <= "11100010000011101";
+        when 98 => pwl_pipe1_slope2 <= "11100100111111110";
+        when 99 => pwl_pipe1_slope2 <= "11100111110000111";
+        when 100 => pwl_pipe1_slope2 <= "11101010010110011";
+        when 101 => pwl_pipe1_slope2 <= "11101100101111111";
+        when 102 => pwl_pipe1_slope2 <= "11101110111101100";
+        when 103 => pwl_pipe1_slope2 <= "11110000111111010";
+        when 104 => pwl_pipe1_slope2 <= "11110010110101011";
+        when 105 => pwl_pipe1_slope2 <= "11110100100000010";
+        when 106 => pwl_pipe1_slope2 <= "11110110000000100";
+        when 107 => pwl_pipe1_slope2 <= "11110111010110101";
+        when 108 => pwl_pipe1_slope2 <= "11111000100011010";
+        when 109 => pwl_pipe1_slope2 <= "11111001100111001";
+        when 110 => pwl_pipe1_slope2 <= "11111010100010111";
+        when 111 => pwl_pipe1_slope2 <= "11111011010111001";
+        when 112 => pwl_pipe1_slope2 <= "11111100000100110";
+        when 113 => pwl_pipe1_slope2 <= "11111100101100001";
+        when 114 => pwl_pipe1_slope2 <= "11111101001110010";
+        when 115 => pwl_pipe1_slope2 <= "11111101101011100";
+        when 116 => pwl_pipe1_slope2 <= "11111110000100011";
+        when 117 => pwl_pipe1_slope2 <= "11111110011001101";
+        when 118 => pwl_pipe1_slope2 <= "11111110101011100";
+        when 119 => pwl_pipe1_slope2 <= "11111110111010101";
+        when 120 => pwl_pipe1_slope2 <= "11111111000111010";
+        when 121 => pwl_pipe1_slope2 <= "11111111010001110";
+        when 122 => pwl_pipe1_slope2 <= "11111111011010100";
+        when 123 => pwl_pipe1_slope2 <= "11111111100001110";
+        when 124 => pwl_pipe1_slope2 <= "11111111100111101";
+        when 125 => pwl_pipe1_slope2 <= "11111111101100100";
+        when 126 => pwl_pipe1_slope2 <= "11111111110000011";
+        when others => pwl_pipe1_slope2 <= "11111111110011101";
     end case;
-    case to_integer(pwl_comb1_idx) is
-        when 0 => pwl_comb1_slope_c <= "00000000000000000000000001100011";
-        when 1 => pwl_comb1_slope_c <= "00000000000000000000000001111101";
-        when 2 => pwl_comb1_slope_c <= "00000000000000000000000010011100";
-        when 3 => pwl_comb1_slope_c <= "00000000000000000000000011000011";
-        when 4 => pwl_comb1_slope_c <= "00000000000000000000000011110010";
-        when 5 => pwl_comb1_slope_c <= "00000000000000000000000100101100";
-        when 6 => pwl_comb1_slope_c <= "00000000000000000000000101110010";
-        when 7 => pwl_comb1_slope_c <= "00000000000000000000000111000110";
-        when 8 => pwl_comb1_slope_c <= "00000000000000000000001000101011";
-        when 9 => pwl_comb1_slope_c <= "00000000000000000000001010100100";
-        when 10 => pwl_comb1_slope_c <= "00000000000000000000001100110011";
-        when 11 => pwl_comb1_slope_c <= "00000000000000000000001111011101";
-        when 12 => pwl_comb1_slope_c <= "00000000000000000000010010100100";
-        when 13 => pwl_comb1_slope_c <= "00000000000000000000010110001110";
-        when 14 => pwl_comb1_slope_c <= "00000000000000000000011010011111";
-        when 15 => pwl_comb1_slope_c <= "00000000000000000000011111011010";
-        when 16 => pwl_comb1_slope_c <= "00000000000000000000100101000111";
-        when 17 => pwl_comb1_slope_c <= "00000000000000000000101011101001";
-        when 18 => pwl_comb1_slope_c <= "00000000000000000000110011000111";
-        when 19 => pwl_comb1_slope_c <= "00000000000000000000111011100110";
-        when 20 => pwl_comb1_slope_c <= "00000000000000000001000101001011";
-        when 21 => pwl_comb1_slope_c <= "00000000000000000001001111111100";
-        when 22 => pwl_comb1_slope_c <= "00000000000000000001011011111110";
-        when 23 => pwl_comb1_slope_c <= "00000000000000000001101001010101";
-        when 24 => pwl_comb1_slope_c <= "00000000000000000001111000000110";
-        when 25 => pwl_comb1_slope_c <= "00000000000000000010001000010100";
-        when 26 => pwl_comb1_slope_c <= "00000000000000000010011010000001";
-        when 27 => pwl_comb1_slope_c <= "00000000000000000010101101001101";
-        when 28 => pwl_comb1_slope_c <= "00000000000000000011000001111001";
-        when 29 => pwl_comb1_slope_c <= "00000000000000000011011000000010";
-        when 30 => pwl_comb1_slope_c <= "00000000000000000011101111100011";
-        when 31 => pwl_comb1_slope_c <= "00000000000000000100001000010111";
-        when 32 => pwl_comb1_slope_c <= "00000000000000000100100010010101";
-        when 33 => pwl_comb1_slope_c <= "00000000000000000100111101010011";
-        when 34 => pwl_comb1_slope_c <= "00000000000000000101011001000010";
-        when 35 => pwl_comb1_slope_c <= "00000000000000000101110101010011";
-        when 36 => pwl_comb1_slope_c <= "00000000000000000110010001110101";
-        when 37 => pwl_comb1_slope_c <= "00000000000000000110101110010001";
-        when 38 => pwl_comb1_slope_c <= "00000000000000000111001010010010";
-        when 39 => pwl_comb1_slope_c <= "00000000000000000111100101011101";
-        when 40 => pwl_comb1_slope_c <= "00000000000000000111111111011001";
-        when 41 => pwl_comb1_slope_c <= "00000000000000001000010111101001";
-        when 42 => pwl_comb1_slope_c <= "00000000000000001000101101110000";
-        when 43 => pwl_comb1_slope_c <= "00000000000000001001000001010000";
-        when 44 => pwl_comb1_slope_c <= "00000000000000001001010001101101";
-        when 45 => pwl_comb1_slope_c <= "00000000000000001001011110101001";
-        when 46 => pwl_comb1_slope_c <= "00000000000000001001100111101000";
-        when 47 => pwl_comb1_slope_c <= "00000000000000001001101100010011";
-        when 48 => pwl_comb1_slope_c <= "00000000000000001001101100010001";
-        when 49 => pwl_comb1_slope_c <= "00000000000000001001100111010000";
-        when 50 => pwl_comb1_slope_c <= "00000000000000001001011101000001";
-        when 51 => pwl_comb1_slope_c <= "00000000000000001001001101010111";
-        when 52 => pwl_comb1_slope_c <= "00000000000000001000111000001111";
-        when 53 => pwl_comb1_slope_c <= "00000000000000001000011101100110";
-        when 54 => pwl_comb1_slope_c <= "00000000000000000111111101100001";
-        when 55 => pwl_comb1_slope_c <= "00000000000000000111011000001101";
-        when 56 => pwl_comb1_slope_c <= "00000000000000000110101101110111";
-        when 57 => pwl_comb1_slope_c <= "00000000000000000101111110111000";
-        when 58 => pwl_comb1_slope_c <= "00000000000000000101001011101010";
-        when 59 => pwl_comb1_slope_c <= "00000000000000000100010100101101";
-        when 60 => pwl_comb1_slope_c <= "00000000000000000011011010100110";
-        when 61 => pwl_comb1_slope_c <= "00000000000000000010011101111111";
-        when 62 => pwl_comb1_slope_c <= "00000000000000000001011111100010";
-        when 63 => pwl_comb1_slope_c <= "00000000000000000000011111111110";
-        when 64 => pwl_comb1_slope_c <= "11111111111111111111100000000010";
-        when 65 => pwl_comb1_slope_c <= "11111111111111111110100000011110";
-        when 66 => pwl_comb1_slope_c <= "11111111111111111101100010000001";
-        when 67 => pwl_comb1_slope_c <= "11111111111111111100100101011010";
-        when 68 => pwl_comb1_slope_c <= "11111111111111111011101011010011";
-        when 69 => pwl_comb1_slope_c <= "11111111111111111010110100010110";
-        when 70 => pwl_comb1_slope_c <= "11111111111111111010000001001000";
-        when 71 => pwl_comb1_slope_c <= "11111111111111111001010010001001";
-        when 72 => pwl_comb1_slope_c <= "11111111111111111000100111110011";
-        when 73 => pwl_comb1_slope_c <= "11111111111111111000000010011111";
-        when 74 => pwl_comb1_slope_c <= "11111111111111110111100010011010";
-        when 75 => pwl_comb1_slope_c <= "11111111111111110111000111110001";
-        when 76 => pwl_comb1_slope_c <= "11111111111111110110110010101001";
-        when 77 => pwl_comb1_slope_c <= "11111111111111110110100010111111";
-        when 78 => pwl_comb1_slope_c <= "11111111111111110110011000110000";
-        when 79 => pwl_comb1_slope_c <= "11111111111111110110010011101111";
-        when 80 => pwl_comb1_slope_c <= "11111111111111110110010011101101";
-        when 81 => pwl_comb1_slope_c <= "11111111111111110110011000011000";
-        when 82 => pwl_comb1_slope_c <= "11111111111111110110100001010111";
-        when 83 => pwl_comb1_slope_c <= "11111111111111110110101110010011";
-        when 84 => pwl_comb1_slope_c <= "11111111111111110110111110110000";
-        when 85 => pwl_comb1_slope_c <= "11111111111111110111010010010000";
-        when 86 => pwl_comb1_slope_c <= "11111111111111110111101000010111";
-        when 87 => pwl_comb1_slope_c <= "11111111111111111000000000100111";
-        when 88 => pwl_comb1_slope_c <= "11111111111111111000011010100011";
-        when 89 => pwl_comb1_slope_c <= "11111111111111111000110101101110";
-        when 90 => pwl_comb1_slope_c <= "11111111111111111001010001101111";
-        when 91 => pwl_comb1_slope_c <= "11111111111111111001101110001011";
-        when 92 => pwl_comb1_slope_c <= "11111111111111111010001010101101";
-        when 93 => pwl_comb1_slope_c <= "11111111111111111010100110111110";
-        when 94 => pwl_comb1_slope_c <= "11111111111111111011000010101101";
-        when 95 => pwl_comb1_slope_c <= "11111111111111111011011101101011";
-        when 96 => pwl_comb1_slope_c <= "11111111111111111011110111101001";
-        when 97 => pwl_comb1_slope_c <= "11111111111111111100010000011101";
-        when 98 => pwl_comb1_slope_c <= "11111111111111111100100111111110";
-        when 99 => pwl_comb1_slope_c <= "11111111111111111100111110000111";
-        when 100 => pwl_comb1_slope_c <= "11111111111111111101010010110011";
-        when 101 => pwl_comb1_slope_c <= "11111111111111111101100101111111";
-        when 102 => pwl_comb1_slope_c <= "11111111111111111101110111101100";
-        when 103 => pwl_comb1_slope_c <= "11111111111111111110000111111010";
-        when 104 => pwl_comb1_slope_c <= "11111111111111111110010110101011";
-        when 105 => pwl_comb1_slope_c <= "11111111111111111110100100000010";
-        when 106 => pwl_comb1_slope_c <= "11111111111111111110110000000100";
-        when 107 => pwl_comb1_slope_c <= "11111111111111111110111010110101";
-        when 108 => pwl_comb1_slope_c <= "11111111111111111111000100011010";
-        when 109 => pwl_comb1_slope_c <= "11111111111111111111001100111001";
-        when 110 => pwl_comb1_slope_c <= "11111111111111111111010100010111";
-        when 111 => pwl_comb1_slope_c <= "11111111111111111111011010111001";
-        when 112 => pwl_comb1_slope_c <= "11111111111111111111100000100110";
-        when 113 => pwl_comb1_slope_c <= "11111111111111111111100101100001";
-        when 114 => pwl_comb1_slope_c <= "11111111111111111111101001110010";
-        when 115 => pwl_comb1_slope_c <= "11111111111111111111101101011100";
-        when 116 => pwl_comb1_slope_c <= "11111111111111111111110000100011";
-        when 117 => pwl_comb1_slope_c <= "11111111111111111111110011001101";
-        when 118 => pwl_comb1_slope_c <= "11111111111111111111110101011100";
-        when 119 => pwl_comb1_slope_c <= "11111111111111111111110111010101";
-        when 120 => pwl_comb1_slope_c <= "11111111111111111111111000111010";
-        when 121 => pwl_comb1_slope_c <= "11111111111111111111111010001110";
-        when 122 => pwl_comb1_slope_c <= "11111111111111111111111011010100";
-        when 123 => pwl_comb1_slope_c <= "11111111111111111111111100001110";
-        when 124 => pwl_comb1_slope_c <= "11111111111111111111111100111101";
-        when 125 => pwl_comb1_slope_c <= "11111111111111111111111101100100";
-        when 126 => pwl_comb1_slope_c <= "11111111111111111111111110000011";
-        when others => pwl_comb1_slope_c <= "11111111111111111111111110011101";
+end process pwl_pipe1_p2rom;
+
+pwl_pipe1_p2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pwl_pipe1_idx3 <= to_unsigned(0, 7);
+            pwl_pipe1_prod3 <= to_signed(0, 33);
+        else
+            pwl_pipe1_prod3 <= (resize(pwl_pipe1_slope2, 20) * pwl_pipe1_off2);
+            pwl_pipe1_idx3 <= pwl_pipe1_idx2;
+        end if;
+    end if;
+end process pwl_pipe1_p2;
+
+
+pwl_pipe1_round_sat_fast1_round_sat1_t <= shift_right(pwl_pipe1_prod3, 16);
+pwl_pipe1_round_sat_fast1_round_sat1_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000") & pwl_pipe1_prod3((16 - 1))));
+
+
+pwl_pipe1_round_sat_fast1_round_sat1_r <= (pwl_pipe1_round_sat_fast1_round_sat1_t + pwl_pipe1_round_sat_fast1_round_sat1_rb);
+
+
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi <= unsigned(pwl_pipe1_round_sat_fast1_round_sat1_r(33-1 downto (32 - 1)));
+
+
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_hin <= (not pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi);
+
+
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign <= stdl((not bool(pwl_pipe1_round_sat_fast1_round_sat1_r((33 - 1)))));
+
+pwl_pipe1_round_sat_fast1_round_sat1_sat4_clamp: process (pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill, pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi, pwl_pipe1_round_sat_fast1_round_sat1_r, pwl_pipe1_round_sat_fast1_round_sat1_sat4_hin) is
+begin
+    if ((pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi = 0) or (pwl_pipe1_round_sat_fast1_round_sat1_sat4_hin = 0)) then
+        pwl_pipe1_rnd_c <= signed(unsigned(pwl_pipe1_round_sat_fast1_round_sat1_r(32-1 downto 0)));
+    else
+        pwl_pipe1_rnd_c <= signed(unsigned'(pwl_pipe1_round_sat_fast1_round_sat1_r((33 - 1)) & pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill));
+    end if;
+end process pwl_pipe1_round_sat_fast1_round_sat1_sat4_clamp;
+
+pwl_pipe1_p3: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pwl_pipe1_rnd4 <= to_signed(0, 32);
+            pwl_pipe1_idx4 <= to_unsigned(0, 7);
+        else
+            pwl_pipe1_rnd4 <= pwl_pipe1_rnd_c;
+            pwl_pipe1_idx4 <= pwl_pipe1_idx3;
+        end if;
+    end if;
+end process pwl_pipe1_p3;
+
+pwl_pipe1_p4rom: process (pwl_pipe1_idx4) is
+begin
+    case to_integer(pwl_pipe1_idx4) is
+        when 0 => pwl_pipe1_base4 <= "00000000000000000000000000010110";
+        when 1 => pwl_pipe1_base4 <= "00000000000000000000000000011100";
+        when 2 => pwl_pipe1_base4 <= "00000000000000000000000000100100";
+        when 3 => pwl_pipe1_base4 <= "00000000000000000000000000101110";
+        when 4 => pwl_pipe1_base4 <= "00000000000000000000000000111010";
+        when 5 => pwl_pipe1_base4 <= "00000000000000000000000001001001";
+        when 6 => pwl_pipe1_base4 <= "00000000000000000000000001011100";
+        when 7 => pwl_pipe1_base4 <= "00000000000000000000000001110011";
+        when 8 => pwl_pipe1_base4 <= "00000000000000000000000010001111";
+        when 9 => pwl_pipe1_base4 <= "00000000000000000000000010110010";
+        when 10 => pwl_pipe1_base4 <= "00000000000000000000000011011100";
+        when 11 => pwl_pipe1_base4 <= "00000000000000000000000100010000";
+        when 12 => pwl_pipe1_base4 <= "00000000000000000000000101001101";
+        when 13 => pwl_pipe1_base4 <= "00000000000000000000000110011000";
+        when 14 => pwl_pipe1_base4 <= "00000000000000000000000111110000";
+        when 15 => pwl_pipe1_base4 <= "00000000000000000000001001011010";
+        when 16 => pwl_pipe1_base4 <= "00000000000000000000001011011000";
+        when 17 => pwl_pipe1_base4 <= "00000000000000000000001101101100";
+        when 18 => pwl_pipe1_base4 <= "00000000000000000000010000011011";
+        when 19 => pwl_pipe1_base4 <= "00000000000000000000010011100111";
+        when 20 => pwl_pipe1_base4 <= "00000000000000000000010111010110";
+        when 21 => pwl_pipe1_base4 <= "00000000000000000000011011101011";
+        when 22 => pwl_pipe1_base4 <= "00000000000000000000100000101010";
+        when 23 => pwl_pipe1_base4 <= "00000000000000000000100110011010";
+        when 24 => pwl_pipe1_base4 <= "00000000000000000000101100111111";
+        when 25 => pwl_pipe1_base4 <= "00000000000000000000110100100000";
+        when 26 => pwl_pipe1_base4 <= "00000000000000000000111101000001";
+        when 27 => pwl_pipe1_base4 <= "00000000000000000001000110101001";
+        when 28 => pwl_pipe1_base4 <= "00000000000000000001010001011110";
+        when 29 => pwl_pipe1_base4 <= "00000000000000000001011101100110";
+        when 30 => pwl_pipe1_base4 <= "00000000000000000001101011000110";
+        when 31 => pwl_pipe1_base4 <= "00000000000000000001111010000100";
+        when 32 => pwl_pipe1_base4 <= "00000000000000000010001010100101";
+        when 33 => pwl_pipe1_base4 <= "00000000000000000010011100101111";
+        when 34 => pwl_pipe1_base4 <= "00000000000000000010110000100100";
+        when 35 => pwl_pipe1_base4 <= "00000000000000000011000110001000";
+        when 36 => pwl_pipe1_base4 <= "00000000000000000011011101011101";
+        when 37 => pwl_pipe1_base4 <= "00000000000000000011110110100100";
+        when 38 => pwl_pipe1_base4 <= "00000000000000000100010001011110";
+        when 39 => pwl_pipe1_base4 <= "00000000000000000100101110000111";
+        when 40 => pwl_pipe1_base4 <= "00000000000000000101001100011100";
+        when 41 => pwl_pipe1_base4 <= "00000000000000000101101100011010";
+        when 42 => pwl_pipe1_base4 <= "00000000000000000110001101111001";
+        when 43 => pwl_pipe1_base4 <= "00000000000000000110110000110000";
+        when 44 => pwl_pipe1_base4 <= "00000000000000000111010100110101";
+        when 45 => pwl_pipe1_base4 <= "00000000000000000111111001111011";
+        when 46 => pwl_pipe1_base4 <= "00000000000000001000011111110110";
+        when 47 => pwl_pipe1_base4 <= "00000000000000001001000110010100";
+        when 48 => pwl_pipe1_base4 <= "00000000000000001001101101000110";
+        when 49 => pwl_pipe1_base4 <= "00000000000000001010010011110111";
+        when 50 => pwl_pipe1_base4 <= "00000000000000001010111010010100";
+        when 51 => pwl_pipe1_base4 <= "00000000000000001011100000001000";
+        when 52 => pwl_pipe1_base4 <= "00000000000000001100000100111101";
+        when 53 => pwl_pipe1_base4 <= "00000000000000001100101000011110";
+        when 54 => pwl_pipe1_base4 <= "00000000000000001101001010010100";
+        when 55 => pwl_pipe1_base4 <= "00000000000000001101101010001011";
+        when 56 => pwl_pipe1_base4 <= "00000000000000001110000111101011";
+        when 57 => pwl_pipe1_base4 <= "00000000000000001110100010100011";
+        when 58 => pwl_pipe1_base4 <= "00000000000000001110111010011110";
+        when 59 => pwl_pipe1_base4 <= "00000000000000001111001111001101";
+        when 60 => pwl_pipe1_base4 <= "00000000000000001111100000100000";
+        when 61 => pwl_pipe1_base4 <= "00000000000000001111101110001010";
+        when 62 => pwl_pipe1_base4 <= "00000000000000001111111000000010";
+        when 63 => pwl_pipe1_base4 <= "00000000000000001111111110000000";
+        when 64 => pwl_pipe1_base4 <= "00000000000000010000000000000000";
+        when 65 => pwl_pipe1_base4 <= "00000000000000001111111110000000";
+        when 66 => pwl_pipe1_base4 <= "00000000000000001111111000000010";
+        when 67 => pwl_pipe1_base4 <= "00000000000000001111101110001010";
+        when 68 => pwl_pipe1_base4 <= "00000000000000001111100000100000";
+        when 69 => pwl_pipe1_base4 <= "00000000000000001111001111001101";
+        when 70 => pwl_pipe1_base4 <= "00000000000000001110111010011110";
+        when 71 => pwl_pipe1_base4 <= "00000000000000001110100010100011";
+        when 72 => pwl_pipe1_base4 <= "00000000000000001110000111101011";
+        when 73 => pwl_pipe1_base4 <= "00000000000000001101101010001011";
+        when 74 => pwl_pipe1_base4 <= "00000000000000001101001010010100";
+        when 75 => pwl_pipe1_base4 <= "00000000000000001100101000011110";
+        when 76 => pwl_pipe1_base4 <= "00000000000000001100000100111101";
+        when 77 => pwl_pipe1_base4 <= "00000000000000001011100000001000";
+        when 78 => pwl_pipe1_base4 <= "00000000000000001010111010010100";
+        when 79 => pwl_pipe1_base4 <= "00000000000000001010010011110111";
+        when 80 => pwl_pipe1_base4 <= "00000000000000001001101101000110";
+        when 81 => pwl_pipe1_base4 <= "00000000000000001001000110010100";
+        when 82 => pwl_pipe1_base4 <= "00000000000000001000011111110110";
+        when 83 => pwl_pipe1_base4 <= "00000000000000000111111001111011";
+        when 84 => pwl_pipe1_base4 <= "00000000000000000111010100110101";
+        when 85 => pwl_pipe1_base4 <= "00000000000000000110110000110000";
+        when 86 => pwl_pipe1_base4 <= "00000000000000000110001101111001";
+        when 87 => pwl_pipe1_base4 <= "00000000000000000101101100011010";
+        when 88 => pwl_pipe1_base4 <= "00000000000000000101001100011100";
+        when 89 => pwl_pipe1_base4 <= "00000000000000000100101110000111";
+        when 90 => pwl_pipe1_base4 <= "00000000000000000100010001011110";
+        when 91 => pwl_pipe1_base4 <= "00000000000000000011110110100100";
+        when 92 => pwl_pipe1_base4 <= "00000000000000000011011101011101";
+        when 93 => pwl_pipe1_base4 <= "00000000000000000011000110001000";
+        when 94 => pwl_pipe1_base4 <= "00000000000000000010110000100100";
+        when 95 => pwl_pipe1_base4 <= "00000000000000000010011100101111";
+        when 96 => pwl_pipe1_base4 <= "00000000000000000010001010100101";
+        when 97 => pwl_pipe1_base4 <= "00000000000000000001111010000100";
+        when 98 => pwl_pipe1_base4 <= "00000000000000000001101011000110";
+        when 99 => pwl_pipe1_base4 <= "00000000000000000001011101100110";
+        when 100 => pwl_pipe1_base4 <= "00000000000000000001010001011110";
+        when 101 => pwl_pipe1_base4 <= "00000000000000000001000110101001";
+        when 102 => pwl_pipe1_base4 <= "00000000000000000000111101000001";
+        when 103 => pwl_pipe1_base4 <= "00000000000000000000110100100000";
+        when 104 => pwl_pipe1_base4 <= "00000000000000000000101100111111";
+        when 105 => pwl_pipe1_base4 <= "00000000000000000000100110011010";
+        when 106 => pwl_pipe1_base4 <= "00000000000000000000100000101010";
+        when 107 => pwl_pipe1_base4 <= "00000000000000000000011011101011";
+        when 108 => pwl_pipe1_base4 <= "00000000000000000000010111010110";
+        when 109 => pwl_pipe1_base4 <= "00000000000000000000010011100111";
+        when 110 => pwl_pipe1_base4 <= "00000000000000000000010000011011";
+        when 111 => pwl_pipe1_base4 <= "00000000000000000000001101101100";
+        when 112 => pwl_pipe1_base4 <= "00000000000000000000001011011000";
+        when 113 => pwl_pipe1_base4 <= "00000000000000000000001001011010";
+        when 114 => pwl_pipe1_base4 <= "00000000000000000000000111110000";
+        when 115 => pwl_pipe1_base4 <= "00000000000000000000000110011000";
+        when 116 => pwl_pipe1_base4 <= "00000000000000000000000101001101";
+        when 117 => pwl_pipe1_base4 <= "00000000000000000000000100010000";
+        when 118 => pwl_pipe1_base4 <= "00000000000000000000000011011100";
+        when 119 => pwl_pipe1_base4 <= "00000000000000000000000010110010";
+        when 120 => pwl_pipe1_base4 <= "00000000000000000000000010001111";
+        when 121 => pwl_pipe1_base4 <= "00000000000000000000000001110011";
+        when 122 => pwl_pipe1_base4 <= "00000000000000000000000001011100";
+        when 123 => pwl_pipe1_base4 <= "00000000000000000000000001001001";
+        when 124 => pwl_pipe1_base4 <= "00000000000000000000000000111010";
+        when 125 => pwl_pipe1_base4 <= "00000000000000000000000000101110";
+        when 126 => pwl_pipe1_base4 <= "00000000000000000000000000100100";
+        when others => pwl_pipe1_base4 <= "00000000000000000000000000011100";
     end case;
-end process pwl_comb1_rom;
+end process pwl_pipe1_p4rom;
 
 
-pwl_comb1_offs <= signed(unsigned'(to_unsigned(0, 1) & pwl_comb1_off));
+pwl_pipe1_sumv <= (resize(pwl_pipe1_base4, 33) + pwl_pipe1_rnd4);
 
 
-pwl_comb1_prod <= (pwl_comb1_slope_c * pwl_comb1_offs);
+pwl_pipe1_sat5_hi <= unsigned(pwl_pipe1_sumv(33-1 downto (32 - 1)));
 
 
-pwl_comb1_round_sat3_t <= shift_right(pwl_comb1_prod, 16);
-pwl_comb1_round_sat3_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000000000000000") & pwl_comb1_prod((16 - 1))));
+pwl_pipe1_sat5_hin <= (not pwl_pipe1_sat5_hi);
 
 
-pwl_comb1_round_sat3_r <= (pwl_comb1_round_sat3_t + pwl_comb1_round_sat3_rb);
+pwl_pipe1_sat5_nsign <= stdl((not bool(pwl_pipe1_sumv((33 - 1)))));
 
-
-pwl_comb1_round_sat3_sat7_hi <= unsigned(pwl_comb1_round_sat3_r(45-1 downto (32 - 1)));
-
-
-pwl_comb1_round_sat3_sat7_hin <= (not pwl_comb1_round_sat3_sat7_hi);
-
-
-pwl_comb1_round_sat3_sat7_nsign <= stdl((not bool(pwl_comb1_round_sat3_r((45 - 1)))));
-
-pwl_comb1_round_sat3_sat7_clamp: process (pwl_comb1_round_sat3_sat7_fill, pwl_comb1_round_sat3_sat7_hi, pwl_comb1_round_sat3_r, pwl_comb1_round_sat3_sat7_hin) is
+pwl_pipe1_sat5_clamp: process (pwl_pipe1_sat5_fill, pwl_pipe1_sat5_hi, pwl_pipe1_sumv, pwl_pipe1_sat5_hin) is
 begin
-    if ((pwl_comb1_round_sat3_sat7_hi = 0) or (pwl_comb1_round_sat3_sat7_hin = 0)) then
-        pwl_comb1_rnd <= signed(unsigned(pwl_comb1_round_sat3_r(32-1 downto 0)));
+    if ((pwl_pipe1_sat5_hi = 0) or (pwl_pipe1_sat5_hin = 0)) then
+        pwl_pipe1_ys <= signed(unsigned(pwl_pipe1_sumv(32-1 downto 0)));
     else
-        pwl_comb1_rnd <= signed(unsigned'(pwl_comb1_round_sat3_r((45 - 1)) & pwl_comb1_round_sat3_sat7_fill));
+        pwl_pipe1_ys <= signed(unsigned'(pwl_pipe1_sumv((33 - 1)) & pwl_pipe1_sat5_fill));
     end if;
-end process pwl_comb1_round_sat3_sat7_clamp;
+end process pwl_pipe1_sat5_clamp;
 
-
-pwl_comb1_sumv <= (resize(pwl_comb1_base_c, 33) + pwl_comb1_rnd);
-
-
-pwl_comb1_sat8_hi <= unsigned(pwl_comb1_sumv(33-1 downto (32 - 1)));
-
-
-pwl_comb1_sat8_hin <= (not pwl_comb1_sat8_hi);
-
-
-pwl_comb1_sat8_nsign <= stdl((not bool(pwl_comb1_sumv((33 - 1)))));
-
-pwl_comb1_sat8_clamp: process (pwl_comb1_sat8_fill, pwl_comb1_sat8_hi, pwl_comb1_sumv, pwl_comb1_sat8_hin) is
+pwl_pipe1_p4romh: process (pwl_pipe1_idx4) is
 begin
-    if ((pwl_comb1_sat8_hi = 0) or (pwl_comb1_sat8_hin = 0)) then
-        pwl_comb1_ys <= signed(unsigned(pwl_comb1_sumv(32-1 downto 0)));
-    else
-        pwl_comb1_ys <= signed(unsigned'(pwl_comb1_sumv((33 - 1)) & pwl_comb1_sat8_fill));
-    end if;
-end process pwl_comb1_sat8_clamp;
+    case to_integer(pwl_pipe1_idx4) is
+        when 0 => pwl_pipe1_limh <= "00000000000000001111111111101010";
+        when 1 => pwl_pipe1_limh <= "00000000000000001111111111100100";
+        when 2 => pwl_pipe1_limh <= "00000000000000001111111111011100";
+        when 3 => pwl_pipe1_limh <= "00000000000000001111111111010010";
+        when 4 => pwl_pipe1_limh <= "00000000000000001111111111000110";
+        when 5 => pwl_pipe1_limh <= "00000000000000001111111110110111";
+        when 6 => pwl_pipe1_limh <= "00000000000000001111111110100100";
+        when 7 => pwl_pipe1_limh <= "00000000000000001111111110001101";
+        when 8 => pwl_pipe1_limh <= "00000000000000001111111101110001";
+        when 9 => pwl_pipe1_limh <= "00000000000000001111111101001110";
+        when 10 => pwl_pipe1_limh <= "00000000000000001111111100100100";
+        when 11 => pwl_pipe1_limh <= "00000000000000001111111011110000";
+        when 12 => pwl_pipe1_limh <= "00000000000000001111111010110011";
+        when 13 => pwl_pipe1_limh <= "00000000000000001111111001101000";
+        when 14 => pwl_pipe1_limh <= "00000000000000001111111000010000";
+        when 15 => pwl_pipe1_limh <= "00000000000000001111110110100110";
+        when 16 => pwl_pipe1_limh <= "00000000000000001111110100101000";
+        when 17 => pwl_pipe1_limh <= "00000000000000001111110010010100";
+        when 18 => pwl_pipe1_limh <= "00000000000000001111101111100101";
+        when 19 => pwl_pipe1_limh <= "00000000000000001111101100011001";
+        when 20 => pwl_pipe1_limh <= "00000000000000001111101000101010";
+        when 21 => pwl_pipe1_limh <= "00000000000000001111100100010101";
+        when 22 => pwl_pipe1_limh <= "00000000000000001111011111010110";
+        when 23 => pwl_pipe1_limh <= "00000000000000001111011001100110";
+        when 24 => pwl_pipe1_limh <= "00000000000000001111010011000001";
+        when 25 => pwl_pipe1_limh <= "00000000000000001111001011100000";
+        when 26 => pwl_pipe1_limh <= "00000000000000001111000010111111";
+        when 27 => pwl_pipe1_limh <= "00000000000000001110111001010111";
+        when 28 => pwl_pipe1_limh <= "00000000000000001110101110100010";
+        when 29 => pwl_pipe1_limh <= "00000000000000001110100010011010";
+        when 30 => pwl_pipe1_limh <= "00000000000000001110010100111010";
+        when 31 => pwl_pipe1_limh <= "00000000000000001110000101111100";
+        when 32 => pwl_pipe1_limh <= "00000000000000001101110101011011";
+        when 33 => pwl_pipe1_limh <= "00000000000000001101100011010001";
+        when 34 => pwl_pipe1_limh <= "00000000000000001101001111011100";
+        when 35 => pwl_pipe1_limh <= "00000000000000001100111001111000";
+        when 36 => pwl_pipe1_limh <= "00000000000000001100100010100011";
+        when 37 => pwl_pipe1_limh <= "00000000000000001100001001011100";
+        when 38 => pwl_pipe1_limh <= "00000000000000001011101110100010";
+        when 39 => pwl_pipe1_limh <= "00000000000000001011010001111001";
+        when 40 => pwl_pipe1_limh <= "00000000000000001010110011100100";
+        when 41 => pwl_pipe1_limh <= "00000000000000001010010011100110";
+        when 42 => pwl_pipe1_limh <= "00000000000000001001110010000111";
+        when 43 => pwl_pipe1_limh <= "00000000000000001001001111010000";
+        when 44 => pwl_pipe1_limh <= "00000000000000001000101011001011";
+        when 45 => pwl_pipe1_limh <= "00000000000000001000000110000101";
+        when 46 => pwl_pipe1_limh <= "00000000000000000111100000001010";
+        when 47 => pwl_pipe1_limh <= "00000000000000000110111001101100";
+        when 48 => pwl_pipe1_limh <= "00000000000000000110010010111010";
+        when 49 => pwl_pipe1_limh <= "00000000000000000101101100001001";
+        when 50 => pwl_pipe1_limh <= "00000000000000000101000101101100";
+        when 51 => pwl_pipe1_limh <= "00000000000000000100011111111000";
+        when 52 => pwl_pipe1_limh <= "00000000000000000011111011000011";
+        when 53 => pwl_pipe1_limh <= "00000000000000000011010111100010";
+        when 54 => pwl_pipe1_limh <= "00000000000000000010110101101100";
+        when 55 => pwl_pipe1_limh <= "00000000000000000010010101110101";
+        when 56 => pwl_pipe1_limh <= "00000000000000000001111000010101";
+        when 57 => pwl_pipe1_limh <= "00000000000000000001011101011101";
+        when 58 => pwl_pipe1_limh <= "00000000000000000001000101100010";
+        when 59 => pwl_pipe1_limh <= "00000000000000000000110000110011";
+        when 60 => pwl_pipe1_limh <= "00000000000000000000011111100000";
+        when 61 => pwl_pipe1_limh <= "00000000000000000000010001110110";
+        when 62 => pwl_pipe1_limh <= "00000000000000000000000111111110";
+        when 63 => pwl_pipe1_limh <= "00000000000000000000000010000000";
+        when 64 => pwl_pipe1_limh <= "00000000000000000000000000000000";
+        when 65 => pwl_pipe1_limh <= "00000000000000000000000010000000";
+        when 66 => pwl_pipe1_limh <= "00000000000000000000000111111110";
+        when 67 => pwl_pipe1_limh <= "00000000000000000000010001110110";
+        when 68 => pwl_pipe1_limh <= "00000000000000000000011111100000";
+        when 69 => pwl_pipe1_limh <= "00000000000000000000110000110011";
+        when 70 => pwl_pipe1_limh <= "00000000000000000001000101100010";
+        when 71 => pwl_pipe1_limh <= "00000000000000000001011101011101";
+        when 72 => pwl_pipe1_limh <= "00000000000000000001111000010101";
+        when 73 => pwl_pipe1_limh <= "00000000000000000010010101110101";
+        when 74 => pwl_pipe1_limh <= "00000000000000000010110101101100";
+        when 75 => pwl_pipe1_limh <= "00000000000000000011010111100010";
+        when 76 => pwl_pipe1_limh <= "00000000000000000011111011000011";
+        when 77 => pwl_pipe1_limh <= "00000000000000000100011111111000";
+        when 78 => pwl_pipe1_limh <= "00000000000000000101000101101100";
+        when 79 => pwl_pipe1_limh <= "00000000000000000101101100001001";
+        when 80 => pwl_pipe1_limh <= "00000000000000000110010010111010";
+        when 81 => pwl_pipe1_limh <= "00000000000000000110111001101100";
+        when 82 => pwl_pipe1_limh <= "00000000000000000111100000001010";
+        when 83 => pwl_pipe1_limh <= "00000000000000001000000110000101";
+        when 84 => pwl_pipe1_limh <= "00000000000000001000101011001011";
+        when 85 => pwl_pipe1_limh <= "00000000000000001001001111010000";
+        when 86 => pwl_pipe1_limh <= "00000000000000001001110010000111";
+        when 87 => pwl_pipe1_limh <= "00000000000000001010010011100110";
+        when 88 => pwl_pipe1_limh <= "00000000000000001010110011100100";
+        when 89 => pwl_pipe1_limh <= "00000000000000001011010001111001";
+        when 90 => pwl_pipe1_limh <= "00000000000000001011101110100010";
+        when 91 => pwl_pipe1_limh <= "00000000000000001100001001011100";
+        when 92 => pwl_pipe1_limh <= "00000000000000001100100010100011";
+        when 93 => pwl_pipe1_limh <= "00000000000000001100111001111000";
+        when 94 => pwl_pipe1_limh <= "00000000000000001101001111011100";
+        when 95 => pwl_pipe1_limh <= "00000000000000001101100011010001";
+        when 96 => pwl_pipe1_limh <= "00000000000000001101110101011011";
+        when 97 => pwl_pipe1_limh <= "00000000000000001110000101111100";
+        when 98 => pwl_pipe1_limh <= "00000000000000001110010100111010";
+        when 99 => pwl_pipe1_limh <= "00000000000000001110100010011010";
+        when 100 => pwl_pipe1_limh <= "00000000000000001110101110100010";
+        when 101 => pwl_pipe1_limh <= "00000000000000001110111001010111";
+        when 102 => pwl_pipe1_limh <= "00000000000000001111000010111111";
+        when 103 => pwl_pipe1_limh <= "00000000000000001111001011100000";
+        when 104 => pwl_pipe1_limh <= "00000000000000001111010011000001";
+        when 105 => pwl_pipe1_limh <= "00000000000000001111011001100110";
+        when 106 => pwl_pipe1_limh <= "00000000000000001111011111010110";
+        when 107 => pwl_pipe1_limh <= "00000000000000001111100100010101";
+        when 108 => pwl_pipe1_limh <= "00000000000000001111101000101010";
+        when 109 => pwl_pipe1_limh <= "00000000000000001111101100011001";
+        when 110 => pwl_pipe1_limh <= "00000000000000001111101111100101";
+        when 111 => pwl_pipe1_limh <= "00000000000000001111110010010100";
+        when 112 => pwl_pipe1_limh <= "00000000000000001111110100101000";
+        when 113 => pwl_pipe1_limh <= "00000000000000001111110110100110";
+        when 114 => pwl_pipe1_limh <= "00000000000000001111111000010000";
+        when 115 => pwl_pipe1_limh <= "00000000000000001111111001101000";
+        when 116 => pwl_pipe1_limh <= "00000000000000001111111010110011";
+        when 117 => pwl_pipe1_limh <= "00000000000000001111111011110000";
+        when 118 => pwl_pipe1_limh <= "00000000000000001111111100100100";
+        when 119 => pwl_pipe1_limh <= "00000000000000001111111101001110";
+        when 120 => pwl_pipe1_limh <= "00000000000000001111111101110001";
+        when 121 => pwl_pipe1_limh <= "00000000000000001111111110001101";
+        when 122 => pwl_pipe1_limh <= "00000000000000001111111110100100";
+        when 123 => pwl_pipe1_limh <= "00000000000000001111111110110111";
+        when 124 => pwl_pipe1_limh <= "00000000000000001111111111000110";
+        when 125 => pwl_pipe1_limh <= "00000000000000001111111111010010";
+        when 126 => pwl_pipe1_limh <= "00000000000000001111111111011100";
+        when others => pwl_pipe1_limh <= "00000000000000001111111111100100";
+    end case;
+end process pwl_pipe1_p4romh;
 
-pwl_comb1_outc: process (pwl_comb1_ys) is
+pwl_pipe1_p4roml: process (pwl_pipe1_idx4) is
 begin
-    if (pwl_comb1_ys > 65536) then
+    case to_integer(pwl_pipe1_idx4) is
+        when 0 => pwl_pipe1_liml <= "11111111111111111111111111101010";
+        when 1 => pwl_pipe1_liml <= "11111111111111111111111111100100";
+        when 2 => pwl_pipe1_liml <= "11111111111111111111111111011100";
+        when 3 => pwl_pipe1_liml <= "11111111111111111111111111010010";
+        when 4 => pwl_pipe1_liml <= "11111111111111111111111111000110";
+        when 5 => pwl_pipe1_liml <= "11111111111111111111111110110111";
+        when 6 => pwl_pipe1_liml <= "11111111111111111111111110100100";
+        when 7 => pwl_pipe1_liml <= "11111111111111111111111110001101";
+        when 8 => pwl_pipe1_liml <= "11111111111111111111111101110001";
+        when 9 => pwl_pipe1_liml <= "11111111111111111111111101001110";
+        when 10 => pwl_pipe1_liml <= "11111111111111111111111100100100";
+        when 11 => pwl_pipe1_liml <= "11111111111111111111111011110000";
+        when 12 => pwl_pipe1_liml <= "11111111111111111111111010110011";
+        when 13 => pwl_pipe1_liml <= "11111111111111111111111001101000";
+        when 14 => pwl_pipe1_liml <= "11111111111111111111111000010000";
+        when 15 => pwl_pipe1_liml <= "11111111111111111111110110100110";
+        when 16 => pwl_pipe1_liml <= "11111111111111111111110100101000";
+        when 17 => pwl_pipe1_liml <= "11111111111111111111110010010100";
+        when 18 => pwl_pipe1_liml <= "11111111111111111111101111100101";
+        when 19 => pwl_pipe1_liml <= "11111111111111111111101100011001";
+        when 20 => pwl_pipe1_liml <= "11111111111111111111101000101010";
+        when 21 => pwl_pipe1_liml <= "11111111111111111111100100010101";
+        when 22 => pwl_pipe1_liml <= "11111111111111111111011111010110";
+        when 23 => pwl_pipe1_liml <= "11111111111111111111011001100110";
+        when 24 => pwl_pipe1_liml <= "11111111111111111111010011000001";
+        when 25 => pwl_pipe1_liml <= "11111111111111111111001011100000";
+        when 26 => pwl_pipe1_liml <= "11111111111111111111000010111111";
+        when 27 => pwl_pipe1_liml <= "11111111111111111110111001010111";
+        when 28 => pwl_pipe1_liml <= "11111111111111111110101110100010";
+        when 29 => pwl_pipe1_liml <= "11111111111111111110100010011010";
+        when 30 => pwl_pipe1_liml <= "11111111111111111110010100111010";
+        when 31 => pwl_pipe1_liml <= "11111111111111111110000101111100";
+        when 32 => pwl_pipe1_liml <= "11111111111111111101110101011011";
+        when 33 => pwl_pipe1_liml <= "11111111111111111101100011010001";
+        when 34 => pwl_pipe1_liml <= "11111111111111111101001111011100";
+        when 35 => pwl_pipe1_liml <= "11111111111111111100111001111000";
+        when 36 => pwl_pipe1_liml <= "11111111111111111100100010100011";
+        when 37 => pwl_pipe1_liml <= "11111111111111111100001001011100";
+        when 38 => pwl_pipe1_liml <= "11111111111111111011101110100010";
+        when 39 => pwl_pipe1_liml <= "11111111111111111011010001111001";
+        when 40 => pwl_pipe1_liml <= "11111111111111111010110011100100";
+        when 41 => pwl_pipe1_liml <= "11111111111111111010010011100110";
+        when 42 => pwl_pipe1_liml <= "11111111111111111001110010000111";
+        when 43 => pwl_pipe1_liml <= "11111111111111111001001111010000";
+        when 44 => pwl_pipe1_liml <= "11111111111111111000101011001011";
+        when 45 => pwl_pipe1_liml <= "11111111111111111000000110000101";
+        when 46 => pwl_pipe1_liml <= "11111111111111110111100000001010";
+        when 47 => pwl_pipe1_liml <= "11111111111111110110111001101100";
+        when 48 => pwl_pipe1_liml <= "11111111111111110110010010111010";
+        when 49 => pwl_pipe1_liml <= "11111111111111110101101100001001";
+        when 50 => pwl_pipe1_liml <= "11111111111111110101000101101100";
+        when 51 => pwl_pipe1_liml <= "11111111111111110100011111111000";
+        when 52 => pwl_pipe1_liml <= "11111111111111110011111011000011";
+        when 53 => pwl_pipe1_liml <= "11111111111111110011010111100010";
+        when 54 => pwl_pipe1_liml <= "11111111111111110010110101101100";
+        when 55 => pwl_pipe1_liml <= "11111111111111110010010101110101";
+        when 56 => pwl_pipe1_liml <= "11111111111111110001111000010101";
+        when 57 => pwl_pipe1_liml <= "11111111111111110001011101011101";
+        when 58 => pwl_pipe1_liml <= "11111111111111110001000101100010";
+        when 59 => pwl_pipe1_liml <= "11111111111111110000110000110011";
+        when 60 => pwl_pipe1_liml <= "11111111111111110000011111100000";
+        when 61 => pwl_pipe1_liml <= "11111111111111110000010001110110";
+        when 62 => pwl_pipe1_liml <= "11111111111111110000000111111110";
+        when 63 => pwl_pipe1_liml <= "11111111111111110000000010000000";
+        when 64 => pwl_pipe1_liml <= "11111111111111110000000000000000";
+        when 65 => pwl_pipe1_liml <= "11111111111111110000000010000000";
+        when 66 => pwl_pipe1_liml <= "11111111111111110000000111111110";
+        when 67 => pwl_pipe1_liml <= "11111111111111110000010001110110";
+        when 68 => pwl_pipe1_liml <= "11111111111111110000011111100000";
+        when 69 => pwl_pipe1_liml <= "11111111111111110000110000110011";
+        when 70 => pwl_pipe1_liml <= "11111111111111110001000101100010";
+        when 71 => pwl_pipe1_liml <= "11111111111111110001011101011101";
+        when 72 => pwl_pipe1_liml <= "11111111111111110001111000010101";
+        when 73 => pwl_pipe1_liml <= "11111111111111110010010101110101";
+        when 74 => pwl_pipe1_liml <= "11111111111111110010110101101100";
+        when 75 => pwl_pipe1_liml <= "11111111111111110011010111100010";
+        when 76 => pwl_pipe1_liml <= "11111111111111110011111011000011";
+        when 77 => pwl_pipe1_liml <= "11111111111111110100011111111000";
+        when 78 => pwl_pipe1_liml <= "11111111111111110101000101101100";
+        when 79 => pwl_pipe1_liml <= "11111111111111110101101100001001";
+        when 80 => pwl_pipe1_liml <= "11111111111111110110010010111010";
+        when 81 => pwl_pipe1_liml <= "11111111111111110110111001101100";
+        when 82 => pwl_pipe1_liml <= "11111111111111110111100000001010";
+        when 83 => pwl_pipe1_liml <= "11111111111111111000000110000101";
+        when 84 => pwl_pipe1_liml <= "11111111111111111000101011001011";
+        when 85 => pwl_pipe1_liml <= "11111111111111111001001111010000";
+        when 86 => pwl_pipe1_liml <= "11111111111111111001110010000111";
+        when 87 => pwl_pipe1_liml <= "11111111111111111010010011100110";
+        when 88 => pwl_pipe1_liml <= "11111111111111111010110011100100";
+        when 89 => pwl_pipe1_liml <= "11111111111111111011010001111001";
+        when 90 => pwl_pipe1_liml <= "11111111111111111011101110100010";
+        when 91 => pwl_pipe1_liml <= "11111111111111111100001001011100";
+        when 92 => pwl_pipe1_liml <= "11111111111111111100100010100011";
+        when 93 => pwl_pipe1_liml <= "11111111111111111100111001111000";
+        when 94 => pwl_pipe1_liml <= "11111111111111111101001111011100";
+        when 95 => pwl_pipe1_liml <= "11111111111111111101100011010001";
+        when 96 => pwl_pipe1_liml <= "11111111111111111101110101011011";
+        when 97 => pwl_pipe1_liml <= "11111111111111111110000101111100";
+        when 98 => pwl_pipe1_liml <= "11111111111111111110010100111010";
+        when 99 => pwl_pipe1_liml <= "11111111111111111110100010011010";
+        when 100 => pwl_pipe1_liml <= "11111111111111111110101110100010";
+        when 101 => pwl_pipe1_liml <= "11111111111111111110111001010111";
+        when 102 => pwl_pipe1_liml <= "11111111111111111111000010111111";
+        when 103 => pwl_pipe1_liml <= "11111111111111111111001011100000";
+        when 104 => pwl_pipe1_liml <= "11111111111111111111010011000001";
+        when 105 => pwl_pipe1_liml <= "11111111111111111111011001100110";
+        when 106 => pwl_pipe1_liml <= "11111111111111111111011111010110";
+        when 107 => pwl_pipe1_liml <= "11111111111111111111100100010101";
+        when 108 => pwl_pipe1_liml <= "11111111111111111111101000101010";
+        when 109 => pwl_pipe1_liml <= "11111111111111111111101100011001";
+        when 110 => pwl_pipe1_liml <= "11111111111111111111101111100101";
+        when 111 => pwl_pipe1_liml <= "11111111111111111111110010010100";
+        when 112 => pwl_pipe1_liml <= "11111111111111111111110100101000";
+        when 113 => pwl_pipe1_liml <= "11111111111111111111110110100110";
+        when 114 => pwl_pipe1_liml <= "11111111111111111111111000010000";
+        when 115 => pwl_pipe1_liml <= "11111111111111111111111001101000";
+        when 116 => pwl_pipe1_liml <= "11111111111111111111111010110011";
+        when 117 => pwl_pipe1_liml <= "11111111111111111111111011110000";
+        when 118 => pwl_pipe1_liml <= "11111111111111111111111100100100";
+        when 119 => pwl_pipe1_liml <= "11111111111111111111111101001110";
+        when 120 => pwl_pipe1_liml <= "11111111111111111111111101110001";
+        when 121 => pwl_pipe1_liml <= "11111111111111111111111110001101";
+        when 122 => pwl_pipe1_liml <= "11111111111111111111111110100100";
+        when 123 => pwl_pipe1_liml <= "11111111111111111111111110110111";
+        when 124 => pwl_pipe1_liml <= "11111111111111111111111111000110";
+        when 125 => pwl_pipe1_liml <= "11111111111111111111111111010010";
+        when 126 => pwl_pipe1_liml <= "11111111111111111111111111011100";
+        when others => pwl_pipe1_liml <= "11111111111111111111111111100100";
+    end case;
+end process pwl_pipe1_p4roml;
+
+pwl_pipe1_outc: process (pwl_pipe1_limh, pwl_pipe1_liml, pwl_pipe1_rnd4, pwl_pipe1_ys) is
+begin
+    if (pwl_pipe1_rnd4 > pwl_pipe1_limh) then
         y_gau <= to_signed(65536, 32);
-    elsif (pwl_comb1_ys < 0) then
+    elsif (pwl_pipe1_rnd4 < pwl_pipe1_liml) then
         y_gau <= to_signed(0, 32);
     else
-        y_gau <= pwl_comb1_ys;
+        y_gau <= pwl_pipe1_ys;
     end if;
-end process pwl_comb1_outc;
+end process pwl_pipe1_outc;
 
 
-pwl_comb2_zl <= (resize(fa, 33) - 65536);
+pwl_pipe2_zl <= (resize(fa, 33) - 65536);
 
-pwl_comb2_clampz: process (pwl_comb2_zl, fa) is
+pwl_pipe2_clampz: process (pwl_pipe2_zl, fa) is
 begin
     if (fa >= 1114112) then
-        pwl_comb2_u <= to_unsigned(1048575, 20);
+        pwl_pipe2_u_c <= to_unsigned(1048575, 20);
     elsif (fa < 65536) then
-        pwl_comb2_u <= to_unsigned(0, 20);
+        pwl_pipe2_u_c <= to_unsigned(0, 20);
     else
-        pwl_comb2_u <= unsigned(pwl_comb2_zl(20-1 downto 0));
+        pwl_pipe2_u_c <= unsigned(pwl_pipe2_zl(20-1 downto 0));
     end if;
-end process pwl_comb2_clampz;
+end process pwl_pipe2_clampz;
 
-
-pwl_comb2_idx <= pwl_comb2_u(20-1 downto 12);
-pwl_comb2_off <= pwl_comb2_u(12-1 downto 0);
-
-pwl_comb2_rom: process (pwl_comb2_idx) is
+pwl_pipe2_p1: process (clk) is
 begin
-    case to_integer(pwl_comb2_idx) is
-        when 0 => pwl_comb2_base_c <= "00000000000000010000000000000000";
-        when 1 => pwl_comb2_base_c <= "00000000000000001111000011110001";
-        when 2 => pwl_comb2_base_c <= "00000000000000001110001110001110";
-        when 3 => pwl_comb2_base_c <= "00000000000000001101011110010100";
-        when 4 => pwl_comb2_base_c <= "00000000000000001100110011001101";
-        when 5 => pwl_comb2_base_c <= "00000000000000001100001100001100";
-        when 6 => pwl_comb2_base_c <= "00000000000000001011101000101111";
-        when 7 => pwl_comb2_base_c <= "00000000000000001011001000010110";
-        when 8 => pwl_comb2_base_c <= "00000000000000001010101010101011";
-        when 9 => pwl_comb2_base_c <= "00000000000000001010001111010111";
-        when 10 => pwl_comb2_base_c <= "00000000000000001001110110001010";
-        when 11 => pwl_comb2_base_c <= "00000000000000001001011110110100";
-        when 12 => pwl_comb2_base_c <= "00000000000000001001001001001001";
-        when 13 => pwl_comb2_base_c <= "00000000000000001000110100111110";
-        when 14 => pwl_comb2_base_c <= "00000000000000001000100010001001";
-        when 15 => pwl_comb2_base_c <= "00000000000000001000010000100001";
-        when 16 => pwl_comb2_base_c <= "00000000000000001000000000000000";
-        when 17 => pwl_comb2_base_c <= "00000000000000000111110000011111";
-        when 18 => pwl_comb2_base_c <= "00000000000000000111100001111000";
-        when 19 => pwl_comb2_base_c <= "00000000000000000111010100000111";
-        when 20 => pwl_comb2_base_c <= "00000000000000000111000111000111";
-        when 21 => pwl_comb2_base_c <= "00000000000000000110111010110100";
-        when 22 => pwl_comb2_base_c <= "00000000000000000110101111001010";
-        when 23 => pwl_comb2_base_c <= "00000000000000000110100100000111";
-        when 24 => pwl_comb2_base_c <= "00000000000000000110011001100110";
-        when 25 => pwl_comb2_base_c <= "00000000000000000110001111100111";
-        when 26 => pwl_comb2_base_c <= "00000000000000000110000110000110";
-        when 27 => pwl_comb2_base_c <= "00000000000000000101111101000001";
-        when 28 => pwl_comb2_base_c <= "00000000000000000101110100010111";
-        when 29 => pwl_comb2_base_c <= "00000000000000000101101100000110";
-        when 30 => pwl_comb2_base_c <= "00000000000000000101100100001011";
-        when 31 => pwl_comb2_base_c <= "00000000000000000101011100100110";
-        when 32 => pwl_comb2_base_c <= "00000000000000000101010101010101";
-        when 33 => pwl_comb2_base_c <= "00000000000000000101001110011000";
-        when 34 => pwl_comb2_base_c <= "00000000000000000101000111101100";
-        when 35 => pwl_comb2_base_c <= "00000000000000000101000001010000";
-        when 36 => pwl_comb2_base_c <= "00000000000000000100111011000101";
-        when 37 => pwl_comb2_base_c <= "00000000000000000100110101001000";
-        when 38 => pwl_comb2_base_c <= "00000000000000000100101111011010";
-        when 39 => pwl_comb2_base_c <= "00000000000000000100101001111001";
-        when 40 => pwl_comb2_base_c <= "00000000000000000100100100100101";
-        when 41 => pwl_comb2_base_c <= "00000000000000000100011111011100";
-        when 42 => pwl_comb2_base_c <= "00000000000000000100011010011111";
-        when 43 => pwl_comb2_base_c <= "00000000000000000100010101101100";
-        when 44 => pwl_comb2_base_c <= "00000000000000000100010001000100";
-        when 45 => pwl_comb2_base_c <= "00000000000000000100001100100110";
-        when 46 => pwl_comb2_base_c <= "00000000000000000100001000010001";
-        when 47 => pwl_comb2_base_c <= "00000000000000000100000100000100";
-        when 48 => pwl_comb2_base_c <= "00000000000000000100000000000000";
-        when 49 => pwl_comb2_base_c <= "00000000000000000011111100000100";
-        when 50 => pwl_comb2_base_c <= "00000000000000000011111000010000";
-        when 51 => pwl_comb2_base_c <= "00000000000000000011110100100010";
-        when 52 => pwl_comb2_base_c <= "00000000000000000011110000111100";
-        when 53 => pwl_comb2_base_c <= "00000000000000000011101101011101";
-        when 54 => pwl_comb2_base_c <= "00000000000000000011101010000100";
-        when 55 => pwl_comb2_base_c <= "00000000000000000011100110110001";
-        when 56 => pwl_comb2_base_c <= "00000000000000000011100011100100";
-        when 57 => pwl_comb2_base_c <= "00000000000000000011100000011100";
-        when 58 => pwl_comb2_base_c <= "00000000000000000011011101011010";
-        when 59 => pwl_comb2_base_c <= "00000000000000000011011010011101";
-        when 60 => pwl_comb2_base_c <= "00000000000000000011010111100101";
-        when 61 => pwl_comb2_base_c <= "00000000000000000011010100110010";
-        when 62 => pwl_comb2_base_c <= "00000000000000000011010010000011";
-        when 63 => pwl_comb2_base_c <= "00000000000000000011001111011001";
-        when 64 => pwl_comb2_base_c <= "00000000000000000011001100110011";
-        when 65 => pwl_comb2_base_c <= "00000000000000000011001010010001";
-        when 66 => pwl_comb2_base_c <= "00000000000000000011000111110100";
-        when 67 => pwl_comb2_base_c <= "00000000000000000011000101011001";
-        when 68 => pwl_comb2_base_c <= "00000000000000000011000011000011";
-        when 69 => pwl_comb2_base_c <= "00000000000000000011000000110000";
-        when 70 => pwl_comb2_base_c <= "00000000000000000010111110100001";
-        when 71 => pwl_comb2_base_c <= "00000000000000000010111100010101";
-        when 72 => pwl_comb2_base_c <= "00000000000000000010111010001100";
-        when 73 => pwl_comb2_base_c <= "00000000000000000010111000000110";
-        when 74 => pwl_comb2_base_c <= "00000000000000000010110110000011";
-        when 75 => pwl_comb2_base_c <= "00000000000000000010110100000011";
-        when 76 => pwl_comb2_base_c <= "00000000000000000010110010000110";
-        when 77 => pwl_comb2_base_c <= "00000000000000000010110000001011";
-        when 78 => pwl_comb2_base_c <= "00000000000000000010101110010011";
-        when 79 => pwl_comb2_base_c <= "00000000000000000010101100011110";
-        when 80 => pwl_comb2_base_c <= "00000000000000000010101010101011";
-        when 81 => pwl_comb2_base_c <= "00000000000000000010101000111010";
-        when 82 => pwl_comb2_base_c <= "00000000000000000010100111001100";
-        when 83 => pwl_comb2_base_c <= "00000000000000000010100101100000";
-        when 84 => pwl_comb2_base_c <= "00000000000000000010100011110110";
-        when 85 => pwl_comb2_base_c <= "00000000000000000010100010001110";
-        when 86 => pwl_comb2_base_c <= "00000000000000000010100000101000";
-        when 87 => pwl_comb2_base_c <= "00000000000000000010011111000100";
-        when 88 => pwl_comb2_base_c <= "00000000000000000010011101100010";
-        when 89 => pwl_comb2_base_c <= "00000000000000000010011100000010";
-        when 90 => pwl_comb2_base_c <= "00000000000000000010011010100100";
-        when 91 => pwl_comb2_base_c <= "00000000000000000010011001001000";
-        when 92 => pwl_comb2_base_c <= "00000000000000000010010111101101";
-        when 93 => pwl_comb2_base_c <= "00000000000000000010010110010100";
-        when 94 => pwl_comb2_base_c <= "00000000000000000010010100111101";
-        when 95 => pwl_comb2_base_c <= "00000000000000000010010011100111";
-        when 96 => pwl_comb2_base_c <= "00000000000000000010010010010010";
-        when 97 => pwl_comb2_base_c <= "00000000000000000010010000111111";
-        when 98 => pwl_comb2_base_c <= "00000000000000000010001111101110";
-        when 99 => pwl_comb2_base_c <= "00000000000000000010001110011110";
-        when 100 => pwl_comb2_base_c <= "00000000000000000010001101001111";
-        when 101 => pwl_comb2_base_c <= "00000000000000000010001100000010";
-        when 102 => pwl_comb2_base_c <= "00000000000000000010001010110110";
-        when 103 => pwl_comb2_base_c <= "00000000000000000010001001101100";
-        when 104 => pwl_comb2_base_c <= "00000000000000000010001000100010";
-        when 105 => pwl_comb2_base_c <= "00000000000000000010000111011010";
-        when 106 => pwl_comb2_base_c <= "00000000000000000010000110010011";
-        when 107 => pwl_comb2_base_c <= "00000000000000000010000101001101";
-        when 108 => pwl_comb2_base_c <= "00000000000000000010000100001000";
-        when 109 => pwl_comb2_base_c <= "00000000000000000010000011000101";
-        when 110 => pwl_comb2_base_c <= "00000000000000000010000010000010";
-        when 111 => pwl_comb2_base_c <= "00000000000000000010000001000001";
-        when 112 => pwl_comb2_base_c <= "00000000000000000010000000000000";
-        when 113 => pwl_comb2_base_c <= "00000000000000000001111111000000";
-        when 114 => pwl_comb2_base_c <= "00000000000000000001111110000010";
-        when 115 => pwl_comb2_base_c <= "00000000000000000001111101000100";
-        when 116 => pwl_comb2_base_c <= "00000000000000000001111100001000";
-        when 117 => pwl_comb2_base_c <= "00000000000000000001111011001100";
-        when 118 => pwl_comb2_base_c <= "00000000000000000001111010010001";
-        when 119 => pwl_comb2_base_c <= "00000000000000000001111001010111";
-        when 120 => pwl_comb2_base_c <= "00000000000000000001111000011110";
-        when 121 => pwl_comb2_base_c <= "00000000000000000001110111100110";
-        when 122 => pwl_comb2_base_c <= "00000000000000000001110110101110";
-        when 123 => pwl_comb2_base_c <= "00000000000000000001110101111000";
-        when 124 => pwl_comb2_base_c <= "00000000000000000001110101000010";
-        when 125 => pwl_comb2_base_c <= "00000000000000000001110100001101";
-        when 126 => pwl_comb2_base_c <= "00000000000000000001110011011000";
-        when 127 => pwl_comb2_base_c <= "00000000000000000001110010100101";
-        when 128 => pwl_comb2_base_c <= "00000000000000000001110001110010";
-        when 129 => pwl_comb2_base_c <= "00000000000000000001110001000000";
-        when 130 => pwl_comb2_base_c <= "00000000000000000001110000001110";
-        when 131 => pwl_comb2_base_c <= "00000000000000000001101111011101";
-        when 132 => pwl_comb2_base_c <= "00000000000000000001101110101101";
-        when 133 => pwl_comb2_base_c <= "00000000000000000001101101111101";
-        when 134 => pwl_comb2_base_c <= "00000000000000000001101101001111";
-        when 135 => pwl_comb2_base_c <= "00000000000000000001101100100000";
-        when 136 => pwl_comb2_base_c <= "00000000000000000001101011110011";
-        when 137 => pwl_comb2_base_c <= "00000000000000000001101011000101";
-        when 138 => pwl_comb2_base_c <= "00000000000000000001101010011001";
-        when 139 => pwl_comb2_base_c <= "00000000000000000001101001101101";
-        when 140 => pwl_comb2_base_c <= "00000000000000000001101001000010";
-        when 141 => pwl_comb2_base_c <= "00000000000000000001101000010111";
-        when 142 => pwl_comb2_base_c <= "00000000000000000001100111101101";
-        when 143 => pwl_comb2_base_c <= "00000000000000000001100111000011";
-        when 144 => pwl_comb2_base_c <= "00000000000000000001100110011010";
-        when 145 => pwl_comb2_base_c <= "00000000000000000001100101110001";
-        when 146 => pwl_comb2_base_c <= "00000000000000000001100101001001";
-        when 147 => pwl_comb2_base_c <= "00000000000000000001100100100001";
-        when 148 => pwl_comb2_base_c <= "00000000000000000001100011111010";
-        when 149 => pwl_comb2_base_c <= "00000000000000000001100011010011";
-        when 150 => pwl_comb2_base_c <= "00000000000000000001100010101101";
-        when 151 => pwl_comb2_base_c <= "00000000000000000001100010000111";
-        when 152 => pwl_comb2_base_c <= "00000000000000000001100001100010";
-        when 153 => pwl_comb2_base_c <= "00000000000000000001100000111101";
-        when 154 => pwl_comb2_base_c <= "00000000000000000001100000011000";
-        when 155 => pwl_comb2_base_c <= "00000000000000000001011111110100";
-        when 156 => pwl_comb2_base_c <= "00000000000000000001011111010000";
-        when 157 => pwl_comb2_base_c <= "00000000000000000001011110101101";
-        when 158 => pwl_comb2_base_c <= "00000000000000000001011110001010";
-        when 159 => pwl_comb2_base_c <= "00000000000000000001011101101000";
-        when 160 => pwl_comb2_base_c <= "00000000000000000001011101000110";
-        when 161 => pwl_comb2_base_c <= "00000000000000000001011100100100";
-        when 162 => pwl_comb2_base_c <= "00000000000000000001011100000011";
-        when 163 => pwl_comb2_base_c <= "00000000000000000001011011100010";
-        when 164 => pwl_comb2_base_c <= "00000000000000000001011011000001";
-        when 165 => pwl_comb2_base_c <= "00000000000000000001011010100001";
-        when 166 => pwl_comb2_base_c <= "00000000000000000001011010000001";
-        when 167 => pwl_comb2_base_c <= "00000000000000000001011001100010";
-        when 168 => pwl_comb2_base_c <= "00000000000000000001011001000011";
-        when 169 => pwl_comb2_base_c <= "00000000000000000001011000100100";
-        when 170 => pwl_comb2_base_c <= "00000000000000000001011000000110";
-        when 171 => pwl_comb2_base_c <= "00000000000000000001010111100111";
-        when 172 => pwl_comb2_base_c <= "00000000000000000001010111001010";
-        when 173 => pwl_comb2_base_c <= "00000000000000000001010110101100";
-        when 174 => pwl_comb2_base_c <= "00000000000000000001010110001111";
-        when 175 => pwl_comb2_base_c <= "00000000000000000001010101110010";
-        when 176 => pwl_comb2_base_c <= "00000000000000000001010101010101";
-        when 177 => pwl_comb2_base_c <= "00000000000000000001010100111001";
-        when 178 => pwl_comb2_base_c <= "00000000000000000001010100011101";
-        when 179 => pwl_comb2_base_c <= "00000000000000000001010100000001";
-        when 180 => pwl_comb2_base_c <= "00000000000000000001010011100110";
-        when 181 => pwl_comb2_base_c <= "00000000000000000001010011001011";
-        when 182 => pwl_comb2_base_c <= "00000000000000000001010010110000";
-        when 183 => pwl_comb2_base_c <= "00000000000000000001010010010101";
-        when 184 => pwl_comb2_base_c <= "00000000000000000001010001111011";
-        when 185 => pwl_comb2_base_c <= "00000000000000000001010001100001";
-        when 186 => pwl_comb2_base_c <= "00000000000000000001010001000111";
-        when 187 => pwl_comb2_base_c <= "00000000000000000001010000101101";
-        when 188 => pwl_comb2_base_c <= "00000000000000000001010000010100";
-        when 189 => pwl_comb2_base_c <= "00000000000000000001001111111011";
-        when 190 => pwl_comb2_base_c <= "00000000000000000001001111100010";
-        when 191 => pwl_comb2_base_c <= "00000000000000000001001111001010";
-        when 192 => pwl_comb2_base_c <= "00000000000000000001001110110001";
-        when 193 => pwl_comb2_base_c <= "00000000000000000001001110011001";
-        when 194 => pwl_comb2_base_c <= "00000000000000000001001110000001";
-        when 195 => pwl_comb2_base_c <= "00000000000000000001001101101010";
-        when 196 => pwl_comb2_base_c <= "00000000000000000001001101010010";
-        when 197 => pwl_comb2_base_c <= "00000000000000000001001100111011";
-        when 198 => pwl_comb2_base_c <= "00000000000000000001001100100100";
-        when 199 => pwl_comb2_base_c <= "00000000000000000001001100001101";
-        when 200 => pwl_comb2_base_c <= "00000000000000000001001011110111";
-        when 201 => pwl_comb2_base_c <= "00000000000000000001001011100000";
-        when 202 => pwl_comb2_base_c <= "00000000000000000001001011001010";
-        when 203 => pwl_comb2_base_c <= "00000000000000000001001010110100";
-        when 204 => pwl_comb2_base_c <= "00000000000000000001001010011110";
-        when 205 => pwl_comb2_base_c <= "00000000000000000001001010001001";
-        when 206 => pwl_comb2_base_c <= "00000000000000000001001001110011";
-        when 207 => pwl_comb2_base_c <= "00000000000000000001001001011110";
-        when 208 => pwl_comb2_base_c <= "00000000000000000001001001001001";
-        when 209 => pwl_comb2_base_c <= "00000000000000000001001000110100";
-        when 210 => pwl_comb2_base_c <= "00000000000000000001001000100000";
-        when 211 => pwl_comb2_base_c <= "00000000000000000001001000001011";
-        when 212 => pwl_comb2_base_c <= "00000000000000000001000111110111";
-        when 213 => pwl_comb2_base_c <= "00000000000000000001000111100011";
-        when 214 => pwl_comb2_base_c <= "00000000000000000001000111001111";
-        when 215 => pwl_comb2_base_c <= "00000000000000000001000110111011";
-        when 216 => pwl_comb2_base_c <= "00000000000000000001000110101000";
-        when 217 => pwl_comb2_base_c <= "00000000000000000001000110010100";
-        when 218 => pwl_comb2_base_c <= "00000000000000000001000110000001";
-        when 219 => pwl_comb2_base_c <= "00000000000000000001000101101110";
-        when 220 => pwl_comb2_base_c <= "00000000000000000001000101011011";
-        when 221 => pwl_comb2_base_c <= "00000000000000000001000101001000";
-        when 222 => pwl_comb2_base_c <= "00000000000000000001000100110110";
-        when 223 => pwl_comb2_base_c <= "00000000000000000001000100100011";
-        when 224 => pwl_comb2_base_c <= "00000000000000000001000100010001";
-        when 225 => pwl_comb2_base_c <= "00000000000000000001000011111111";
-        when 226 => pwl_comb2_base_c <= "00000000000000000001000011101101";
-        when 227 => pwl_comb2_base_c <= "00000000000000000001000011011011";
-        when 228 => pwl_comb2_base_c <= "00000000000000000001000011001001";
-        when 229 => pwl_comb2_base_c <= "00000000000000000001000010111000";
-        when 230 => pwl_comb2_base_c <= "00000000000000000001000010100111";
-        when 231 => pwl_comb2_base_c <= "00000000000000000001000010010101";
-        when 232 => pwl_comb2_base_c <= "00000000000000000001000010000100";
-        when 233 => pwl_comb2_base_c <= "00000000000000000001000001110011";
-        when 234 => pwl_comb2_base_c <= "00000000000000000001000001100010";
-        when 235 => pwl_comb2_base_c <= "00000000000000000001000001010010";
-        when 236 => pwl_comb2_base_c <= "00000000000000000001000001000001";
-        when 237 => pwl_comb2_base_c <= "00000000000000000001000000110001";
-        when 238 => pwl_comb2_base_c <= "00000000000000000001000000100000";
-        when 239 => pwl_comb2_base_c <= "00000000000000000001000000010000";
-        when 240 => pwl_comb2_base_c <= "00000000000000000001000000000000";
-        when 241 => pwl_comb2_base_c <= "00000000000000000000111111110000";
-        when 242 => pwl_comb2_base_c <= "00000000000000000000111111100000";
-        when 243 => pwl_comb2_base_c <= "00000000000000000000111111010001";
-        when 244 => pwl_comb2_base_c <= "00000000000000000000111111000001";
-        when 245 => pwl_comb2_base_c <= "00000000000000000000111110110010";
-        when 246 => pwl_comb2_base_c <= "00000000000000000000111110100010";
-        when 247 => pwl_comb2_base_c <= "00000000000000000000111110010011";
-        when 248 => pwl_comb2_base_c <= "00000000000000000000111110000100";
-        when 249 => pwl_comb2_base_c <= "00000000000000000000111101110101";
-        when 250 => pwl_comb2_base_c <= "00000000000000000000111101100110";
-        when 251 => pwl_comb2_base_c <= "00000000000000000000111101010111";
-        when 252 => pwl_comb2_base_c <= "00000000000000000000111101001001";
-        when 253 => pwl_comb2_base_c <= "00000000000000000000111100111010";
-        when 254 => pwl_comb2_base_c <= "00000000000000000000111100101100";
-        when others => pwl_comb2_base_c <= "00000000000000000000111100011101";
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pwl_pipe2_u1 <= to_unsigned(0, 20);
+        else
+            pwl_pipe2_u1 <= pwl_pipe2_u_c;
+        end if;
+    end if;
+end process pwl_pipe2_p1;
+
+
+pwl_pipe2_idx2 <= pwl_pipe2_u1(20-1 downto 12);
+pwl_pipe2_off2 <= signed(unsigned'(to_unsigned(0, 1) & pwl_pipe2_u1(12-1 downto 0)));
+
+pwl_pipe2_p2rom: process (pwl_pipe2_idx2) is
+begin
+    case to_integer(pwl_pipe2_idx2) is
+        when 0 => pwl_pipe2_slope2 <= "10000111100001111";
+        when 1 => pwl_pipe2_slope2 <= "10010100111010100";
+        when 2 => pwl_pipe2_slope2 <= "10100000001100000";
+        when 3 => pwl_pipe2_slope2 <= "10101001110001001";
+        when 4 => pwl_pipe2_slope2 <= "10110001111110110";
+        when 5 => pwl_pipe2_slope2 <= "10111001000100110";
+        when 6 => pwl_pipe2_slope2 <= "10111111001111011";
+        when 7 => pwl_pipe2_slope2 <= "11000100101000110";
+        when 8 => pwl_pipe2_slope2 <= "11001001011000110";
+        when 9 => pwl_pipe2_slope2 <= "11001101100101101";
+        when 10 => pwl_pipe2_slope2 <= "11010001010100101";
+        when 11 => pwl_pipe2_slope2 <= "11010100101010000";
+        when 12 => pwl_pipe2_slope2 <= "11010111101001010";
+        when 13 => pwl_pipe2_slope2 <= "11011010010101100";
+        when 14 => pwl_pipe2_slope2 <= "11011100110001000";
+        when 15 => pwl_pipe2_slope2 <= "11011110111101111";
+        when 16 => pwl_pipe2_slope2 <= "11100000111110000";
+        when 17 => pwl_pipe2_slope2 <= "11100010110010111";
+        when 18 => pwl_pipe2_slope2 <= "11100100011101101";
+        when 19 => pwl_pipe2_slope2 <= "11100101111111101";
+        when 20 => pwl_pipe2_slope2 <= "11100111011001100";
+        when 21 => pwl_pipe2_slope2 <= "11101000101100011";
+        when 22 => pwl_pipe2_slope2 <= "11101001111000111";
+        when 23 => pwl_pipe2_slope2 <= "11101010111111101";
+        when 24 => pwl_pipe2_slope2 <= "11101100000001010";
+        when 25 => pwl_pipe2_slope2 <= "11101100111110001";
+        when 26 => pwl_pipe2_slope2 <= "11101101110110110";
+        when 27 => pwl_pipe2_slope2 <= "11101110101011101";
+        when 28 => pwl_pipe2_slope2 <= "11101111011100111";
+        when 29 => pwl_pipe2_slope2 <= "11110000001010111";
+        when 30 => pwl_pipe2_slope2 <= "11110000110110000";
+        when 31 => pwl_pipe2_slope2 <= "11110001011110011";
+        when 32 => pwl_pipe2_slope2 <= "11110010000100011";
+        when 33 => pwl_pipe2_slope2 <= "11110010101000000";
+        when 34 => pwl_pipe2_slope2 <= "11110011001001101";
+        when 35 => pwl_pipe2_slope2 <= "11110011101001010";
+        when 36 => pwl_pipe2_slope2 <= "11110100000111000";
+        when 37 => pwl_pipe2_slope2 <= "11110100100011010";
+        when 38 => pwl_pipe2_slope2 <= "11110100111101111";
+        when 39 => pwl_pipe2_slope2 <= "11110101010111001";
+        when 40 => pwl_pipe2_slope2 <= "11110101101111000";
+        when 41 => pwl_pipe2_slope2 <= "11110110000101101";
+        when 42 => pwl_pipe2_slope2 <= "11110110011011001";
+        when 43 => pwl_pipe2_slope2 <= "11110110101111101";
+        when 44 => pwl_pipe2_slope2 <= "11110111000011000";
+        when 45 => pwl_pipe2_slope2 <= "11110111010101100";
+        when 46 => pwl_pipe2_slope2 <= "11110111100111001";
+        when 47 => pwl_pipe2_slope2 <= "11110111110111111";
+        when 48 => pwl_pipe2_slope2 <= "11111000000111111";
+        when 49 => pwl_pipe2_slope2 <= "11111000010111001";
+        when 50 => pwl_pipe2_slope2 <= "11111000100101110";
+        when 51 => pwl_pipe2_slope2 <= "11111000110011110";
+        when 52 => pwl_pipe2_slope2 <= "11111001000001000";
+        when 53 => pwl_pipe2_slope2 <= "11111001001101110";
+        when 54 => pwl_pipe2_slope2 <= "11111001011010000";
+        when 55 => pwl_pipe2_slope2 <= "11111001100101110";
+        when 56 => pwl_pipe2_slope2 <= "11111001110001000";
+        when 57 => pwl_pipe2_slope2 <= "11111001111011110";
+        when 58 => pwl_pipe2_slope2 <= "11111010000110001";
+        when 59 => pwl_pipe2_slope2 <= "11111010010000001";
+        when 60 => pwl_pipe2_slope2 <= "11111010011001101";
+        when 61 => pwl_pipe2_slope2 <= "11111010100010111";
+        when 62 => pwl_pipe2_slope2 <= "11111010101011101";
+        when 63 => pwl_pipe2_slope2 <= "11111010110100001";
+        when 64 => pwl_pipe2_slope2 <= "11111010111100011";
+        when 65 => pwl_pipe2_slope2 <= "11111011000100010";
+        when 66 => pwl_pipe2_slope2 <= "11111011001011111";
+        when 67 => pwl_pipe2_slope2 <= "11111011010011010";
+        when 68 => pwl_pipe2_slope2 <= "11111011011010010";
+        when 69 => pwl_pipe2_slope2 <= "11111011100001001";
+        when 70 => pwl_pipe2_slope2 <= "11111011100111110";
+        when 71 => pwl_pipe2_slope2 <= "11111011101110001";
+        when 72 => pwl_pipe2_slope2 <= "11111011110100010";
+        when 73 => pwl_pipe2_slope2 <= "11111011111010001";
+        when 74 => pwl_pipe2_slope2 <= "11111011111111111";
+        when 75 => pwl_pipe2_slope2 <= "11111100000101100";
+        when 76 => pwl_pipe2_slope2 <= "11111100001010111";
+        when 77 => pwl_pipe2_slope2 <= "11111100010000001";
+        when 78 => pwl_pipe2_slope2 <= "11111100010101001";
+        when 79 => pwl_pipe2_slope2 <= "11111100011010000";
+        when 80 => pwl_pipe2_slope2 <= "11111100011110110";
+        when 81 => pwl_pipe2_slope2 <= "11111100100011011";
+        when 82 => pwl_pipe2_slope2 <= "11111100100111111";
+        when 83 => pwl_pipe2_slope2 <= "11111100101100001";
+        when 84 => pwl_pipe2_slope2 <= "11111100110000011";
+        when 85 => pwl_pipe2_slope2 <= "11111100110100011";
+        when 86 => pwl_pipe2_slope2 <= "11111100111000011";
+        when 87 => pwl_pipe2_slope2 <= "11111100111100010";
+        when 88 => pwl_pipe2_slope2 <= "11111101000000000";
+        when 89 => pwl_pipe2_slope2 <= "11111101000011101";
+        when 90 => pwl_pipe2_slope2 <= "11111101000111001";
+        when 91 => pwl_pipe2_slope2 <= "11111101001010100";
+        when 92 => pwl_pipe2_slope2 <= "11111101001101111";
+        when 93 => pwl_pipe2_slope2 <= "11111101010001001";
+        when 94 => pwl_pipe2_slope2 <= "11111101010100010";
+        when 95 => pwl_pipe2_slope2 <= "11111101010111010";
+        when 96 => pwl_pipe2_slope2 <= "11111101011010010";
+        when 97 => pwl_pipe2_slope2 <= "11111101011101010";
+        when 98 => pwl_pipe2_slope2 <= "11111101100000000";
+        when 99 => pwl_pipe2_slope2 <= "11111101100010110";
+        when 100 => pwl_pipe2_slope2 <= "11111101100101100";
+        when 101 => pwl_pipe2_slope2 <= "11111101101000001";
+        when 102 => pwl_pipe2_slope2 <= "11111101101010101";
+        when 103 => pwl_pipe2_slope2 <= "11111101101101001";
+        when 104 => pwl_pipe2_slope2 <= "11111101101111101";
+        when 105 => pwl_pipe2_slope2 <= "11111101110001111";
+        when 106 => pwl_pipe2_slope2 <= "11111101110100010";
+        when 107 => pwl_pipe2_slope2 <= "11111101110110100";
+        when 108 => pwl_pipe2_slope2 <= "11111101111000110";
+        when 109 => pwl_pipe2_slope2 <= "11111101111010111";
+        when 110 => pwl_pipe2_slope2 <= "11111101111101000";
+        when 111 => pwl_pipe2_slope2 <= "11111101111111000";
+        when 112 => pwl_pipe2_slope2 <= "11111110000001000";
+        when 113 => pwl_pipe2_slope2 <= "11111110000011000";
+        when 114 => pwl_pipe2_slope2 <= "11111110000100111";
+        when 115 => pwl_pipe2_slope2 <= "11111110000110110";
+        when 116 => pwl_pipe2_slope2 <= "11111110001000100";
+        when 117 => pwl_pipe2_slope2 <= "11111110001010011";
+        when 118 => pwl_pipe2_slope2 <= "11111110001100001";
+        when 119 => pwl_pipe2_slope2 <= "11111110001101110";
+        when 120 => pwl_pipe2_slope2 <= "11111110001111100";
+        when 121 => pwl_pipe2_slope2 <= "11111110010001001";
+        when 122 => pwl_pipe2_slope2 <= "11111110010010101";
+        when 123 => pwl_pipe2_slope2 <= "11111110010100010";
+        when 124 => pwl_pipe2_slope2 <= "11111110010101110";
+        when 125 => pwl_pipe2_slope2 <= "11111110010111010";
+        when 126 => pwl_pipe2_slope2 <= "11111110011000110";
+        when 127 => pwl_pipe2_slope2 <= "11111110011010001";
+        when 128 => pwl_pipe2_slope2 <= "11111110011011100";
+        when 129 => pwl_pipe2_slope2 <= "11111110011101000";
+        when 130 => pwl_pipe2_slope2 <= "11111110011110010";
+        when 131 => pwl_pipe2_slope2 <= "11111110011111101";
+        when 132 => pwl_pipe2_slope2 <= "11111110100000111";
+        when 133 => pwl_pipe2_slope2 <= "11111110100010001";
+        when 134 => pwl_pipe2_slope2 <= "11111110100011011";
+        when 135 => pwl_pipe2_slope2 <= "11111110100100101";
+        when 136 => pwl_pipe2_slope2 <= "11111110100101111";
+        when 137 => pwl_pipe2_slope2 <= "11111110100111000";
+        when 138 => pwl_pipe2_slope2 <= "11111110101000001";
+        when 139 => pwl_pipe2_slope2 <= "11111110101001010";
+        when 140 => pwl_pipe2_slope2 <= "11111110101010011";
+        when 141 => pwl_pipe2_slope2 <= "11111110101011100";
+        when 142 => pwl_pipe2_slope2 <= "11111110101100100";
+        when 143 => pwl_pipe2_slope2 <= "11111110101101101";
+        when 144 => pwl_pipe2_slope2 <= "11111110101110101";
+        when 145 => pwl_pipe2_slope2 <= "11111110101111101";
+        when 146 => pwl_pipe2_slope2 <= "11111110110000101";
+        when 147 => pwl_pipe2_slope2 <= "11111110110001100";
+        when 148 => pwl_pipe2_slope2 <= "11111110110010100";
+        when 149 => pwl_pipe2_slope2 <= "11111110110011011";
+        when 150 => pwl_pipe2_slope2 <= "11111110110100011";
+        when 151 => pwl_pipe2_slope2 <= "11111110110101010";
+        when 152 => pwl_pipe2_slope2 <= "11111110110110001";
+        when 153 => pwl_pipe2_slope2 <= "11111110110111000";
+        when 154 => pwl_pipe2_slope2 <= "11111110110111111";
+        when 155 => pwl_pipe2_slope2 <= "11111110111000110";
+        when 156 => pwl_pipe2_slope2 <= "11111110111001100";
+        when 157 => pwl_pipe2_slope2 <= "11111110111010011";
+        when 158 => pwl_pipe2_slope2 <= "11111110111011001";
+        when 159 => pwl_pipe2_slope2 <= "11111110111011111";
+        when 160 => pwl_pipe2_slope2 <= "11111110111100101";
+        when 161 => pwl_pipe2_slope2 <= "11111110111101011";
+        when 162 => pwl_pipe2_slope2 <= "11111110111110001";
+        when 163 => pwl_pipe2_slope2 <= "11111110111110111";
+        when 164 => pwl_pipe2_slope2 <= "11111110111111101";
+        when 165 => pwl_pipe2_slope2 <= "11111111000000011";
+        when 166 => pwl_pipe2_slope2 <= "11111111000001000";
+        when 167 => pwl_pipe2_slope2 <= "11111111000001110";
+        when 168 => pwl_pipe2_slope2 <= "11111111000010011";
+        when 169 => pwl_pipe2_slope2 <= "11111111000011000";
+        when 170 => pwl_pipe2_slope2 <= "11111111000011110";
+        when 171 => pwl_pipe2_slope2 <= "11111111000100011";
+        when 172 => pwl_pipe2_slope2 <= "11111111000101000";
+        when 173 => pwl_pipe2_slope2 <= "11111111000101101";
+        when 174 => pwl_pipe2_slope2 <= "11111111000110010";
+        when 175 => pwl_pipe2_slope2 <= "11111111000110111";
+        when 176 => pwl_pipe2_slope2 <= "11111111000111011";
+        when 177 => pwl_pipe2_slope2 <= "11111111001000000";
+        when 178 => pwl_pipe2_slope2 <= "11111111001000101";
+        when 179 => pwl_pipe2_slope2 <= "11111111001001001";
+        when 180 => pwl_pipe2_slope2 <= "11111111001001101";
+        when 181 => pwl_pipe2_slope2 <= "11111111001010010";
+        when 182 => pwl_pipe2_slope2 <= "11111111001010110";
+        when 183 => pwl_pipe2_slope2 <= "11111111001011010";
+        when 184 => pwl_pipe2_slope2 <= "11111111001011111";
+        when 185 => pwl_pipe2_slope2 <= "11111111001100011";
+        when 186 => pwl_pipe2_slope2 <= "11111111001100111";
+        when 187 => pwl_pipe2_slope2 <= "11111111001101011";
+        when 188 => pwl_pipe2_slope2 <= "11111111001101111";
+        when 189 => pwl_pipe2_slope2 <= "11111111001110011";
+        when 190 => pwl_pipe2_slope2 <= "11111111001110111";
+        when 191 => pwl_pipe2_slope2 <= "11111111001111010";
+        when 192 => pwl_pipe2_slope2 <= "11111111001111110";
+        when 193 => pwl_pipe2_slope2 <= "11111111010000010";
+        when 194 => pwl_pipe2_slope2 <= "11111111010000101";
+        when 195 => pwl_pipe2_slope2 <= "11111111010001001";
+        when 196 => pwl_pipe2_slope2 <= "11111111010001100";
+        when 197 => pwl_pipe2_slope2 <= "11111111010010000";
+        when 198 => pwl_pipe2_slope2 <= "11111111010010011";
+        when 199 => pwl_pipe2_slope2 <= "11111111010010111";
+        when 200 => pwl_pipe2_slope2 <= "11111111010011010";
+        when 201 => pwl_pipe2_slope2 <= "11111111010011101";
+        when 202 => pwl_pipe2_slope2 <= "11111111010100001";
+        when 203 => pwl_pipe2_slope2 <= "11111111010100100";
+        when 204 => pwl_pipe2_slope2 <= "11111111010100111";
+        when 205 => pwl_pipe2_slope2 <= "11111111010101010";
+        when 206 => pwl_pipe2_slope2 <= "11111111010101101";
+        when 207 => pwl_pipe2_slope2 <= "11111111010110000";
+        when 208 => pwl_pipe2_slope2 <= "11111111010110011";
+        when 209 => pwl_pipe2_slope2 <= "11111111010110110";
+        when 210 => pwl_pipe2_slope2 <= "11111111010111001";
+        when 211 => pwl_pipe2_slope2 <= "11111111010111100";
+        when 212 => pwl_pipe2_slope2 <= "11111111010111111";
+        when 213 => pwl_pipe2_slope2 <= "11111111011000001";
+        when 214 => pwl_pipe2_slope2 <= "11111111011000100";
+        when 215 => pwl_pipe2_slope2 <= "11111111011000111";
+        when 216 => pwl_pipe2_slope2 <= "11111111011001010";
+        when 217 => pwl_pipe2_slope2 <= "11111111011001100";
+        when 218 => pwl_pipe2_slope2 <= "11111111011001111";
+        when 219 => pwl_pipe2_slope2 <= "11111111011010001";
+        when 220 => pwl_pipe2_slope2 <= "11111111011010100";
+        when 221 => pwl_pipe2_slope2 <= "11111111011010111";
+        when 222 => pwl_pipe2_slope2 <= "11111111011011001";
+        when 223 => pwl_pipe2_slope2 <= "11111111011011100";
+        when 224 => pwl_pipe2_slope2 <= "11111111011011110";
+        when 225 => pwl_pipe2_slope2 <= "11111111011100000";
+        when 226 => pwl_pipe2_slope2 <= "11111111011100011";
+        when 227 => pwl_pipe2_slope2 <= "11111111011100101";
+        when 228 => pwl_pipe2_slope2 <= "11111111011100111";
+        when 229 => pwl_pipe2_slope2 <= "11111111011101010";
+        when 230 => pwl_pipe2_slope2 <= "11111111011101100";
+        when 231 => pwl_pipe2_slope2 <= "11111111011101110";
+        when 232 => pwl_pipe2_slope2 <= "11111111011110000";
+        when 233 => pwl_pipe2_slope2 <= "11111111011110010";
+        when 234 => pwl_pipe2_slope2 <= "11111111011110101";
+        when 235 => pwl_pipe2_slope2 <= "11111111011110111";
+        when 236 => pwl_pipe2_slope2 <= "11111111011111001";
+        when 237 => pwl_pipe2_slope2 <= "11111111011111011";
+        when 238 => pwl_pipe2_slope2 <= "11111111011111101";
+        when 239 => pwl_pipe2_slope2 <= "11111111011111111";
+        when 240 => pwl_pipe2_slope2 <= "11111111100000001";
+        when 241 => pwl_pipe2_slope2 <= "11111111100000011";
+        when 242 => pwl_pipe2_slope2 <= "11111111100000101";
+        when 243 => pwl_pipe2_slope2 <= "11111111100000111";
+        when 244 => pwl_pipe2_slope2 <= "11111111100001001";
+        when 245 => pwl_pipe2_slope2 <= "11111111100001011";
+        when 246 => pwl_pipe2_slope2 <= "11111111100001101";
+        when 247 => pwl_pipe2_slope2 <= "11111111100001110";
+        when 248 => pwl_pipe2_slope2 <= "11111111100010000";
+        when 249 => pwl_pipe2_slope2 <= "11111111100010010";
+        when 250 => pwl_pipe2_slope2 <= "11111111100010100";
+        when 251 => pwl_pipe2_slope2 <= "11111111100010110";
+        when 252 => pwl_pipe2_slope2 <= "11111111100010111";
+        when 253 => pwl_pipe2_slope2 <= "11111111100011001";
+        when 254 => pwl_pipe2_slope2 <= "11111111100011011";
+        when others => pwl_pipe2_slope2 <= "11111111100011100";
     end case;
-    case to_integer(pwl_comb2_idx) is
-        when 0 => pwl_comb2_slope_c <= "11111111111111110000111100001111";
-        when 1 => pwl_comb2_slope_c <= "11111111111111110010100111010100";
-        when 2 => pwl_comb2_slope_c <= "11111111111111110100000001100000";
-        when 3 => pwl_comb2_slope_c <= "11111111111111110101001110001001";
-        when 4 => pwl_comb2_slope_c <= "11111111111111110110001111110110";
-        when 5 => pwl_comb2_slope_c <= "11111111111111110111001000100110";
-        when 6 => pwl_comb2_slope_c <= "11111111111111110111111001111011";
-        when 7 => pwl_comb2_slope_c <= "11111111111111111000100101000110";
-        when 8 => pwl_comb2_slope_c <= "11111111111111111001001011000110";
-        when 9 => pwl_comb2_slope_c <= "11111111111111111001101100101101";
-        when 10 => pwl_comb2_slope_c <= "11111111111111111010001010100101";
-        when 11 => pwl_comb2_slope_c <= "11111111111111111010100101010000";
-        when 12 => pwl_comb2_slope_c <= "11111111111111111010111101001010";
-        when 13 => pwl_comb2_slope_c <= "11111111111111111011010010101100";
-        when 14 => pwl_comb2_slope_c <= "11111111111111111011100110001000";
-        when 15 => pwl_comb2_slope_c <= "11111111111111111011110111101111";
-        when 16 => pwl_comb2_slope_c <= "11111111111111111100000111110000";
-        when 17 => pwl_comb2_slope_c <= "11111111111111111100010110010111";
-        when 18 => pwl_comb2_slope_c <= "11111111111111111100100011101101";
-        when 19 => pwl_comb2_slope_c <= "11111111111111111100101111111101";
-        when 20 => pwl_comb2_slope_c <= "11111111111111111100111011001100";
-        when 21 => pwl_comb2_slope_c <= "11111111111111111101000101100011";
-        when 22 => pwl_comb2_slope_c <= "11111111111111111101001111000111";
-        when 23 => pwl_comb2_slope_c <= "11111111111111111101010111111101";
-        when 24 => pwl_comb2_slope_c <= "11111111111111111101100000001010";
-        when 25 => pwl_comb2_slope_c <= "11111111111111111101100111110001";
-        when 26 => pwl_comb2_slope_c <= "11111111111111111101101110110110";
-        when 27 => pwl_comb2_slope_c <= "11111111111111111101110101011101";
-        when 28 => pwl_comb2_slope_c <= "11111111111111111101111011100111";
-        when 29 => pwl_comb2_slope_c <= "11111111111111111110000001010111";
-        when 30 => pwl_comb2_slope_c <= "11111111111111111110000110110000";
-        when 31 => pwl_comb2_slope_c <= "11111111111111111110001011110011";
-        when 32 => pwl_comb2_slope_c <= "11111111111111111110010000100011";
-        when 33 => pwl_comb2_slope_c <= "11111111111111111110010101000000";
-        when 34 => pwl_comb2_slope_c <= "11111111111111111110011001001101";
-        when 35 => pwl_comb2_slope_c <= "11111111111111111110011101001010";
-        when 36 => pwl_comb2_slope_c <= "11111111111111111110100000111000";
-        when 37 => pwl_comb2_slope_c <= "11111111111111111110100100011010";
-        when 38 => pwl_comb2_slope_c <= "11111111111111111110100111101111";
-        when 39 => pwl_comb2_slope_c <= "11111111111111111110101010111001";
-        when 40 => pwl_comb2_slope_c <= "11111111111111111110101101111000";
-        when 41 => pwl_comb2_slope_c <= "11111111111111111110110000101101";
-        when 42 => pwl_comb2_slope_c <= "11111111111111111110110011011001";
-        when 43 => pwl_comb2_slope_c <= "11111111111111111110110101111101";
-        when 44 => pwl_comb2_slope_c <= "11111111111111111110111000011000";
-        when 45 => pwl_comb2_slope_c <= "11111111111111111110111010101100";
-        when 46 => pwl_comb2_slope_c <= "11111111111111111110111100111001";
-        when 47 => pwl_comb2_slope_c <= "11111111111111111110111110111111";
-        when 48 => pwl_comb2_slope_c <= "11111111111111111111000000111111";
-        when 49 => pwl_comb2_slope_c <= "11111111111111111111000010111001";
-        when 50 => pwl_comb2_slope_c <= "11111111111111111111000100101110";
-        when 51 => pwl_comb2_slope_c <= "11111111111111111111000110011110";
-        when 52 => pwl_comb2_slope_c <= "11111111111111111111001000001000";
-        when 53 => pwl_comb2_slope_c <= "11111111111111111111001001101110";
-        when 54 => pwl_comb2_slope_c <= "11111111111111111111001011010000";
-        when 55 => pwl_comb2_slope_c <= "11111111111111111111001100101110";
-        when 56 => pwl_comb2_slope_c <= "11111111111111111111001110001000";
-        when 57 => pwl_comb2_slope_c <= "11111111111111111111001111011110";
-        when 58 => pwl_comb2_slope_c <= "11111111111111111111010000110001";
-        when 59 => pwl_comb2_slope_c <= "11111111111111111111010010000001";
-        when 60 => pwl_comb2_slope_c <= "11111111111111111111010011001101";
-        when 61 => pwl_comb2_slope_c <= "11111111111111111111010100010111";
-        when 62 => pwl_comb2_slope_c <= "11111111111111111111010101011101";
-        when 63 => pwl_comb2_slope_c <= "11111111111111111111010110100001";
-        when 64 => pwl_comb2_slope_c <= "11111111111111111111010111100011";
-        when 65 => pwl_comb2_slope_c <= "11111111111111111111011000100010";
-        when 66 => pwl_comb2_slope_c <= "11111111111111111111011001011111";
-        when 67 => pwl_comb2_slope_c <= "11111111111111111111011010011010";
-        when 68 => pwl_comb2_slope_c <= "11111111111111111111011011010010";
-        when 69 => pwl_comb2_slope_c <= "11111111111111111111011100001001";
-        when 70 => pwl_comb2_slope_c <= "11111111111111111111011100111110";
-        when 71 => pwl_comb2_slope_c <= "11111111111111111111011101110001";
-        when 72 => pwl_comb2_slope_c <= "11111111111111111111011110100010";
-        when 73 => pwl_comb2_slope_c <= "11111111111111111111011111010001";
-        when 74 => pwl_comb2_slope_c <= "11111111111111111111011111111111";
-        when 75 => pwl_comb2_slope_c <= "11111111111111111111100000101100";
-        when 76 => pwl_comb2_slope_c <= "11111111111111111111100001010111";
-        when 77 => pwl_comb2_slope_c <= "11111111111111111111100010000001";
-        when 78 => pwl_comb2_slope_c <= "11111111111111111111100010101001";
-        when 79 => pwl_comb2_slope_c <= "11111111111111111111100011010000";
-        when 80 => pwl_comb2_slope_c <= "11111111111111111111100011110110";
-        when 81 => pwl_comb2_slope_c <= "11111111111111111111100100011011";
-        when 82 => pwl_comb2_slope_c <= "11111111111111111111100100111111";
-        when 83 => pwl_comb2_slope_c <= "11111111111111111111100101100001";
-        when 84 => pwl_comb2_slope_c <= "11111111111111111111100110000011";
-        when 85 => pwl_comb2_slope_c <= "11111111111111111111100110100011";
-        when 86 => pwl_comb2_slope_c <= "11111111111111111111100111000011";
-        when 87 => pwl_comb2_slope_c <= "11111111111111111111100111100010";
-        when 88 => pwl_comb2_slope_c <= "11111111111111111111101000000000";
-        when 89 => pwl_comb2_slope_c <= "11111111111111111111101000011101";
-        when 90 => pwl_comb2_slope_c <= "11111111111111111111101000111001";
-        when 91 => pwl_comb2_slope_c <= "11111111111111111111101001010100";
-        when 92 => pwl_comb2_slope_c <= "11111111111111111111101001101111";
-        when 93 => pwl_comb2_slope_c <= "11111111111111111111101010001001";
-        when 94 => pwl_comb2_slope_c <= "11111111111111111111101010100010";
-        when 95 => pwl_comb2_slope_c <= "11111111111111111111101010111010";
-        when 96 => pwl_comb2_slope_c <= "11111111111111111111101011010010";
-        when 97 => pwl_comb2_slope_c <= "11111111111111111111101011101010";
-        when 98 => pwl_comb2_slope_c <= "11111111111111111111101100000000";
-        when 99 => pwl_comb2_slope_c <= "11111111111111111111101100010110";
-        when 100 => pwl_comb2_slope_c <= "11111111111111111111101100101100";
-        when 101 => pwl_comb2_slope_c <= "11111111111111111111101101000001";
-        when 102 => pwl_comb2_slope_c <= "11111111111111111111101101010101";
-        when 103 => pwl_comb2_slope_c <= "11111111111111111111101101101001";
-        when 104 => pwl_comb2_slope_c <= "11111111111111111111101101111101";
-        when 105 => pwl_comb2_slope_c <= "11111111111111111111101110001111";
-        when 106 => pwl_comb2_slope_c <= "11111111111111111111101110100010";
-        when 107 => pwl_comb2_slope_c <= "11111111111111111111101110110100";
-        when 108 => pwl_comb2_slope_c <= "11111111111111111111101111000110";
-        when 109 => pwl_comb2_slope_c <= "11111111111111111111101111010111";
-        when 110 => pwl_comb2_slope_c <= "11111111111111111111101111101000";
-        when 111 => pwl_comb2_slope_c <= "11111111111111111111101111111000";
-        when 112 => pwl_comb2_slope_c <= "11111111111111111111110000001000";
-        when 113 => pwl_comb2_slope_c <= "11111111111111111111110000011000";
-        when 114 => pwl_comb2_slope_c <= "11111111111111111111110000100111";
-        when 115 => pwl_comb2_slope_c <= "11111111111111111111110000110110";
-        when 116 => pwl_comb2_slope_c <= "11111111111111111111110001000100";
-        when 117 => pwl_comb2_slope_c <= "11111111111111111111110001010011";
-        when 118 => pwl_comb2_slope_c <= "11111111111111111111110001100001";
-        when 119 => pwl_comb2_slope_c <= "11111111111111111111110001101110";
-        when 120 => pwl_comb2_slope_c <= "11111111111111111111110001111100";
-        when 121 => pwl_comb2_slope_c <= "11111111111111111111110010001001";
-        when 122 => pwl_comb2_slope_c <= "11111111111111111111110010010101";
-        when 123 => pwl_comb2_slope_c <= "11111111111111111111110010100010";
-        when 124 => pwl_comb2_slope_c <= "11111111111111111111110010101110";
-        when 125 => pwl_comb2_slope_c <= "11111111111111111111110010111010";
-        when 126 => pwl_comb2_slope_c <= "11111111111111111111110011000110";
-        when 127 => pwl_comb2_slope_c <= "11111111111111111111110011010001";
-        when 128 => pwl_comb2_slope_c <= "11111111111111111111110011011100";
-        when 129 => pwl_comb2_slope_c <= "11111111111111111111110011101000";
-        when 130 => pwl_comb2_slope_c <= "11111111111111111111110011110010";
-        when 131 => pwl_comb2_slope_c <= "11111111111111111111110011111101";
-        when 132 => pwl_comb2_slope_c <= "11111111111111111111110100000111";
-        when 133 => pwl_comb2_slope_c <= "11111111111111111111110100010001";
-        when 134 => pwl_comb2_slope_c <= "11111111111111111111110100011011";
-        when 135 => pwl_comb2_slope_c <= "11111111111111111111110100100101";
-        when 136 => pwl_comb2_slope_c <= "11111111111111111111110100101111";
-        when 137 => pwl_comb2_slope_c <= "11111111111111111111110100111000";
-        when 138 => pwl_comb2_slope_c <= "11111111111111111111110101000001";
-        when 139 => pwl_comb2_slope_c <= "11111111111111111111110101001010";
-        when 140 => pwl_comb2_slope_c <= "11111111111111111111110101010011";
-        when 141 => pwl_comb2_slope_c <= "11111111111111111111110101011100";
-        when 142 => pwl_comb2_slope_c <= "11111111111111111111110101100100";
-        when 143 => pwl_comb2_slope_c <= "11111111111111111111110101101101";
-        when 144 => pwl_comb2_slope_c <= "11111111111111111111110101110101";
-        when 145 => pwl_comb2_slope_c <= "11111111111111111111110101111101";
-        when 146 => pwl_comb2_slope_c <= "11111111111111111111110110000101";
-        when 147 => pwl_comb2_slope_c <= "11111111111111111111110110001100";
-        when 148 => pwl_comb2_slope_c <= "11111111111111111111110110010100";
-        when 149 => pwl_comb2_slope_c <= "11111111111111111111110110011011";
-        when 150 => pwl_comb2_slope_c <= "11111111111111111111110110100011";
-        when 151 => pwl_comb2_slope_c <= "11111111111111111111110110101010";
-        when 152 => pwl_comb2_slope_c <= "11111111111111111111110110110001";
-        when 153 => pwl_comb2_slope_c <= "11111111111111111111110110111000";
-        when 154 => pwl_comb2_slope_c <= "11111111111111111111110110111111";
-        when 155 => pwl_comb2_slope_c <= "11111111111111111111110111000110";
-        when 156 => pwl_comb2_slope_c <= "11111111111111111111110111001100";
-        when 157 => pwl_comb2_slope_c <= "11111111111111111111110111010011";
-        when 158 => pwl_comb2_slope_c <= "11111111111111111111110111011001";
-        when 159 => pwl_comb2_slope_c <= "11111111111111111111110111011111";
-        when 160 => pwl_comb2_slope_c <= "11111111111111111111110111100101";
-        when 161 => pwl_comb2_slope_c <= "11111111111111111111110111101011";
-        when 162 => pwl_comb2_slope_c <= "11111111111111111111110111110001";
-        when 163 => pwl_comb2_slope_c <= "11111111111111111111110111110111";
-        when 164 => pwl_comb2_slope_c <= "11111111111111111111110111111101";
-        when 165 => pwl_comb2_slope_c <= "11111111111111111111111000000011";
-        when 166 => pwl_comb2_slope_c <= "11111111111111111111111000001000";
-        when 167 => pwl_comb2_slope_c <= "11111111111111111111111000001110";
-        when 168 => pwl_comb2_slope_c <= "11111111111111111111111000010011";
-        when 169 => pwl_comb2_slope_c <= "11111111111111111111111000011000";
-        when 170 => pwl_comb2_slope_c <= "11111111111111111111111000011110";
-        when 171 => pwl_comb2_slope_c <= "11111111111111111111111000100011";
-        when 172 => pwl_comb2_slope_c <= "11111111111111111111111000101000";
-        when 173 => pwl_comb2_slope_c <= "11111111111111111111111000101101";
-        when 174 => pwl_comb2_slope_c <= "11111111111111111111111000110010";
-        when 175 => pwl_comb2_slope_c <= "11111111111111111111111000110111";
-        when 176 => pwl_comb2_slope_c <= "11111111111111111111111000111011";
-        when 177 => pwl_comb2_slope_c <= "11111111111111111111111001000000";
-        when 178 => pwl_comb2_slope_c <= "11111111111111111111111001000101";
-        when 179 => pwl_comb2_slope_c <= "11111111111111111111111001001001";
-        when 180 => pwl_comb2_slope_c <= "11111111111111111111111001001101";
-        when 181 => pwl_comb2_slope_c <= "11111111111111111111111001010010";
-        when 182 => pwl_comb2_slope_c <= "11111111111111111111111001010110";
-        when 183 => pwl_comb2_slope_c <= "11111111111111111111111001011010";
-        when 184 => pwl_comb2_slope_c <= "11111111111111111111111001011111";
-        when 185 => pwl_comb2_slope_c <= "11111111111111111111111001100011";
-        when 186 => pwl_comb2_slope_c <= "11111111111111111111111001100111";
-        when 187 => pwl_comb2_slope_c <= "11111111111111111111111001101011";
-        when 188 => pwl_comb2_slope_c <= "11111111111111111111111001101111";
-        when 189 => pwl_comb2_slope_c <= "11111111111111111111111001110011";
-        when 190 => pwl_comb2_slope_c <= "11111111111111111111111001110111";
-        when 191 => pwl_comb2_slope_c <= "11111111111111111111111001111010";
-        when 192 => pwl_comb2_slope_c <= "11111111111111111111111001111110";
-        when 193 => pwl_comb2_slope_c <= "11111111111111111111111010000010";
-        when 194 => pwl_comb2_slope_c <= "11111111111111111111111010000101";
-        when 195 => pwl_comb2_slope_c <= "11111111111111111111111010001001";
-        when 196 => pwl_comb2_slope_c <= "11111111111111111111111010001100";
-        when 197 => pwl_comb2_slope_c <= "11111111111111111111111010010000";
-        when 198 => pwl_comb2_slope_c <= "11111111111111111111111010010011";
-        when 199 => pwl_comb2_slope_c <= "11111111111111111111111010010111";
-        when 200 => pwl_comb2_slope_c <= "11111111111111111111111010011010";
-        when 201 => pwl_comb2_slope_c <= "11111111111111111111111010011101";
-        when 202 => pwl_comb2_slope_c <= "11111111111111111111111010100001";
-        when 203 => pwl_comb2_slope_c <= "11111111111111111111111010100100";
-        when 204 => pwl_comb2_slope_c <= "11111111111111111111111010100111";
-        when 205 => pwl_comb2_slope_c <= "11111111111111111111111010101010";
-        when 206 => pwl_comb2_slope_c <= "11111111111111111111111010101101";
-        when 207 => pwl_comb2_slope_c <= "11111111111111111111111010110000";
-        when 208 => pwl_comb2_slope_c <= "11111111111111111111111010110011";
-        when 209 => pwl_comb2_slope_c <= "11111111111111111111111010110110";
-        when 210 => pwl_comb2_slope_c <= "11111111111111111111111010111001";
-        when 211 => pwl_comb2_slope_c <= "11111111111111111111111010111100";
-        when 212 => pwl_comb2_slope_c <= "11111111111111111111111010111111";
-        when 213 => pwl_comb2_slope_c <= "11111111111111111111111011000001";
-        when 214 => pwl_comb2_slope_c <= "11111111111111111111111011000100";
-        when 215 => pwl_comb2_slope_c <= "11111111111111111111111011000111";
-        when 216 => pwl_comb2_slope_c <= "11111111111111111111111011001010";
-        when 217 => pwl_comb2_slope_c <= "11111111111111111111111011001100";
-        when 218 => pwl_comb2_slope_c <= "11111111111111111111111011001111";
-        when 219 => pwl_comb2_slope_c <= "11111111111111111111111011010001";
-        when 220 => pwl_comb2_slope_c <= "11111111111111111111111011010100";
-        when 221 => pwl_comb2_slope_c <= "11111111111111111111111011010111";
-        when 222 => pwl_comb2_slope_c <= "11111111111111111111111011011001";
-        when 223 => pwl_comb2_slope_c <= "11111111111111111111111011011100";
-        when 224 => pwl_comb2_slope_c <= "11111111111111111111111011011110";
-        when 225 => pwl_comb2_slope_c <= "11111111111111111111111011100000";
-        when 226 => pwl_comb2_slope_c <= "11111111111111111111111011100011";
-        when 227 => pwl_comb2_slope_c <= "11111111111111111111111011100101";
-        when 228 => pwl_comb2_slope_c <= "11111111111111111111111011100111";
-        when 229 => pwl_comb2_slope_c <= "11111111111111111111111011101010";
-        when 230 => pwl_comb2_slope_c <= "11111111111111111111111011101100";
-        when 231 => pwl_comb2_slope_c <= "11111111111111111111111011101110";
-        when 232 => pwl_comb2_slope_c <= "11111111111111111111111011110000";
-        when 233 => pwl_comb2_slope_c <= "11111111111111111111111011110010";
-        when 234 => pwl_comb2_slope_c <= "11111111111111111111111011110101";
-        when 235 => pwl_comb2_slope_c <= "11111111111111111111111011110111";
-        when 236 => pwl_comb2_slope_c <= "11111111111111111111111011111001";
-        when 237 => pwl_comb2_slope_c <= "11111111111111111111111011111011";
-        when 238 => pwl_comb2_slope_c <= "11111111111111111111111011111101";
-        when 239 => pwl_comb2_slope_c <= "11111111111111111111111011111111";
-        when 240 => pwl_comb2_slope_c <= "11111111111111111111111100000001";
-        when 241 => pwl_comb2_slope_c <= "11111111111111111111111100000011";
-        when 242 => pwl_comb2_slope_c <= "11111111111111111111111100000101";
-        when 243 => pwl_comb2_slope_c <= "11111111111111111111111100000111";
-        when 244 => pwl_comb2_slope_c <= "11111111111111111111111100001001";
-        when 245 => pwl_comb2_slope_c <= "11111111111111111111111100001011";
-        when 246 => pwl_comb2_slope_c <= "11111111111111111111111100001101";
-        when 247 => pwl_comb2_slope_c <= "11111111111111111111111100001110";
-        when 248 => pwl_comb2_slope_c <= "11111111111111111111111100010000";
-        when 249 => pwl_comb2_slope_c <= "11111111111111111111111100010010";
-        when 250 => pwl_comb2_slope_c <= "11111111111111111111111100010100";
-        when 251 => pwl_comb2_slope_c <= "11111111111111111111111100010110";
-        when 252 => pwl_comb2_slope_c <= "11111111111111111111111100010111";
-        when 253 => pwl_comb2_slope_c <= "11111111111111111111111100011001";
-        when 254 => pwl_comb2_slope_c <= "11111111111111111111111100011011";
-        when others => pwl_comb2_slope_c <= "11111111111111111111111100011100";
+end process pwl_pipe2_p2rom;
+
+pwl_pipe2_p2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pwl_pipe2_idx3 <= to_unsigned(0, 8);
+            pwl_pipe2_prod3 <= to_signed(0, 33);
+        else
+            pwl_pipe2_prod3 <= (resize(pwl_pipe2_slope2, 20) * pwl_pipe2_off2);
+            pwl_pipe2_idx3 <= pwl_pipe2_idx2;
+        end if;
+    end if;
+end process pwl_pipe2_p2;
+
+
+pwl_pipe2_round_sat_fast2_round_sat2_t <= shift_right(pwl_pipe2_prod3, 16);
+pwl_pipe2_round_sat_fast2_round_sat2_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000") & pwl_pipe2_prod3((16 - 1))));
+
+
+pwl_pipe2_round_sat_fast2_round_sat2_r <= (pwl_pipe2_round_sat_fast2_round_sat2_t + pwl_pipe2_round_sat_fast2_round_sat2_rb);
+
+
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi <= unsigned(pwl_pipe2_round_sat_fast2_round_sat2_r(33-1 downto (32 - 1)));
+
+
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_hin <= (not pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi);
+
+
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign <= stdl((not bool(pwl_pipe2_round_sat_fast2_round_sat2_r((33 - 1)))));
+
+pwl_pipe2_round_sat_fast2_round_sat2_sat6_clamp: process (pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill, pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi, pwl_pipe2_round_sat_fast2_round_sat2_r, pwl_pipe2_round_sat_fast2_round_sat2_sat6_hin) is
+begin
+    if ((pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi = 0) or (pwl_pipe2_round_sat_fast2_round_sat2_sat6_hin = 0)) then
+        pwl_pipe2_rnd_c <= signed(unsigned(pwl_pipe2_round_sat_fast2_round_sat2_r(32-1 downto 0)));
+    else
+        pwl_pipe2_rnd_c <= signed(unsigned'(pwl_pipe2_round_sat_fast2_round_sat2_r((33 - 1)) & pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill));
+    end if;
+end process pwl_pipe2_round_sat_fast2_round_sat2_sat6_clamp;
+
+pwl_pipe2_p3: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pwl_pipe2_rnd4 <= to_signed(0, 32);
+            pwl_pipe2_idx4 <= to_unsigned(0, 8);
+        else
+            pwl_pipe2_rnd4 <= pwl_pipe2_rnd_c;
+            pwl_pipe2_idx4 <= pwl_pipe2_idx3;
+        end if;
+    end if;
+end process pwl_pipe2_p3;
+
+pwl_pipe2_p4rom: process (pwl_pipe2_idx4) is
+begin
+    case to_integer(pwl_pipe2_idx4) is
+        when 0 => pwl_pipe2_base4 <= "00000000000000010000000000000000";
+        when 1 => pwl_pipe2_base4 <= "00000000000000001111000011110001";
+        when 2 => pwl_pipe2_base4 <= "00000000000000001110001110001110";
+        when 3 => pwl_pipe2_base4 <= "00000000000000001101011110010100";
+        when 4 => pwl_pipe2_base4 <= "00000000000000001100110011001101";
+        when 5 => pwl_pipe2_base4 <= "00000000000000001100001100001100";
+        when 6 => pwl_pipe2_base4 <= "00000000000000001011101000101111";
+        when 7 => pwl_pipe2_base4 <= "00000000000000001011001000010110";
+        when 8 => pwl_pipe2_base4 <= "00000000000000001010101010101011";
+        when 9 => pwl_pipe2_base4 <= "00000000000000001010001111010111";
+        when 10 => pwl_pipe2_base4 <= "00000000000000001001110110001010";
+        when 11 => pwl_pipe2_base4 <= "00000000000000001001011110110100";
+        when 12 => pwl_pipe2_base4 <= "00000000000000001001001001001001";
+        when 13 => pwl_pipe2_base4 <= "00000000000000001000110100111110";
+        when 14 => pwl_pipe2_base4 <= "00000000000000001000100010001001";
+        when 15 => pwl_pipe2_base4 <= "00000000000000001000010000100001";
+        when 16 => pwl_pipe2_base4 <= "00000000000000001000000000000000";
+        when 17 => pwl_pipe2_base4 <= "00000000000000000111110000011111";
+        when 18 => pwl_pipe2_base4 <= "00000000000000000111100001111000";
+        when 19 => pwl_pipe2_base4 <= "00000000000000000111010100000111";
+        when 20 => pwl_pipe2_base4 <= "00000000000000000111000111000111";
+        when 21 => pwl_pipe2_base4 <= "00000000000000000110111010110100";
+        when 22 => pwl_pipe2_base4 <= "00000000000000000110101111001010";
+        when 23 => pwl_pipe2_base4 <= "00000000000000000110100100000111";
+        when 24 => pwl_pipe2_base4 <= "00000000000000000110011001100110";
+        when 25 => pwl_pipe2_base4 <= "00000000000000000110001111100111";
+        when 26 => pwl_pipe2_base4 <= "00000000000000000110000110000110";
+        when 27 => pwl_pipe2_base4 <= "00000000000000000101111101000001";
+        when 28 => pwl_pipe2_base4 <= "00000000000000000101110100010111";
+        when 29 => pwl_pipe2_base4 <= "00000000000000000101101100000110";
+        when 30 => pwl_pipe2_base4 <= "00000000000000000101100100001011";
+        when 31 => pwl_pipe2_base4 <= "00000000000000000101011100100110";
+        when 32 => pwl_pipe2_base4 <= "00000000000000000101010101010101";
+        when 33 => pwl_pipe2_base4 <= "00000000000000000101001110011000";
+        when 34 => pwl_pipe2_base4 <= "00000000000000000101000111101100";
+        when 35 => pwl_pipe2_base4 <= "00000000000000000101000001010000";
+        when 36 => pwl_pipe2_base4 <= "00000000000000000100111011000101";
+        when 37 => pwl_pipe2_base4 <= "00000000000000000100110101001000";
+        when 38 => pwl_pipe2_base4 <= "00000000000000000100101111011010";
+        when 39 => pwl_pipe2_base4 <= "00000000000000000100101001111001";
+        when 40 => pwl_pipe2_base4 <= "00000000000000000100100100100101";
+        when 41 => pwl_pipe2_base4 <= "00000000000000000100011111011100";
+        when 42 => pwl_pipe2_base4 <= "00000000000000000100011010011111";
+        when 43 => pwl_pipe2_base4 <= "00000000000000000100010101101100";
+        when 44 => pwl_pipe2_base4 <= "00000000000000000100010001000100";
+        when 45 => pwl_pipe2_base4 <= "00000000000000000100001100100110";
+        when 46 => pwl_pipe2_base4 <= "00000000000000000100001000010001";
+        when 47 => pwl_pipe2_base4 <= "00000000000000000100000100000100";
+        when 48 => pwl_pipe2_base4 <= "00000000000000000100000000000000";
+        when 49 => pwl_pipe2_base4 <= "00000000000000000011111100000100";
+        when 50 => pwl_pipe2_base4 <= "00000000000000000011111000010000";
+        when 51 => pwl_pipe2_base4 <= "00000000000000000011110100100010";
+        when 52 => pwl_pipe2_base4 <= "00000000000000000011110000111100";
+        when 53 => pwl_pipe2_base4 <= "00000000000000000011101101011101";
+        when 54 => pwl_pipe2_base4 <= "00000000000000000011101010000100";
+        when 55 => pwl_pipe2_base4 <= "00000000000000000011100110110001";
+        when 56 => pwl_pipe2_base4 <= "00000000000000000011100011100100";
+        when 57 => pwl_pipe2_base4 <= "00000000000000000011100000011100";
+        when 58 => pwl_pipe2_base4 <= "00000000000000000011011101011010";
+        when 59 => pwl_pipe2_base4 <= "00000000000000000011011010011101";
+        when 60 => pwl_pipe2_base4 <= "00000000000000000011010111100101";
+        when 61 => pwl_pipe2_base4 <= "00000000000000000011010100110010";
+        when 62 => pwl_pipe2_base4 <= "00000000000000000011010010000011";
+        when 63 => pwl_pipe2_base4 <= "00000000000000000011001111011001";
+        when 64 => pwl_pipe2_base4 <= "00000000000000000011001100110011";
+        when 65 => pwl_pipe2_base4 <= "00000000000000000011001010010001";
+        when 66 => pwl_pipe2_base4 <= "00000000000000000011000111110100";
+        when 67 => pwl_pipe2_base4 <= "00000000000000000011000101011001";
+        when 68 => pwl_pipe2_base4 <= "00000000000000000011000011000011";
+        when 69 => pwl_pipe2_base4 <= "00000000000000000011000000110000";
+        when 70 => pwl_pipe2_base4 <= "00000000000000000010111110100001";
+        when 71 => pwl_pipe2_base4 <= "00000000000000000010111100010101";
+        when 72 => pwl_pipe2_base4 <= "00000000000000000010111010001100";
+        when 73 => pwl_pipe2_base4 <= "00000000000000000010111000000110";
+        when 74 => pwl_pipe2_base4 <= "00000000000000000010110110000011";
+        when 75 => pwl_pipe2_base4 <= "00000000000000000010110100000011";
+        when 76 => pwl_pipe2_base4 <= "00000000000000000010110010000110";
+        when 77 => pwl_pipe2_base4 <= "00000000000000000010110000001011";
+        when 78 => pwl_pipe2_base4 <= "00000000000000000010101110010011";
+        when 79 => pwl_pipe2_base4 <= "00000000000000000010101100011110";
+        when 80 => pwl_pipe2_base4 <= "00000000000000000010101010101011";
+        when 81 => pwl_pipe2_base4 <= "00000000000000000010101000111010";
+        when 82 => pwl_pipe2_base4 <= "00000000000000000010100111001100";
+        when 83 => pwl_pipe2_base4 <= "00000000000000000010100101100000";
+        when 84 => pwl_pipe2_base4 <= "00000000000000000010100011110110";
+        when 85 => pwl_pipe2_base4 <= "00000000000000000010100010001110";
+        when 86 => pwl_pipe2_base4 <= "00000000000000000010100000101000";
+        when 87 => pwl_pipe2_base4 <= "00000000000000000010011111000100";
+        when 88 => pwl_pipe2_base4 <= "00000000000000000010011101100010";
+        when 89 => pwl_pipe2_base4 <= "00000000000000000010011100000010";
+        when 90 => pwl_pipe2_base4 <= "00000000000000000010011010100100";
+        when 91 => pwl_pipe2_base4 <= "00000000000000000010011001001000";
+        when 92 => pwl_pipe2_base4 <= "00000000000000000010010111101101";
+        when 93 => pwl_pipe2_base4 <= "00000000000000000010010110010100";
+        when 94 => pwl_pipe2_base4 <= "00000000000000000010010100111101";
+        when 95 => pwl_pipe2_base4 <= "00000000000000000010010011100111";
+        when 96 => pwl_pipe2_base4 <= "00000000000000000010010010010010";
+        when 97 => pwl_pipe2_base4 <= "00000000000000000010010000111111";
+        when 98 => pwl_pipe2_base4 <= "00000000000000000010001111101110";
+        when 99 => pwl_pipe2_base4 <= "00000000000000000010001110011110";
+        when 100 => pwl_pipe2_base4 <= "00000000000000000010001101001111";
+        when 101 => pwl_pipe2_base4 <= "00000000000000000010001100000010";
+        when 102 => pwl_pipe2_base4 <= "00000000000000000010001010110110";
+        when 103 => pwl_pipe2_base4 <= "00000000000000000010001001101100";
+        when 104 => pwl_pipe2_base4 <= "00000000000000000010001000100010";
+        when 105 => pwl_pipe2_base4 <= "00000000000000000010000111011010";
+        when 106 => pwl_pipe2_base4 <= "00000000000000000010000110010011";
+        when 107 => pwl_pipe2_base4 <= "00000000000000000010000101001101";
+        when 108 => pwl_pipe2_base4 <= "00000000000000000010000100001000";
+        when 109 => pwl_pipe2_base4 <= "00000000000000000010000011000101";
+        when 110 => pwl_pipe2_base4 <= "00000000000000000010000010000010";
+        when 111 => pwl_pipe2_base4 <= "00000000000000000010000001000001";
+        when 112 => pwl_pipe2_base4 <= "00000000000000000010000000000000";
+        when 113 => pwl_pipe2_base4 <= "00000000000000000001111111000000";
+        when 114 => pwl_pipe2_base4 <= "00000000000000000001111110000010";
+        when 115 => pwl_pipe2_base4 <= "00000000000000000001111101000100";
+        when 116 => pwl_pipe2_base4 <= "00000000000000000001111100001000";
+        when 117 => pwl_pipe2_base4 <= "00000000000000000001111011001100";
+        when 118 => pwl_pipe2_base4 <= "00000000000000000001111010010001";
+        when 119 => pwl_pipe2_base4 <= "00000000000000000001111001010111";
+        when 120 => pwl_pipe2_base4 <= "00000000000000000001111000011110";
+        when 121 => pwl_pipe2_base4 <= "00000000000000000001110111100110";
+        when 122 => pwl_pipe2_base4 <= "00000000000000000001110110101110";
+        when 123 => pwl_pipe2_base4 <= "00000000000000000001110101111000";
+        when 124 => pwl_pipe2_base4 <= "00000000000000000001110101000010";
+        when 125 => pwl_pipe2_base4 <= "00000000000000000001110100001101";
+        when 126 => pwl_pipe2_base4 <= "00000000000000000001110011011000";
+        when 127 => pwl_pipe2_base4 <= "00000000000000000001110010100101";
+        when 128 => pwl_pipe2_base4 <= "00000000000000000001110001110010";
+        when 129 => pwl_pipe2_base4 <= "00000000000000000001110001000000";
+        when 130 => pwl_pipe2_base4 <= "00000000000000000001110000001110";
+        when 131 => pwl_pipe2_base4 <= "00000000000000000001101111011101";
+        when 132 => pwl_pipe2_base4 <= "00000000000000000001101110101101";
+        when 133 => pwl_pipe2_base4 <= "00000000000000000001101101111101";
+        when 134 => pwl_pipe2_base4 <= "00000000000000000001101101001111";
+        when 135 => pwl_pipe2_base4 <= "00000000000000000001101100100000";
+        when 136 => pwl_pipe2_base4 <= "00000000000000000001101011110011";
+        when 137 => pwl_pipe2_base4 <= "00000000000000000001101011000101";
+        when 138 => pwl_pipe2_base4 <= "00000000000000000001101010011001";
+        when 139 => pwl_pipe2_base4 <= "00000000000000000001101001101101";
+        when 140 => pwl_pipe2_base4 <= "00000000000000000001101001000010";
+        when 141 => pwl_pipe2_base4 <= "00000000000000000001101000010111";
+        when 142 => pwl_pipe2_base4 <= "00000000000000000001100111101101";
+        when 143 => pwl_pipe2_base4 <= "00000000000000000001100111000011";
+        when 144 => pwl_pipe2_base4 <= "00000000000000000001100110011010";
+        when 145 => pwl_pipe2_base4 <= "00000000000000000001100101110001";
+        when 146 => pwl_pipe2_base4 <= "00000000000000000001100101001001";
+        when 147 => pwl_pipe2_base4 <= "00000000000000000001100100100001";
+        when 148 => pwl_pipe2_base4 <= "00000000000000000001100011111010";
+        when 149 => pwl_pipe2_base4 <= "00000000000000000001100011010011";
+        when 150 => pwl_pipe2_base4 <= "00000000000000000001100010101101";
+        when 151 => pwl_pipe2_base4 <= "00000000000000000001100010000111";
+        when 152 => pwl_pipe2_base4 <= "00000000000000000001100001100010";
+        when 153 => pwl_pipe2_base4 <= "00000000000000000001100000111101";
+        when 154 => pwl_pipe2_base4 <= "00000000000000000001100000011000";
+        when 155 => pwl_pipe2_base4 <= "00000000000000000001011111110100";
+        when 156 => pwl_pipe2_base4 <= "00000000000000000001011111010000";
+        when 157 => pwl_pipe2_base4 <= "00000000000000000001011110101101";
+        when 158 => pwl_pipe2_base4 <= "00000000000000000001011110001010";
+        when 159 => pwl_pipe2_base4 <= "00000000000000000001011101101000";
+        when 160 => pwl_pipe2_base4 <= "00000000000000000001011101000110";
+        when 161 => pwl_pipe2_base4 <= "00000000000000000001011100100100";
+        when 162 => pwl_pipe2_base4 <= "00000000000000000001011100000011";
+        when 163 => pwl_pipe2_base4 <= "00000000000000000001011011100010";
+        when 164 => pwl_pipe2_base4 <= "00000000000000000001011011000001";
+        when 165 => pwl_pipe2_base4 <= "00000000000000000001011010100001";
+        when 166 => pwl_pipe2_base4 <= "00000000000000000001011010000001";
+        when 167 => pwl_pipe2_base4 <= "00000000000000000001011001100010";
+        when 168 => pwl_pipe2_base4 <= "00000000000000000001011001000011";
+        when 169 => pwl_pipe2_base4 <= "00000000000000000001011000100100";
+        when 170 => pwl_pipe2_base4 <= "00000000000000000001011000000110";
+        when 171 => pwl_pipe2_base4 <= "00000000000000000001010111100111";
+        when 172 => pwl_pipe2_base4 <= "00000000000000000001010111001010";
+        when 173 => pwl_pipe2_base4 <= "00000000000000000001010110101100";
+        when 174 => pwl_pipe2_base4 <= "00000000000000000001010110001111";
+        when 175 => pwl_pipe2_base4 <= "00000000000000000001010101110010";
+        when 176 => pwl_pipe2_base4 <= "00000000000000000001010101010101";
+        when 177 => pwl_pipe2_base4 <= "00000000000000000001010100111001";
+        when 178 => pwl_pipe2_base4 <= "00000000000000000001010100011101";
+        when 179 => pwl_pipe2_base4 <= "00000000000000000001010100000001";
+        when 180 => pwl_pipe2_base4 <= "00000000000000000001010011100110";
+        when 181 => pwl_pipe2_base4 <= "00000000000000000001010011001011";
+        when 182 => pwl_pipe2_base4 <= "00000000000000000001010010110000";
+        when 183 => pwl_pipe2_base4 <= "00000000000000000001010010010101";
+        when 184 => pwl_pipe2_base4 <= "00000000000000000001010001111011";
+        when 185 => pwl_pipe2_base4 <= "00000000000000000001010001100001";
+        when 186 => pwl_pipe2_base4 <= "00000000000000000001010001000111";
+        when 187 => pwl_pipe2_base4 <= "00000000000000000001010000101101";
+        when 188 => pwl_pipe2_base4 <= "00000000000000000001010000010100";
+        when 189 => pwl_pipe2_base4 <= "00000000000000000001001111111011";
+        when 190 => pwl_pipe2_base4 <= "00000000000000000001001111100010";
+        when 191 => pwl_pipe2_base4 <= "00000000000000000001001111001010";
+        when 192 => pwl_pipe2_base4 <= "00000000000000000001001110110001";
+        when 193 => pwl_pipe2_base4 <= "00000000000000000001001110011001";
+        when 194 => pwl_pipe2_base4 <= "00000000000000000001001110000001";
+        when 195 => pwl_pipe2_base4 <= "00000000000000000001001101101010";
+        when 196 => pwl_pipe2_base4 <= "00000000000000000001001101010010";
+        when 197 => pwl_pipe2_base4 <= "00000000000000000001001100111011";
+        when 198 => pwl_pipe2_base4 <= "00000000000000000001001100100100";
+        when 199 => pwl_pipe2_base4 <= "00000000000000000001001100001101";
+        when 200 => pwl_pipe2_base4 <= "00000000000000000001001011110111";
+        when 201 => pwl_pipe2_base4 <= "00000000000000000001001011100000";
+        when 202 => pwl_pipe2_base4 <= "00000000000000000001001011001010";
+        when 203 => pwl_pipe2_base4 <= "00000000000000000001001010110100";
+        when 204 => pwl_pipe2_base4 <= "00000000000000000001001010011110";
+        when 205 => pwl_pipe2_base4 <= "00000000000000000001001010001001";
+        when 206 => pwl_pipe2_base4 <= "00000000000000000001001001110011";
+        when 207 => pwl_pipe2_base4 <= "00000000000000000001001001011110";
+        when 208 => pwl_pipe2_base4 <= "00000000000000000001001001001001";
+        when 209 => pwl_pipe2_base4 <= "00000000000000000001001000110100";
+        when 210 => pwl_pipe2_base4 <= "00000000000000000001001000100000";
+        when 211 => pwl_pipe2_base4 <= "00000000000000000001001000001011";
+        when 212 => pwl_pipe2_base4 <= "00000000000000000001000111110111";
+        when 213 => pwl_pipe2_base4 <= "00000000000000000001000111100011";
+        when 214 => pwl_pipe2_base4 <= "00000000000000000001000111001111";
+        when 215 => pwl_pipe2_base4 <= "00000000000000000001000110111011";
+        when 216 => pwl_pipe2_base4 <= "00000000000000000001000110101000";
+        when 217 => pwl_pipe2_base4 <= "00000000000000000001000110010100";
+        when 218 => pwl_pipe2_base4 <= "00000000000000000001000110000001";
+        when 219 => pwl_pipe2_base4 <= "00000000000000000001000101101110";
+        when 220 => pwl_pipe2_base4 <= "00000000000000000001000101011011";
+        when 221 => pwl_pipe2_base4 <= "00000000000000000001000101001000";
+        when 222 => pwl_pipe2_base4 <= "00000000000000000001000100110110";
+        when 223 => pwl_pipe2_base4 <= "00000000000000000001000100100011";
+        when 224 => pwl_pipe2_base4 <= "00000000000000000001000100010001";
+        when 225 => pwl_pipe2_base4 <= "00000000000000000001000011111111";
+        when 226 => pwl_pipe2_base4 <= "00000000000000000001000011101101";
+        when 227 => pwl_pipe2_base4 <= "00000000000000000001000011011011";
+        when 228 => pwl_pipe2_base4 <= "00000000000000000001000011001001";
+        when 229 => pwl_pipe2_base4 <= "00000000000000000001000010111000";
+        when 230 => pwl_pipe2_base4 <= "00000000000000000001000010100111";
+        when 231 => pwl_pipe2_base4 <= "00000000000000000001000010010101";
+        when 232 => pwl_pipe2_base4 <= "00000000000000000001000010000100";
+        when 233 => pwl_pipe2_base4 <= "00000000000000000001000001110011";
+        when 234 => pwl_pipe2_base4 <= "00000000000000000001000001100010";
+        when 235 => pwl_pipe2_base4 <= "00000000000000000001000001010010";
+        when 236 => pwl_pipe2_base4 <= "00000000000000000001000001000001";
+        when 237 => pwl_pipe2_base4 <= "00000000000000000001000000110001";
+        when 238 => pwl_pipe2_base4 <= "00000000000000000001000000100000";
+        when 239 => pwl_pipe2_base4 <= "00000000000000000001000000010000";
+        when 240 => pwl_pipe2_base4 <= "00000000000000000001000000000000";
+        when 241 => pwl_pipe2_base4 <= "00000000000000000000111111110000";
+        when 242 => pwl_pipe2_base4 <= "00000000000000000000111111100000";
+        when 243 => pwl_pipe2_base4 <= "00000000000000000000111111010001";
+        when 244 => pwl_pipe2_base4 <= "00000000000000000000111111000001";
+        when 245 => pwl_pipe2_base4 <= "00000000000000000000111110110010";
+        when 246 => pwl_pipe2_base4 <= "00000000000000000000111110100010";
+        when 247 => pwl_pipe2_base4 <= "00000000000000000000111110010011";
+        when 248 => pwl_pipe2_base4 <= "00000000000000000000111110000100";
+        when 249 => pwl_pipe2_base4 <= "00000000000000000000111101110101";
+        when 250 => pwl_pipe2_base4 <= "00000000000000000000111101100110";
+        when 251 => pwl_pipe2_base4 <= "00000000000000000000111101010111";
+        when 252 => pwl_pipe2_base4 <= "00000000000000000000111101001001";
+        when 253 => pwl_pipe2_base4 <= "00000000000000000000111100111010";
+        when 254 => pwl_pipe2_base4 <= "00000000000000000000111100101100";
+        when others => pwl_pipe2_base4 <= "00000000000000000000111100011101";
     end case;
-end process pwl_comb2_rom;
+end process pwl_pipe2_p4rom;
 
 
-pwl_comb2_offs <= signed(unsigned'(to_unsigned(0, 1) & pwl_comb2_off));
+pwl_pipe2_sumv <= (resize(pwl_pipe2_base4, 33) + pwl_pipe2_rnd4);
 
 
-pwl_comb2_prod <= (pwl_comb2_slope_c * pwl_comb2_offs);
+pwl_pipe2_sat7_hi <= unsigned(pwl_pipe2_sumv(33-1 downto (32 - 1)));
 
 
-pwl_comb2_round_sat4_t <= shift_right(pwl_comb2_prod, 16);
-pwl_comb2_round_sat4_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000000000000000") & pwl_comb2_prod((16 - 1))));
+pwl_pipe2_sat7_hin <= (not pwl_pipe2_sat7_hi);
 
 
-pwl_comb2_round_sat4_r <= (pwl_comb2_round_sat4_t + pwl_comb2_round_sat4_rb);
+pwl_pipe2_sat7_nsign <= stdl((not bool(pwl_pipe2_sumv((33 - 1)))));
 
-
-pwl_comb2_round_sat4_sat9_hi <= unsigned(pwl_comb2_round_sat4_r(45-1 downto (32 - 1)));
-
-
-pwl_comb2_round_sat4_sat9_hin <= (not pwl_comb2_round_sat4_sat9_hi);
-
-
-pwl_comb2_round_sat4_sat9_nsign <= stdl((not bool(pwl_comb2_round_sat4_r((45 - 1)))));
-
-pwl_comb2_round_sat4_sat9_clamp: process (pwl_comb2_round_sat4_sat9_fill, pwl_comb2_round_sat4_sat9_hi, pwl_comb2_round_sat4_r, pwl_comb2_round_sat4_sat9_hin) is
+pwl_pipe2_sat7_clamp: process (pwl_pipe2_sat7_fill, pwl_pipe2_sat7_hi, pwl_pipe2_sumv, pwl_pipe2_sat7_hin) is
 begin
-    if ((pwl_comb2_round_sat4_sat9_hi = 0) or (pwl_comb2_round_sat4_sat9_hin = 0)) then
-        pwl_comb2_rnd <= signed(unsigned(pwl_comb2_round_sat4_r(32-1 downto 0)));
+    if ((pwl_pipe2_sat7_hi = 0) or (pwl_pipe2_sat7_hin = 0)) then
+        pwl_pipe2_ys <= signed(unsigned(pwl_pipe2_sumv(32-1 downto 0)));
     else
-        pwl_comb2_rnd <= signed(unsigned'(pwl_comb2_round_sat4_r((45 - 1)) & pwl_comb2_round_sat4_sat9_fill));
+        pwl_pipe2_ys <= signed(unsigned'(pwl_pipe2_sumv((33 - 1)) & pwl_pipe2_sat7_fill));
     end if;
-end process pwl_comb2_round_sat4_sat9_clamp;
+end process pwl_pipe2_sat7_clamp;
 
-
-pwl_comb2_sumv <= (resize(pwl_comb2_base_c, 33) + pwl_comb2_rnd);
-
-
-pwl_comb2_sat10_hi <= unsigned(pwl_comb2_sumv(33-1 downto (32 - 1)));
-
-
-pwl_comb2_sat10_hin <= (not pwl_comb2_sat10_hi);
-
-
-pwl_comb2_sat10_nsign <= stdl((not bool(pwl_comb2_sumv((33 - 1)))));
-
-pwl_comb2_sat10_clamp: process (pwl_comb2_sat10_fill, pwl_comb2_sat10_hi, pwl_comb2_sumv, pwl_comb2_sat10_hin) is
+pwl_pipe2_p4romh: process (pwl_pipe2_idx4) is
 begin
-    if ((pwl_comb2_sat10_hi = 0) or (pwl_comb2_sat10_hin = 0)) then
-        pwl_comb2_ys <= signed(unsigned(pwl_comb2_sumv(32-1 downto 0)));
-    else
-        pwl_comb2_ys <= signed(unsigned'(pwl_comb2_sumv((33 - 1)) & pwl_comb2_sat10_fill));
-    end if;
-end process pwl_comb2_sat10_clamp;
+    case to_integer(pwl_pipe2_idx4) is
+        when 0 => pwl_pipe2_limh <= "00000000000000000000000000000000";
+        when 1 => pwl_pipe2_limh <= "00000000000000000000111100001111";
+        when 2 => pwl_pipe2_limh <= "00000000000000000001110001110010";
+        when 3 => pwl_pipe2_limh <= "00000000000000000010100001101100";
+        when 4 => pwl_pipe2_limh <= "00000000000000000011001100110011";
+        when 5 => pwl_pipe2_limh <= "00000000000000000011110011110100";
+        when 6 => pwl_pipe2_limh <= "00000000000000000100010111010001";
+        when 7 => pwl_pipe2_limh <= "00000000000000000100110111101010";
+        when 8 => pwl_pipe2_limh <= "00000000000000000101010101010101";
+        when 9 => pwl_pipe2_limh <= "00000000000000000101110000101001";
+        when 10 => pwl_pipe2_limh <= "00000000000000000110001001110110";
+        when 11 => pwl_pipe2_limh <= "00000000000000000110100001001100";
+        when 12 => pwl_pipe2_limh <= "00000000000000000110110110110111";
+        when 13 => pwl_pipe2_limh <= "00000000000000000111001011000010";
+        when 14 => pwl_pipe2_limh <= "00000000000000000111011101110111";
+        when 15 => pwl_pipe2_limh <= "00000000000000000111101111011111";
+        when 16 => pwl_pipe2_limh <= "00000000000000001000000000000000";
+        when 17 => pwl_pipe2_limh <= "00000000000000001000001111100001";
+        when 18 => pwl_pipe2_limh <= "00000000000000001000011110001000";
+        when 19 => pwl_pipe2_limh <= "00000000000000001000101011111001";
+        when 20 => pwl_pipe2_limh <= "00000000000000001000111000111001";
+        when 21 => pwl_pipe2_limh <= "00000000000000001001000101001100";
+        when 22 => pwl_pipe2_limh <= "00000000000000001001010000110110";
+        when 23 => pwl_pipe2_limh <= "00000000000000001001011011111001";
+        when 24 => pwl_pipe2_limh <= "00000000000000001001100110011010";
+        when 25 => pwl_pipe2_limh <= "00000000000000001001110000011001";
+        when 26 => pwl_pipe2_limh <= "00000000000000001001111001111010";
+        when 27 => pwl_pipe2_limh <= "00000000000000001010000010111111";
+        when 28 => pwl_pipe2_limh <= "00000000000000001010001011101001";
+        when 29 => pwl_pipe2_limh <= "00000000000000001010010011111010";
+        when 30 => pwl_pipe2_limh <= "00000000000000001010011011110101";
+        when 31 => pwl_pipe2_limh <= "00000000000000001010100011011010";
+        when 32 => pwl_pipe2_limh <= "00000000000000001010101010101011";
+        when 33 => pwl_pipe2_limh <= "00000000000000001010110001101000";
+        when 34 => pwl_pipe2_limh <= "00000000000000001010111000010100";
+        when 35 => pwl_pipe2_limh <= "00000000000000001010111110110000";
+        when 36 => pwl_pipe2_limh <= "00000000000000001011000100111011";
+        when 37 => pwl_pipe2_limh <= "00000000000000001011001010111000";
+        when 38 => pwl_pipe2_limh <= "00000000000000001011010000100110";
+        when 39 => pwl_pipe2_limh <= "00000000000000001011010110000111";
+        when 40 => pwl_pipe2_limh <= "00000000000000001011011011011011";
+        when 41 => pwl_pipe2_limh <= "00000000000000001011100000100100";
+        when 42 => pwl_pipe2_limh <= "00000000000000001011100101100001";
+        when 43 => pwl_pipe2_limh <= "00000000000000001011101010010100";
+        when 44 => pwl_pipe2_limh <= "00000000000000001011101110111100";
+        when 45 => pwl_pipe2_limh <= "00000000000000001011110011011010";
+        when 46 => pwl_pipe2_limh <= "00000000000000001011110111101111";
+        when 47 => pwl_pipe2_limh <= "00000000000000001011111011111100";
+        when 48 => pwl_pipe2_limh <= "00000000000000001100000000000000";
+        when 49 => pwl_pipe2_limh <= "00000000000000001100000011111100";
+        when 50 => pwl_pipe2_limh <= "00000000000000001100000111110000";
+        when 51 => pwl_pipe2_limh <= "00000000000000001100001011011110";
+        when 52 => pwl_pipe2_limh <= "00000000000000001100001111000100";
+        when 53 => pwl_pipe2_limh <= "00000000000000001100010010100011";
+        when 54 => pwl_pipe2_limh <= "00000000000000001100010101111100";
+        when 55 => pwl_pipe2_limh <= "00000000000000001100011001001111";
+        when 56 => pwl_pipe2_limh <= "00000000000000001100011100011100";
+        when 57 => pwl_pipe2_limh <= "00000000000000001100011111100100";
+        when 58 => pwl_pipe2_limh <= "00000000000000001100100010100110";
+        when 59 => pwl_pipe2_limh <= "00000000000000001100100101100011";
+        when 60 => pwl_pipe2_limh <= "00000000000000001100101000011011";
+        when 61 => pwl_pipe2_limh <= "00000000000000001100101011001110";
+        when 62 => pwl_pipe2_limh <= "00000000000000001100101101111101";
+        when 63 => pwl_pipe2_limh <= "00000000000000001100110000100111";
+        when 64 => pwl_pipe2_limh <= "00000000000000001100110011001101";
+        when 65 => pwl_pipe2_limh <= "00000000000000001100110101101111";
+        when 66 => pwl_pipe2_limh <= "00000000000000001100111000001100";
+        when 67 => pwl_pipe2_limh <= "00000000000000001100111010100111";
+        when 68 => pwl_pipe2_limh <= "00000000000000001100111100111101";
+        when 69 => pwl_pipe2_limh <= "00000000000000001100111111010000";
+        when 70 => pwl_pipe2_limh <= "00000000000000001101000001011111";
+        when 71 => pwl_pipe2_limh <= "00000000000000001101000011101011";
+        when 72 => pwl_pipe2_limh <= "00000000000000001101000101110100";
+        when 73 => pwl_pipe2_limh <= "00000000000000001101000111111010";
+        when 74 => pwl_pipe2_limh <= "00000000000000001101001001111101";
+        when 75 => pwl_pipe2_limh <= "00000000000000001101001011111101";
+        when 76 => pwl_pipe2_limh <= "00000000000000001101001101111010";
+        when 77 => pwl_pipe2_limh <= "00000000000000001101001111110101";
+        when 78 => pwl_pipe2_limh <= "00000000000000001101010001101101";
+        when 79 => pwl_pipe2_limh <= "00000000000000001101010011100010";
+        when 80 => pwl_pipe2_limh <= "00000000000000001101010101010101";
+        when 81 => pwl_pipe2_limh <= "00000000000000001101010111000110";
+        when 82 => pwl_pipe2_limh <= "00000000000000001101011000110100";
+        when 83 => pwl_pipe2_limh <= "00000000000000001101011010100000";
+        when 84 => pwl_pipe2_limh <= "00000000000000001101011100001010";
+        when 85 => pwl_pipe2_limh <= "00000000000000001101011101110010";
+        when 86 => pwl_pipe2_limh <= "00000000000000001101011111011000";
+        when 87 => pwl_pipe2_limh <= "00000000000000001101100000111100";
+        when 88 => pwl_pipe2_limh <= "00000000000000001101100010011110";
+        when 89 => pwl_pipe2_limh <= "00000000000000001101100011111110";
+        when 90 => pwl_pipe2_limh <= "00000000000000001101100101011100";
+        when 91 => pwl_pipe2_limh <= "00000000000000001101100110111000";
+        when 92 => pwl_pipe2_limh <= "00000000000000001101101000010011";
+        when 93 => pwl_pipe2_limh <= "00000000000000001101101001101100";
+        when 94 => pwl_pipe2_limh <= "00000000000000001101101011000011";
+        when 95 => pwl_pipe2_limh <= "00000000000000001101101100011001";
+        when 96 => pwl_pipe2_limh <= "00000000000000001101101101101110";
+        when 97 => pwl_pipe2_limh <= "00000000000000001101101111000001";
+        when 98 => pwl_pipe2_limh <= "00000000000000001101110000010010";
+        when 99 => pwl_pipe2_limh <= "00000000000000001101110001100010";
+        when 100 => pwl_pipe2_limh <= "00000000000000001101110010110001";
+        when 101 => pwl_pipe2_limh <= "00000000000000001101110011111110";
+        when 102 => pwl_pipe2_limh <= "00000000000000001101110101001010";
+        when 103 => pwl_pipe2_limh <= "00000000000000001101110110010100";
+        when 104 => pwl_pipe2_limh <= "00000000000000001101110111011110";
+        when 105 => pwl_pipe2_limh <= "00000000000000001101111000100110";
+        when 106 => pwl_pipe2_limh <= "00000000000000001101111001101101";
+        when 107 => pwl_pipe2_limh <= "00000000000000001101111010110011";
+        when 108 => pwl_pipe2_limh <= "00000000000000001101111011111000";
+        when 109 => pwl_pipe2_limh <= "00000000000000001101111100111011";
+        when 110 => pwl_pipe2_limh <= "00000000000000001101111101111110";
+        when 111 => pwl_pipe2_limh <= "00000000000000001101111110111111";
+        when 112 => pwl_pipe2_limh <= "00000000000000001110000000000000";
+        when 113 => pwl_pipe2_limh <= "00000000000000001110000001000000";
+        when 114 => pwl_pipe2_limh <= "00000000000000001110000001111110";
+        when 115 => pwl_pipe2_limh <= "00000000000000001110000010111100";
+        when 116 => pwl_pipe2_limh <= "00000000000000001110000011111000";
+        when 117 => pwl_pipe2_limh <= "00000000000000001110000100110100";
+        when 118 => pwl_pipe2_limh <= "00000000000000001110000101101111";
+        when 119 => pwl_pipe2_limh <= "00000000000000001110000110101001";
+        when 120 => pwl_pipe2_limh <= "00000000000000001110000111100010";
+        when 121 => pwl_pipe2_limh <= "00000000000000001110001000011010";
+        when 122 => pwl_pipe2_limh <= "00000000000000001110001001010010";
+        when 123 => pwl_pipe2_limh <= "00000000000000001110001010001000";
+        when 124 => pwl_pipe2_limh <= "00000000000000001110001010111110";
+        when 125 => pwl_pipe2_limh <= "00000000000000001110001011110011";
+        when 126 => pwl_pipe2_limh <= "00000000000000001110001100101000";
+        when 127 => pwl_pipe2_limh <= "00000000000000001110001101011011";
+        when 128 => pwl_pipe2_limh <= "00000000000000001110001110001110";
+        when 129 => pwl_pipe2_limh <= "00000000000000001110001111000000";
+        when 130 => pwl_pipe2_limh <= "00000000000000001110001111110010";
+        when 131 => pwl_pipe2_limh <= "00000000000000001110010000100011";
+        when 132 => pwl_pipe2_limh <= "00000000000000001110010001010011";
+        when 133 => pwl_pipe2_limh <= "00000000000000001110010010000011";
+        when 134 => pwl_pipe2_limh <= "00000000000000001110010010110001";
+        when 135 => pwl_pipe2_limh <= "00000000000000001110010011100000";
+        when 136 => pwl_pipe2_limh <= "00000000000000001110010100001101";
+        when 137 => pwl_pipe2_limh <= "00000000000000001110010100111011";
+        when 138 => pwl_pipe2_limh <= "00000000000000001110010101100111";
+        when 139 => pwl_pipe2_limh <= "00000000000000001110010110010011";
+        when 140 => pwl_pipe2_limh <= "00000000000000001110010110111110";
+        when 141 => pwl_pipe2_limh <= "00000000000000001110010111101001";
+        when 142 => pwl_pipe2_limh <= "00000000000000001110011000010011";
+        when 143 => pwl_pipe2_limh <= "00000000000000001110011000111101";
+        when 144 => pwl_pipe2_limh <= "00000000000000001110011001100110";
+        when 145 => pwl_pipe2_limh <= "00000000000000001110011010001111";
+        when 146 => pwl_pipe2_limh <= "00000000000000001110011010110111";
+        when 147 => pwl_pipe2_limh <= "00000000000000001110011011011111";
+        when 148 => pwl_pipe2_limh <= "00000000000000001110011100000110";
+        when 149 => pwl_pipe2_limh <= "00000000000000001110011100101101";
+        when 150 => pwl_pipe2_limh <= "00000000000000001110011101010011";
+        when 151 => pwl_pipe2_limh <= "00000000000000001110011101111001";
+        when 152 => pwl_pipe2_limh <= "00000000000000001110011110011110";
+        when 153 => pwl_pipe2_limh <= "00000000000000001110011111000011";
+        when 154 => pwl_pipe2_limh <= "00000000000000001110011111101000";
+        when 155 => pwl_pipe2_limh <= "00000000000000001110100000001100";
+        when 156 => pwl_pipe2_limh <= "00000000000000001110100000110000";
+        when 157 => pwl_pipe2_limh <= "00000000000000001110100001010011";
+        when 158 => pwl_pipe2_limh <= "00000000000000001110100001110110";
+        when 159 => pwl_pipe2_limh <= "00000000000000001110100010011000";
+        when 160 => pwl_pipe2_limh <= "00000000000000001110100010111010";
+        when 161 => pwl_pipe2_limh <= "00000000000000001110100011011100";
+        when 162 => pwl_pipe2_limh <= "00000000000000001110100011111101";
+        when 163 => pwl_pipe2_limh <= "00000000000000001110100100011110";
+        when 164 => pwl_pipe2_limh <= "00000000000000001110100100111111";
+        when 165 => pwl_pipe2_limh <= "00000000000000001110100101011111";
+        when 166 => pwl_pipe2_limh <= "00000000000000001110100101111111";
+        when 167 => pwl_pipe2_limh <= "00000000000000001110100110011110";
+        when 168 => pwl_pipe2_limh <= "00000000000000001110100110111101";
+        when 169 => pwl_pipe2_limh <= "00000000000000001110100111011100";
+        when 170 => pwl_pipe2_limh <= "00000000000000001110100111111010";
+        when 171 => pwl_pipe2_limh <= "00000000000000001110101000011001";
+        when 172 => pwl_pipe2_limh <= "00000000000000001110101000110110";
+        when 173 => pwl_pipe2_limh <= "00000000000000001110101001010100";
+        when 174 => pwl_pipe2_limh <= "00000000000000001110101001110001";
+        when 175 => pwl_pipe2_limh <= "00000000000000001110101010001110";
+        when 176 => pwl_pipe2_limh <= "00000000000000001110101010101011";
+        when 177 => pwl_pipe2_limh <= "00000000000000001110101011000111";
+        when 178 => pwl_pipe2_limh <= "00000000000000001110101011100011";
+        when 179 => pwl_pipe2_limh <= "00000000000000001110101011111111";
+        when 180 => pwl_pipe2_limh <= "00000000000000001110101100011010";
+        when 181 => pwl_pipe2_limh <= "00000000000000001110101100110101";
+        when 182 => pwl_pipe2_limh <= "00000000000000001110101101010000";
+        when 183 => pwl_pipe2_limh <= "00000000000000001110101101101011";
+        when 184 => pwl_pipe2_limh <= "00000000000000001110101110000101";
+        when 185 => pwl_pipe2_limh <= "00000000000000001110101110011111";
+        when 186 => pwl_pipe2_limh <= "00000000000000001110101110111001";
+        when 187 => pwl_pipe2_limh <= "00000000000000001110101111010011";
+        when 188 => pwl_pipe2_limh <= "00000000000000001110101111101100";
+        when 189 => pwl_pipe2_limh <= "00000000000000001110110000000101";
+        when 190 => pwl_pipe2_limh <= "00000000000000001110110000011110";
+        when 191 => pwl_pipe2_limh <= "00000000000000001110110000110110";
+        when 192 => pwl_pipe2_limh <= "00000000000000001110110001001111";
+        when 193 => pwl_pipe2_limh <= "00000000000000001110110001100111";
+        when 194 => pwl_pipe2_limh <= "00000000000000001110110001111111";
+        when 195 => pwl_pipe2_limh <= "00000000000000001110110010010110";
+        when 196 => pwl_pipe2_limh <= "00000000000000001110110010101110";
+        when 197 => pwl_pipe2_limh <= "00000000000000001110110011000101";
+        when 198 => pwl_pipe2_limh <= "00000000000000001110110011011100";
+        when 199 => pwl_pipe2_limh <= "00000000000000001110110011110011";
+        when 200 => pwl_pipe2_limh <= "00000000000000001110110100001001";
+        when 201 => pwl_pipe2_limh <= "00000000000000001110110100100000";
+        when 202 => pwl_pipe2_limh <= "00000000000000001110110100110110";
+        when 203 => pwl_pipe2_limh <= "00000000000000001110110101001100";
+        when 204 => pwl_pipe2_limh <= "00000000000000001110110101100010";
+        when 205 => pwl_pipe2_limh <= "00000000000000001110110101110111";
+        when 206 => pwl_pipe2_limh <= "00000000000000001110110110001101";
+        when 207 => pwl_pipe2_limh <= "00000000000000001110110110100010";
+        when 208 => pwl_pipe2_limh <= "00000000000000001110110110110111";
+        when 209 => pwl_pipe2_limh <= "00000000000000001110110111001100";
+        when 210 => pwl_pipe2_limh <= "00000000000000001110110111100000";
+        when 211 => pwl_pipe2_limh <= "00000000000000001110110111110101";
+        when 212 => pwl_pipe2_limh <= "00000000000000001110111000001001";
+        when 213 => pwl_pipe2_limh <= "00000000000000001110111000011101";
+        when 214 => pwl_pipe2_limh <= "00000000000000001110111000110001";
+        when 215 => pwl_pipe2_limh <= "00000000000000001110111001000101";
+        when 216 => pwl_pipe2_limh <= "00000000000000001110111001011000";
+        when 217 => pwl_pipe2_limh <= "00000000000000001110111001101100";
+        when 218 => pwl_pipe2_limh <= "00000000000000001110111001111111";
+        when 219 => pwl_pipe2_limh <= "00000000000000001110111010010010";
+        when 220 => pwl_pipe2_limh <= "00000000000000001110111010100101";
+        when 221 => pwl_pipe2_limh <= "00000000000000001110111010111000";
+        when 222 => pwl_pipe2_limh <= "00000000000000001110111011001010";
+        when 223 => pwl_pipe2_limh <= "00000000000000001110111011011101";
+        when 224 => pwl_pipe2_limh <= "00000000000000001110111011101111";
+        when 225 => pwl_pipe2_limh <= "00000000000000001110111100000001";
+        when 226 => pwl_pipe2_limh <= "00000000000000001110111100010011";
+        when 227 => pwl_pipe2_limh <= "00000000000000001110111100100101";
+        when 228 => pwl_pipe2_limh <= "00000000000000001110111100110111";
+        when 229 => pwl_pipe2_limh <= "00000000000000001110111101001000";
+        when 230 => pwl_pipe2_limh <= "00000000000000001110111101011001";
+        when 231 => pwl_pipe2_limh <= "00000000000000001110111101101011";
+        when 232 => pwl_pipe2_limh <= "00000000000000001110111101111100";
+        when 233 => pwl_pipe2_limh <= "00000000000000001110111110001101";
+        when 234 => pwl_pipe2_limh <= "00000000000000001110111110011110";
+        when 235 => pwl_pipe2_limh <= "00000000000000001110111110101110";
+        when 236 => pwl_pipe2_limh <= "00000000000000001110111110111111";
+        when 237 => pwl_pipe2_limh <= "00000000000000001110111111001111";
+        when 238 => pwl_pipe2_limh <= "00000000000000001110111111100000";
+        when 239 => pwl_pipe2_limh <= "00000000000000001110111111110000";
+        when 240 => pwl_pipe2_limh <= "00000000000000001111000000000000";
+        when 241 => pwl_pipe2_limh <= "00000000000000001111000000010000";
+        when 242 => pwl_pipe2_limh <= "00000000000000001111000000100000";
+        when 243 => pwl_pipe2_limh <= "00000000000000001111000000101111";
+        when 244 => pwl_pipe2_limh <= "00000000000000001111000000111111";
+        when 245 => pwl_pipe2_limh <= "00000000000000001111000001001110";
+        when 246 => pwl_pipe2_limh <= "00000000000000001111000001011110";
+        when 247 => pwl_pipe2_limh <= "00000000000000001111000001101101";
+        when 248 => pwl_pipe2_limh <= "00000000000000001111000001111100";
+        when 249 => pwl_pipe2_limh <= "00000000000000001111000010001011";
+        when 250 => pwl_pipe2_limh <= "00000000000000001111000010011010";
+        when 251 => pwl_pipe2_limh <= "00000000000000001111000010101001";
+        when 252 => pwl_pipe2_limh <= "00000000000000001111000010110111";
+        when 253 => pwl_pipe2_limh <= "00000000000000001111000011000110";
+        when 254 => pwl_pipe2_limh <= "00000000000000001111000011010100";
+        when others => pwl_pipe2_limh <= "00000000000000001111000011100011";
+    end case;
+end process pwl_pipe2_p4romh;
 
-pwl_comb2_outc: process (pwl_comb2_ys) is
+pwl_pipe2_p4roml: process (pwl_pipe2_idx4) is
 begin
-    if (pwl_comb2_ys > 65536) then
+    case to_integer(pwl_pipe2_idx4) is
+        when 0 => pwl_pipe2_liml <= "11111111111111110000000000000000";
+        when 1 => pwl_pipe2_liml <= "11111111111111110000111100001111";
+        when 2 => pwl_pipe2_liml <= "11111111111111110001110001110010";
+        when 3 => pwl_pipe2_liml <= "11111111111111110010100001101100";
+        when 4 => pwl_pipe2_liml <= "11111111111111110011001100110011";
+        when 5 => pwl_pipe2_liml <= "11111111111111110011110011110100";
+        when 6 => pwl_pipe2_liml <= "11111111111111110100010111010001";
+        when 7 => pwl_pipe2_liml <= "11111111111111110100110111101010";
+        when 8 => pwl_pipe2_liml <= "11111111111111110101010101010101";
+        when 9 => pwl_pipe2_liml <= "11111111111111110101110000101001";
+        when 10 => pwl_pipe2_liml <= "11111111111111110110001001110110";
+        when 11 => pwl_pipe2_liml <= "11111111111111110110100001001100";
+        when 12 => pwl_pipe2_liml <= "11111111111111110110110110110111";
+        when 13 => pwl_pipe2_liml <= "11111111111111110111001011000010";
+        when 14 => pwl_pipe2_liml <= "11111111111111110111011101110111";
+        when 15 => pwl_pipe2_liml <= "11111111111111110111101111011111";
+        when 16 => pwl_pipe2_liml <= "11111111111111111000000000000000";
+        when 17 => pwl_pipe2_liml <= "11111111111111111000001111100001";
+        when 18 => pwl_pipe2_liml <= "11111111111111111000011110001000";
+        when 19 => pwl_pipe2_liml <= "11111111111111111000101011111001";
+        when 20 => pwl_pipe2_liml <= "11111111111111111000111000111001";
+        when 21 => pwl_pipe2_liml <= "11111111111111111001000101001100";
+        when 22 => pwl_pipe2_liml <= "11111111111111111001010000110110";
+        when 23 => pwl_pipe2_liml <= "11111111111111111001011011111001";
+        when 24 => pwl_pipe2_liml <= "11111111111111111001100110011010";
+        when 25 => pwl_pipe2_liml <= "11111111111111111001110000011001";
+        when 26 => pwl_pipe2_liml <= "11111111111111111001111001111010";
+        when 27 => pwl_pipe2_liml <= "11111111111111111010000010111111";
+        when 28 => pwl_pipe2_liml <= "11111111111111111010001011101001";
+        when 29 => pwl_pipe2_liml <= "11111111111111111010010011111010";
+        when 30 => pwl_pipe2_liml <= "11111111111111111010011011110101";
+        when 31 => pwl_pipe2_liml <= "11111111111111111010100011011010";
+        when 32 => pwl_pipe2_liml <= "11111111111111111010101010101011";
+        when 33 => pwl_pipe2_liml <= "11111111111111111010110001101000";
+        when 34 => pwl_pipe2_liml <= "11111111111111111010111000010100";
+        when 35 => pwl_pipe2_liml <= "11111111111111111010111110110000";
+        when 36 => pwl_pipe2_liml <= "11111111111111111011000100111011";
+        when 37 => pwl_pipe2_liml <= "11111111111111111011001010111000";
+        when 38 => pwl_pipe2_liml <= "11111111111111111011010000100110";
+        when 39 => pwl_pipe2_liml <= "11111111111111111011010110000111";
+        when 40 => pwl_pipe2_liml <= "11111111111111111011011011011011";
+        when 41 => pwl_pipe2_liml <= "11111111111111111011100000100100";
+        when 42 => pwl_pipe2_liml <= "11111111111111111011100101100001";
+        when 43 => pwl_pipe2_liml <= "11111111111111111011101010010100";
+        when 44 => pwl_pipe2_liml <= "11111111111111111011101110111100";
+        when 45 => pwl_pipe2_liml <= "11111111111111111011110011011010";
+        when 46 => pwl_pipe2_liml <= "11111111111111111011110111101111";
+        when 47 => pwl_pipe2_liml <= "11111111111111111011111011111100";
+        when 48 => pwl_pipe2_liml <= "11111111111111111100000000000000";
+        when 49 => pwl_pipe2_liml <= "11111111111111111100000011111100";
+        when 50 => pwl_pipe2_liml <= "11111111111111111100000111110000";
+        when 51 => pwl_pipe2_liml <= "11111111111111111100001011011110";
+        when 52 => pwl_pipe2_liml <= "11111111111111111100001111000100";
+        when 53 => pwl_pipe2_liml <= "11111111111111111100010010100011";
+        when 54 => pwl_pipe2_liml <= "11111111111111111100010101111100";
+        when 55 => pwl_pipe2_liml <= "11111111111111111100011001001111";
+        when 56 => pwl_pipe2_liml <= "11111111111111111100011100011100";
+        when 57 => pwl_pipe2_liml <= "11111111111111111100011111100100";
+        when 58 => pwl_pipe2_liml <= "11111111111111111100100010100110";
+        when 59 => pwl_pipe2_liml <= "11111111111111111100100101100011";
+        when 60 => pwl_pipe2_liml <= "11111111111111111100101000011011";
+        when 61 => pwl_pipe2_liml <= "11111111111111111100101011001110";
+        when 62 => pwl_pipe2_liml <= "11111111111111111100101101111101";
+        when 63 => pwl_pipe2_liml <= "11111111111111111100110000100111";
+        when 64 => pwl_pipe2_liml <= "11111111111111111100110011001101";
+        when 65 => pwl_pipe2_liml <= "11111111111111111100110101101111";
+        when 66 => pwl_pipe2_liml <= "11111111111111111100111000001100";
+        when 67 => pwl_pipe2_liml <= "11111111111111111100111010100111";
+        when 68 => pwl_pipe2_liml <= "11111111111111111100111100111101";
+        when 69 => pwl_pipe2_liml <= "11111111111111111100111111010000";
+        when 70 => pwl_pipe2_liml <= "11111111111111111101000001011111";
+        when 71 => pwl_pipe2_liml <= "11111111111111111101000011101011";
+        when 72 => pwl_pipe2_liml <= "11111111111111111101000101110100";
+        when 73 => pwl_pipe2_liml <= "11111111111111111101000111111010";
+        when 74 => pwl_pipe2_liml <= "11111111111111111101001001111101";
+        when 75 => pwl_pipe2_liml <= "11111111111111111101001011111101";
+        when 76 => pwl_pipe2_liml <= "11111111111111111101001101111010";
+        when 77 => pwl_pipe2_liml <= "11111111111111111101001111110101";
+        when 78 => pwl_pipe2_liml <= "11111111111111111101010001101101";
+        when 79 => pwl_pipe2_liml <= "11111111111111111101010011100010";
+        when 80 => pwl_pipe2_liml <= "11111111111111111101010101010101";
+        when 81 => pwl_pipe2_liml <= "11111111111111111101010111000110";
+        when 82 => pwl_pipe2_liml <= "11111111111111111101011000110100";
+        when 83 => pwl_pipe2_liml <= "11111111111111111101011010100000";
+        when 84 => pwl_pipe2_liml <= "11111111111111111101011100001010";
+        when 85 => pwl_pipe2_liml <= "11111111111111111101011101110010";
+        when 86 => pwl_pipe2_liml <= "11111111111111111101011111011000";
+        when 87 => pwl_pipe2_liml <= "11111111111111111101100000111100";
+        when 88 => pwl_pipe2_liml <= "11111111111111111101100010011110";
+        when 89 => pwl_pipe2_liml <= "11111111111111111101100011111110";
+        when 90 => pwl_pipe2_liml <= "11111111111111111101100101011100";
+        when 91 => pwl_pipe2_liml <= "11111111111111111101100110111000";
+        when 92 => pwl_pipe2_liml <= "11111111111111111101101000010011";
+        when 93 => pwl_pipe2_liml <= "11111111111111111101101001101100";
+        when 94 => pwl_pipe2_liml <= "11111111111111111101101011000011";
+        when 95 => pwl_pipe2_liml <= "11111111111111111101101100011001";
+        when 96 => pwl_pipe2_liml <= "11111111111111111101101101101110";
+        when 97 => pwl_pipe2_liml <= "11111111111111111101101111000001";
+        when 98 => pwl_pipe2_liml <= "11111111111111111101110000010010";
+        when 99 => pwl_pipe2_liml <= "11111111111111111101110001100010";
+        when 100 => pwl_pipe2_liml <= "11111111111111111101110010110001";
+        when 101 => pwl_pipe2_liml <= "11111111111111111101110011111110";
+        when 102 => pwl_pipe2_liml <= "11111111111111111101110101001010";
+        when 103 => pwl_pipe2_liml <= "11111111111111111101110110010100";
+        when 104 => pwl_pipe2_liml <= "11111111111111111101110111011110";
+        when 105 => pwl_pipe2_liml <= "11111111111111111101111000100110";
+        when 106 => pwl_pipe2_liml <= "11111111111111111101111001101101";
+        when 107 => pwl_pipe2_liml <= "11111111111111111101111010110011";
+        when 108 => pwl_pipe2_liml <= "11111111111111111101111011111000";
+        when 109 => pwl_pipe2_liml <= "11111111111111111101111100111011";
+        when 110 => pwl_pipe2_liml <= "11111111111111111101111101111110";
+        when 111 => pwl_pipe2_liml <= "11111111111111111101111110111111";
+        when 112 => pwl_pipe2_liml <= "11111111111111111110000000000000";
+        when 113 => pwl_pipe2_liml <= "11111111111111111110000001000000";
+        when 114 => pwl_pipe2_liml <= "11111111111111111110000001111110";
+        when 115 => pwl_pipe2_liml <= "11111111111111111110000010111100";
+        when 116 => pwl_pipe2_liml <= "11111111111111111110000011111000";
+        when 117 => pwl_pipe2_liml <= "11111111111111111110000100110100";
+        when 118 => pwl_pipe2_liml <= "11111111111111111110000101101111";
+        when 119 => pwl_pipe2_liml <= "11111111111111111110000110101001";
+        when 120 => pwl_pipe2_liml <= "11111111111111111110000111100010";
+        when 121 => pwl_pipe2_liml <= "11111111111111111110001000011010";
+        when 122 => pwl_pipe2_liml <= "11111111111111111110001001010010";
+        when 123 => pwl_pipe2_liml <= "11111111111111111110001010001000";
+        when 124 => pwl_pipe2_liml <= "11111111111111111110001010111110";
+        when 125 => pwl_pipe2_liml <= "11111111111111111110001011110011";
+        when 126 => pwl_pipe2_liml <= "11111111111111111110001100101000";
+        when 127 => pwl_pipe2_liml <= "11111111111111111110001101011011";
+        when 128 => pwl_pipe2_liml <= "11111111111111111110001110001110";
+        when 129 => pwl_pipe2_liml <= "11111111111111111110001111000000";
+        when 130 => pwl_pipe2_liml <= "11111111111111111110001111110010";
+        when 131 => pwl_pipe2_liml <= "11111111111111111110010000100011";
+        when 132 => pwl_pipe2_liml <= "11111111111111111110010001010011";
+        when 133 => pwl_pipe2_liml <= "11111111111111111110010010000011";
+        when 134 => pwl_pipe2_liml <= "11111111111111111110010010110001";
+        when 135 => pwl_pipe2_liml <= "11111111111111111110010011100000";
+        when 136 => pwl_pipe2_liml <= "11111111111111111110010100001101";
+        when 137 => pwl_pipe2_liml <= "11111111111111111110010100111011";
+        when 138 => pwl_pipe2_liml <= "11111111111111111110010101100111";
+        when 139 => pwl_pipe2_liml <= "11111111111111111110010110010011";
+        when 140 => pwl_pipe2_liml <= "11111111111111111110010110111110";
+        when 141 => pwl_pipe2_liml <= "11111111111111111110010111101001";
+        when 142 => pwl_pipe2_liml <= "11111111111111111110011000010011";
+        when 143 => pwl_pipe2_liml <= "11111111111111111110011000111101";
+        when 144 => pwl_pipe2_liml <= "11111111111111111110011001100110";
+        when 145 => pwl_pipe2_liml <= "11111111111111111110011010001111";
+        when 146 => pwl_pipe2_liml <= "11111111111111111110011010110111";
+        when 147 => pwl_pipe2_liml <= "11111111111111111110011011011111";
+        when 148 => pwl_pipe2_liml <= "11111111111111111110011100000110";
+        when 149 => pwl_pipe2_liml <= "11111111111111111110011100101101";
+        when 150 => pwl_pipe2_liml <= "11111111111111111110011101010011";
+        when 151 => pwl_pipe2_liml <= "11111111111111111110011101111001";
+        when 152 => pwl_pipe2_liml <= "11111111111111111110011110011110";
+        when 153 => pwl_pipe2_liml <= "11111111111111111110011111000011";
+        when 154 => pwl_pipe2_liml <= "11111111111111111110011111101000";
+        when 155 => pwl_pipe2_liml <= "11111111111111111110100000001100";
+        when 156 => pwl_pipe2_liml <= "11111111111111111110100000110000";
+        when 157 => pwl_pipe2_liml <= "11111111111111111110100001010011";
+        when 158 => pwl_pipe2_liml <= "11111111111111111110100001110110";
+        when 159 => pwl_pipe2_liml <= "11111111111111111110100010011000";
+        when 160 => pwl_pipe2_liml <= "11111111111111111110100010111010";
+        when 161 => pwl_pipe2_liml <= "11111111111111111110100011011100";
+        when 162 => pwl_pipe2_liml <= "11111111111111111110100011111101";
+        when 163 => pwl_pipe2_liml <= "11111111111111111110100100011110";
+        when 164 => pwl_pipe2_liml <= "11111111111111111110100100111111";
+        when 165 => pwl_pipe2_liml <= "11111111111111111110100101011111";
+        when 166 => pwl_pipe2_liml <= "11111111111111111110100101111111";
+        when 167 => pwl_pipe2_liml <= "11111111111111111110100110011110";
+        when 168 => pwl_pipe2_liml <= "11111111111111111110100110111101";
+        when 169 => pwl_pipe2_liml <= "11111111111111111110100111011100";
+        when 170 => pwl_pipe2_liml <= "11111111111111111110100111111010";
+        when 171 => pwl_pipe2_liml <= "11111111111111111110101000011001";
+        when 172 => pwl_pipe2_liml <= "11111111111111111110101000110110";
+        when 173 => pwl_pipe2_liml <= "11111111111111111110101001010100";
+        when 174 => pwl_pipe2_liml <= "11111111111111111110101001110001";
+        when 175 => pwl_pipe2_liml <= "11111111111111111110101010001110";
+        when 176 => pwl_pipe2_liml <= "11111111111111111110101010101011";
+        when 177 => pwl_pipe2_liml <= "11111111111111111110101011000111";
+        when 178 => pwl_pipe2_liml <= "11111111111111111110101011100011";
+        when 179 => pwl_pipe2_liml <= "11111111111111111110101011111111";
+        when 180 => pwl_pipe2_liml <= "11111111111111111110101100011010";
+        when 181 => pwl_pipe2_liml <= "11111111111111111110101100110101";
+        when 182 => pwl_pipe2_liml <= "11111111111111111110101101010000";
+        when 183 => pwl_pipe2_liml <= "11111111111111111110101101101011";
+        when 184 => pwl_pipe2_liml <= "11111111111111111110101110000101";
+        when 185 => pwl_pipe2_liml <= "11111111111111111110101110011111";
+        when 186 => pwl_pipe2_liml <= "11111111111111111110101110111001";
+        when 187 => pwl_pipe2_liml <= "11111111111111111110101111010011";
+        when 188 => pwl_pipe2_liml <= "11111111111111111110101111101100";
+        when 189 => pwl_pipe2_liml <= "11111111111111111110110000000101";
+        when 190 => pwl_pipe2_liml <= "11111111111111111110110000011110";
+        when 191 => pwl_pipe2_liml <= "11111111111111111110110000110110";
+        when 192 => pwl_pipe2_liml <= "11111111111111111110110001001111";
+        when 193 => pwl_pipe2_liml <= "11111111111111111110110001100111";
+        when 194 => pwl_pipe2_liml <= "11111111111111111110110001111111";
+        when 195 => pwl_pipe2_liml <= "11111111111111111110110010010110";
+        when 196 => pwl_pipe2_liml <= "11111111111111111110110010101110";
+        when 197 => pwl_pipe2_liml <= "11111111111111111110110011000101";
+        when 198 => pwl_pipe2_liml <= "11111111111111111110110011011100";
+        when 199 => pwl_pipe2_liml <= "11111111111111111110110011110011";
+        when 200 => pwl_pipe2_liml <= "11111111111111111110110100001001";
+        when 201 => pwl_pipe2_liml <= "11111111111111111110110100100000";
+        when 202 => pwl_pipe2_liml <= "11111111111111111110110100110110";
+        when 203 => pwl_pipe2_liml <= "11111111111111111110110101001100";
+        when 204 => pwl_pipe2_liml <= "11111111111111111110110101100010";
+        when 205 => pwl_pipe2_liml <= "11111111111111111110110101110111";
+        when 206 => pwl_pipe2_liml <= "11111111111111111110110110001101";
+        when 207 => pwl_pipe2_liml <= "11111111111111111110110110100010";
+        when 208 => pwl_pipe2_liml <= "11111111111111111110110110110111";
+        when 209 => pwl_pipe2_liml <= "11111111111111111110110111001100";
+        when 210 => pwl_pipe2_liml <= "11111111111111111110110111100000";
+        when 211 => pwl_pipe2_liml <= "11111111111111111110110111110101";
+        when 212 => pwl_pipe2_liml <= "11111111111111111110111000001001";
+        when 213 => pwl_pipe2_liml <= "11111111111111111110111000011101";
+        when 214 => pwl_pipe2_liml <= "11111111111111111110111000110001";
+        when 215 => pwl_pipe2_liml <= "11111111111111111110111001000101";
+        when 216 => pwl_pipe2_liml <= "11111111111111111110111001011000";
+        when 217 => pwl_pipe2_liml <= "11111111111111111110111001101100";
+        when 218 => pwl_pipe2_liml <= "11111111111111111110111001111111";
+        when 219 => pwl_pipe2_liml <= "11111111111111111110111010010010";
+        when 220 => pwl_pipe2_liml <= "11111111111111111110111010100101";
+        when 221 => pwl_pipe2_liml <= "11111111111111111110111010111000";
+        when 222 => pwl_pipe2_liml <= "11111111111111111110111011001010";
+        when 223 => pwl_pipe2_liml <= "11111111111111111110111011011101";
+        when 224 => pwl_pipe2_liml <= "11111111111111111110111011101111";
+        when 225 => pwl_pipe2_liml <= "11111111111111111110111100000001";
+        when 226 => pwl_pipe2_liml <= "11111111111111111110111100010011";
+        when 227 => pwl_pipe2_liml <= "11111111111111111110111100100101";
+        when 228 => pwl_pipe2_liml <= "11111111111111111110111100110111";
+        when 229 => pwl_pipe2_liml <= "11111111111111111110111101001000";
+        when 230 => pwl_pipe2_liml <= "11111111111111111110111101011001";
+        when 231 => pwl_pipe2_liml <= "11111111111111111110111101101011";
+        when 232 => pwl_pipe2_liml <= "11111111111111111110111101111100";
+        when 233 => pwl_pipe2_liml <= "11111111111111111110111110001101";
+        when 234 => pwl_pipe2_liml <= "11111111111111111110111110011110";
+        when 235 => pwl_pipe2_liml <= "11111111111111111110111110101110";
+        when 236 => pwl_pipe2_liml <= "11111111111111111110111110111111";
+        when 237 => pwl_pipe2_liml <= "11111111111111111110111111001111";
+        when 238 => pwl_pipe2_liml <= "11111111111111111110111111100000";
+        when 239 => pwl_pipe2_liml <= "11111111111111111110111111110000";
+        when 240 => pwl_pipe2_liml <= "11111111111111111111000000000000";
+        when 241 => pwl_pipe2_liml <= "11111111111111111111000000010000";
+        when 242 => pwl_pipe2_liml <= "11111111111111111111000000100000";
+        when 243 => pwl_pipe2_liml <= "11111111111111111111000000101111";
+        when 244 => pwl_pipe2_liml <= "11111111111111111111000000111111";
+        when 245 => pwl_pipe2_liml <= "11111111111111111111000001001110";
+        when 246 => pwl_pipe2_liml <= "11111111111111111111000001011110";
+        when 247 => pwl_pipe2_liml <= "11111111111111111111000001101101";
+        when 248 => pwl_pipe2_liml <= "11111111111111111111000001111100";
+        when 249 => pwl_pipe2_liml <= "11111111111111111111000010001011";
+        when 250 => pwl_pipe2_liml <= "11111111111111111111000010011010";
+        when 251 => pwl_pipe2_liml <= "11111111111111111111000010101001";
+        when 252 => pwl_pipe2_liml <= "11111111111111111111000010110111";
+        when 253 => pwl_pipe2_liml <= "11111111111111111111000011000110";
+        when 254 => pwl_pipe2_liml <= "11111111111111111111000011010100";
+        when others => pwl_pipe2_liml <= "11111111111111111111000011100011";
+    end case;
+end process pwl_pipe2_p4roml;
+
+pwl_pipe2_outc: process (pwl_pipe2_limh, pwl_pipe2_liml, pwl_pipe2_rnd4, pwl_pipe2_ys) is
+begin
+    if (pwl_pipe2_rnd4 > pwl_pipe2_limh) then
         y_rec <= to_signed(65536, 32);
-    elsif (pwl_comb2_ys < 0) then
+    elsif (pwl_pipe2_rnd4 < pwl_pipe2_liml) then
         y_rec <= to_signed(0, 32);
     else
-        y_rec <= pwl_comb2_ys;
+        y_rec <= pwl_pipe2_ys;
     end if;
-end process pwl_comb2_outc;
+end process pwl_pipe2_outc;
 
 
-pwl_comb3_zl <= (resize(fa, 33) - 32768);
+pwl_pipe3_zl <= (resize(fa, 33) - 32768);
 
-pwl_comb3_clampz: process (pwl_comb3_zl, fa) is
+pwl_pipe3_clampz: process (pwl_pipe3_zl, fa) is
 begin
     if (fa >= 1081344) then
-        pwl_comb3_u <= to_unsigned(1048575, 20);
+        pwl_pipe3_u_c <= to_unsigned(1048575, 20);
     elsif (fa < 32768) then
-        pwl_comb3_u <= to_unsigned(0, 20);
+        pwl_pipe3_u_c <= to_unsigned(0, 20);
     else
-        pwl_comb3_u <= unsigned(pwl_comb3_zl(20-1 downto 0));
+        pwl_pipe3_u_c <= unsigned(pwl_pipe3_zl(20-1 downto 0));
     end if;
-end process pwl_comb3_clampz;
+end process pwl_pipe3_clampz;
 
-
-pwl_comb3_idx <= pwl_comb3_u(20-1 downto 12);
-pwl_comb3_off <= pwl_comb3_u(12-1 downto 0);
-
-pwl_comb3_rom: process (pwl_comb3_idx) is
+pwl_pipe3_p1: process (clk) is
 begin
-    case to_integer(pwl_comb3_idx) is
-        when 0 => pwl_comb3_base_c <= "11111111111111110100111010001110";
-        when 1 => pwl_comb3_base_c <= "11111111111111110110110010110101";
-        when 2 => pwl_comb3_base_c <= "11111111111111111000011110101110";
-        when 3 => pwl_comb3_base_c <= "11111111111111111010000000010100";
-        when 4 => pwl_comb3_base_c <= "11111111111111111011011001011010";
-        when 5 => pwl_comb3_base_c <= "11111111111111111100101011011000";
-        when 6 => pwl_comb3_base_c <= "11111111111111111101110111010001";
-        when 7 => pwl_comb3_base_c <= "11111111111111111110111101111010";
-        when 8 => pwl_comb3_base_c <= "00000000000000000000000000000000";
-        when 9 => pwl_comb3_base_c <= "00000000000000000000111110000101";
-        when 10 => pwl_comb3_base_c <= "00000000000000000001111000100111";
-        when 11 => pwl_comb3_base_c <= "00000000000000000010101111111110";
-        when 12 => pwl_comb3_base_c <= "00000000000000000011100100100000";
-        when 13 => pwl_comb3_base_c <= "00000000000000000100010110011101";
-        when 14 => pwl_comb3_base_c <= "00000000000000000101000110000110";
-        when 15 => pwl_comb3_base_c <= "00000000000000000101110011100111";
-        when 16 => pwl_comb3_base_c <= "00000000000000000110011111001101";
-        when 17 => pwl_comb3_base_c <= "00000000000000000111001001000000";
-        when 18 => pwl_comb3_base_c <= "00000000000000000111110001001010";
-        when 19 => pwl_comb3_base_c <= "00000000000000001000010111110100";
-        when 20 => pwl_comb3_base_c <= "00000000000000001000111101000011";
-        when 21 => pwl_comb3_base_c <= "00000000000000001001100000111111";
-        when 22 => pwl_comb3_base_c <= "00000000000000001010000011101100";
-        when 23 => pwl_comb3_base_c <= "00000000000000001010100101010001";
-        when 24 => pwl_comb3_base_c <= "00000000000000001011000101110010";
-        when 25 => pwl_comb3_base_c <= "00000000000000001011100101010011";
-        when 26 => pwl_comb3_base_c <= "00000000000000001100000011110111";
-        when 27 => pwl_comb3_base_c <= "00000000000000001100100001100011";
-        when 28 => pwl_comb3_base_c <= "00000000000000001100111110011001";
-        when 29 => pwl_comb3_base_c <= "00000000000000001101011010011101";
-        when 30 => pwl_comb3_base_c <= "00000000000000001101110101110000";
-        when 31 => pwl_comb3_base_c <= "00000000000000001110010000010111";
-        when 32 => pwl_comb3_base_c <= "00000000000000001110101010010010";
-        when 33 => pwl_comb3_base_c <= "00000000000000001111000011100100";
-        when 34 => pwl_comb3_base_c <= "00000000000000001111011100010000";
-        when 35 => pwl_comb3_base_c <= "00000000000000001111110100010110";
-        when 36 => pwl_comb3_base_c <= "00000000000000010000001011111000";
-        when 37 => pwl_comb3_base_c <= "00000000000000010000100010111001";
-        when 38 => pwl_comb3_base_c <= "00000000000000010000111001011001";
-        when 39 => pwl_comb3_base_c <= "00000000000000010001001111011011";
-        when 40 => pwl_comb3_base_c <= "00000000000000010001100100111111";
-        when 41 => pwl_comb3_base_c <= "00000000000000010001111010000110";
-        when 42 => pwl_comb3_base_c <= "00000000000000010010001110110010";
-        when 43 => pwl_comb3_base_c <= "00000000000000010010100011000100";
-        when 44 => pwl_comb3_base_c <= "00000000000000010010110110111100";
-        when 45 => pwl_comb3_base_c <= "00000000000000010011001010011101";
-        when 46 => pwl_comb3_base_c <= "00000000000000010011011101100110";
-        when 47 => pwl_comb3_base_c <= "00000000000000010011110000011000";
-        when 48 => pwl_comb3_base_c <= "00000000000000010100000010110101";
-        when 49 => pwl_comb3_base_c <= "00000000000000010100010100111101";
-        when 50 => pwl_comb3_base_c <= "00000000000000010100100110110001";
-        when 51 => pwl_comb3_base_c <= "00000000000000010100111000010001";
-        when 52 => pwl_comb3_base_c <= "00000000000000010101001001011111";
-        when 53 => pwl_comb3_base_c <= "00000000000000010101011010011010";
-        when 54 => pwl_comb3_base_c <= "00000000000000010101101011000100";
-        when 55 => pwl_comb3_base_c <= "00000000000000010101111011011100";
-        when 56 => pwl_comb3_base_c <= "00000000000000010110001011100100";
-        when 57 => pwl_comb3_base_c <= "00000000000000010110011011011100";
-        when 58 => pwl_comb3_base_c <= "00000000000000010110101011000101";
-        when 59 => pwl_comb3_base_c <= "00000000000000010110111010011110";
-        when 60 => pwl_comb3_base_c <= "00000000000000010111001001101001";
-        when 61 => pwl_comb3_base_c <= "00000000000000010111011000100110";
-        when 62 => pwl_comb3_base_c <= "00000000000000010111100111010101";
-        when 63 => pwl_comb3_base_c <= "00000000000000010111110101110111";
-        when 64 => pwl_comb3_base_c <= "00000000000000011000000100001011";
-        when 65 => pwl_comb3_base_c <= "00000000000000011000010010010011";
-        when 66 => pwl_comb3_base_c <= "00000000000000011000100000001111";
-        when 67 => pwl_comb3_base_c <= "00000000000000011000101101111111";
-        when 68 => pwl_comb3_base_c <= "00000000000000011000111011100011";
-        when 69 => pwl_comb3_base_c <= "00000000000000011001001000111011";
-        when 70 => pwl_comb3_base_c <= "00000000000000011001010110001001";
-        when 71 => pwl_comb3_base_c <= "00000000000000011001100011001100";
-        when 72 => pwl_comb3_base_c <= "00000000000000011001110000000100";
-        when 73 => pwl_comb3_base_c <= "00000000000000011001111100110010";
-        when 74 => pwl_comb3_base_c <= "00000000000000011010001001010110";
-        when 75 => pwl_comb3_base_c <= "00000000000000011010010101110001";
-        when 76 => pwl_comb3_base_c <= "00000000000000011010100010000010";
-        when 77 => pwl_comb3_base_c <= "00000000000000011010101110001001";
-        when 78 => pwl_comb3_base_c <= "00000000000000011010111010001000";
-        when 79 => pwl_comb3_base_c <= "00000000000000011011000101111101";
-        when 80 => pwl_comb3_base_c <= "00000000000000011011010001101010";
-        when 81 => pwl_comb3_base_c <= "00000000000000011011011101001111";
-        when 82 => pwl_comb3_base_c <= "00000000000000011011101000101011";
-        when 83 => pwl_comb3_base_c <= "00000000000000011011110011111111";
-        when 84 => pwl_comb3_base_c <= "00000000000000011011111111001100";
-        when 85 => pwl_comb3_base_c <= "00000000000000011100001010010000";
-        when 86 => pwl_comb3_base_c <= "00000000000000011100010101001101";
-        when 87 => pwl_comb3_base_c <= "00000000000000011100100000000011";
-        when 88 => pwl_comb3_base_c <= "00000000000000011100101010110001";
-        when 89 => pwl_comb3_base_c <= "00000000000000011100110101011000";
-        when 90 => pwl_comb3_base_c <= "00000000000000011100111111111000";
-        when 91 => pwl_comb3_base_c <= "00000000000000011101001010010001";
-        when 92 => pwl_comb3_base_c <= "00000000000000011101010100100100";
-        when 93 => pwl_comb3_base_c <= "00000000000000011101011110110000";
-        when 94 => pwl_comb3_base_c <= "00000000000000011101101000110110";
-        when 95 => pwl_comb3_base_c <= "00000000000000011101110010110101";
-        when 96 => pwl_comb3_base_c <= "00000000000000011101111100101110";
-        when 97 => pwl_comb3_base_c <= "00000000000000011110000110100010";
-        when 98 => pwl_comb3_base_c <= "00000000000000011110010000001111";
-        when 99 => pwl_comb3_base_c <= "00000000000000011110011001110110";
-        when 100 => pwl_comb3_base_c <= "00000000000000011110100011011000";
-        when 101 => pwl_comb3_base_c <= "00000000000000011110101100110100";
-        when 102 => pwl_comb3_base_c <= "00000000000000011110110110001010";
-        when 103 => pwl_comb3_base_c <= "00000000000000011110111111011011";
-        when 104 => pwl_comb3_base_c <= "00000000000000011111001000100111";
-        when 105 => pwl_comb3_base_c <= "00000000000000011111010001101110";
-        when 106 => pwl_comb3_base_c <= "00000000000000011111011010101111";
-        when 107 => pwl_comb3_base_c <= "00000000000000011111100011101011";
-        when 108 => pwl_comb3_base_c <= "00000000000000011111101100100011";
-        when 109 => pwl_comb3_base_c <= "00000000000000011111110101010101";
-        when 110 => pwl_comb3_base_c <= "00000000000000011111111110000011";
-        when 111 => pwl_comb3_base_c <= "00000000000000100000000110101100";
-        when 112 => pwl_comb3_base_c <= "00000000000000100000001111010001";
-        when 113 => pwl_comb3_base_c <= "00000000000000100000010111110001";
-        when 114 => pwl_comb3_base_c <= "00000000000000100000100000001100";
-        when 115 => pwl_comb3_base_c <= "00000000000000100000101000100011";
-        when 116 => pwl_comb3_base_c <= "00000000000000100000110000110110";
-        when 117 => pwl_comb3_base_c <= "00000000000000100000111001000100";
-        when 118 => pwl_comb3_base_c <= "00000000000000100001000001001110";
-        when 119 => pwl_comb3_base_c <= "00000000000000100001001001010100";
-        when 120 => pwl_comb3_base_c <= "00000000000000100001010001010110";
-        when 121 => pwl_comb3_base_c <= "00000000000000100001011001010100";
-        when 122 => pwl_comb3_base_c <= "00000000000000100001100001001110";
-        when 123 => pwl_comb3_base_c <= "00000000000000100001101001000101";
-        when 124 => pwl_comb3_base_c <= "00000000000000100001110000110111";
-        when 125 => pwl_comb3_base_c <= "00000000000000100001111000100110";
-        when 126 => pwl_comb3_base_c <= "00000000000000100010000000010000";
-        when 127 => pwl_comb3_base_c <= "00000000000000100010000111111000";
-        when 128 => pwl_comb3_base_c <= "00000000000000100010001111011011";
-        when 129 => pwl_comb3_base_c <= "00000000000000100010010110111011";
-        when 130 => pwl_comb3_base_c <= "00000000000000100010011110011000";
-        when 131 => pwl_comb3_base_c <= "00000000000000100010100101110001";
-        when 132 => pwl_comb3_base_c <= "00000000000000100010101101000111";
-        when 133 => pwl_comb3_base_c <= "00000000000000100010110100011010";
-        when 134 => pwl_comb3_base_c <= "00000000000000100010111011101001";
-        when 135 => pwl_comb3_base_c <= "00000000000000100011000010110101";
-        when 136 => pwl_comb3_base_c <= "00000000000000100011001001111101";
-        when 137 => pwl_comb3_base_c <= "00000000000000100011010001000011";
-        when 138 => pwl_comb3_base_c <= "00000000000000100011011000000101";
-        when 139 => pwl_comb3_base_c <= "00000000000000100011011111000101";
-        when 140 => pwl_comb3_base_c <= "00000000000000100011100110000001";
-        when 141 => pwl_comb3_base_c <= "00000000000000100011101100111010";
-        when 142 => pwl_comb3_base_c <= "00000000000000100011110011110001";
-        when 143 => pwl_comb3_base_c <= "00000000000000100011111010100100";
-        when 144 => pwl_comb3_base_c <= "00000000000000100100000001010101";
-        when 145 => pwl_comb3_base_c <= "00000000000000100100001000000010";
-        when 146 => pwl_comb3_base_c <= "00000000000000100100001110101101";
-        when 147 => pwl_comb3_base_c <= "00000000000000100100010101010110";
-        when 148 => pwl_comb3_base_c <= "00000000000000100100011011111011";
-        when 149 => pwl_comb3_base_c <= "00000000000000100100100010011110";
-        when 150 => pwl_comb3_base_c <= "00000000000000100100101000111110";
-        when 151 => pwl_comb3_base_c <= "00000000000000100100101111011011";
-        when 152 => pwl_comb3_base_c <= "00000000000000100100110101110110";
-        when 153 => pwl_comb3_base_c <= "00000000000000100100111100001111";
-        when 154 => pwl_comb3_base_c <= "00000000000000100101000010100100";
-        when 155 => pwl_comb3_base_c <= "00000000000000100101001000111000";
-        when 156 => pwl_comb3_base_c <= "00000000000000100101001111001000";
-        when 157 => pwl_comb3_base_c <= "00000000000000100101010101010111";
-        when 158 => pwl_comb3_base_c <= "00000000000000100101011011100011";
-        when 159 => pwl_comb3_base_c <= "00000000000000100101100001101100";
-        when 160 => pwl_comb3_base_c <= "00000000000000100101100111110100";
-        when 161 => pwl_comb3_base_c <= "00000000000000100101101101111001";
-        when 162 => pwl_comb3_base_c <= "00000000000000100101110011111011";
-        when 163 => pwl_comb3_base_c <= "00000000000000100101111001111100";
-        when 164 => pwl_comb3_base_c <= "00000000000000100101111111111010";
-        when 165 => pwl_comb3_base_c <= "00000000000000100110000101110110";
-        when 166 => pwl_comb3_base_c <= "00000000000000100110001011101111";
-        when 167 => pwl_comb3_base_c <= "00000000000000100110010001100111";
-        when 168 => pwl_comb3_base_c <= "00000000000000100110010111011100";
-        when 169 => pwl_comb3_base_c <= "00000000000000100110011101010000";
-        when 170 => pwl_comb3_base_c <= "00000000000000100110100011000001";
-        when 171 => pwl_comb3_base_c <= "00000000000000100110101000110000";
-        when 172 => pwl_comb3_base_c <= "00000000000000100110101110011101";
-        when 173 => pwl_comb3_base_c <= "00000000000000100110110100001000";
-        when 174 => pwl_comb3_base_c <= "00000000000000100110111001110001";
-        when 175 => pwl_comb3_base_c <= "00000000000000100110111111011001";
-        when 176 => pwl_comb3_base_c <= "00000000000000100111000100111110";
-        when 177 => pwl_comb3_base_c <= "00000000000000100111001010100001";
-        when 178 => pwl_comb3_base_c <= "00000000000000100111010000000010";
-        when 179 => pwl_comb3_base_c <= "00000000000000100111010101100010";
-        when 180 => pwl_comb3_base_c <= "00000000000000100111011010111111";
-        when 181 => pwl_comb3_base_c <= "00000000000000100111100000011011";
-        when 182 => pwl_comb3_base_c <= "00000000000000100111100101110101";
-        when 183 => pwl_comb3_base_c <= "00000000000000100111101011001101";
-        when 184 => pwl_comb3_base_c <= "00000000000000100111110000100011";
-        when 185 => pwl_comb3_base_c <= "00000000000000100111110101110111";
-        when 186 => pwl_comb3_base_c <= "00000000000000100111111011001010";
-        when 187 => pwl_comb3_base_c <= "00000000000000101000000000011011";
-        when 188 => pwl_comb3_base_c <= "00000000000000101000000101101010";
-        when 189 => pwl_comb3_base_c <= "00000000000000101000001010111000";
-        when 190 => pwl_comb3_base_c <= "00000000000000101000010000000011";
-        when 191 => pwl_comb3_base_c <= "00000000000000101000010101001110";
-        when 192 => pwl_comb3_base_c <= "00000000000000101000011010010110";
-        when 193 => pwl_comb3_base_c <= "00000000000000101000011111011101";
-        when 194 => pwl_comb3_base_c <= "00000000000000101000100100100010";
-        when 195 => pwl_comb3_base_c <= "00000000000000101000101001100110";
-        when 196 => pwl_comb3_base_c <= "00000000000000101000101110101000";
-        when 197 => pwl_comb3_base_c <= "00000000000000101000110011101000";
-        when 198 => pwl_comb3_base_c <= "00000000000000101000111000100111";
-        when 199 => pwl_comb3_base_c <= "00000000000000101000111101100101";
-        when 200 => pwl_comb3_base_c <= "00000000000000101001000010100001";
-        when 201 => pwl_comb3_base_c <= "00000000000000101001000111011011";
-        when 202 => pwl_comb3_base_c <= "00000000000000101001001100010100";
-        when 203 => pwl_comb3_base_c <= "00000000000000101001010001001011";
-        when 204 => pwl_comb3_base_c <= "00000000000000101001010110000001";
-        when 205 => pwl_comb3_base_c <= "00000000000000101001011010110101";
-        when 206 => pwl_comb3_base_c <= "00000000000000101001011111101000";
-        when 207 => pwl_comb3_base_c <= "00000000000000101001100100011010";
-        when 208 => pwl_comb3_base_c <= "00000000000000101001101001001010";
-        when 209 => pwl_comb3_base_c <= "00000000000000101001101101111001";
-        when 210 => pwl_comb3_base_c <= "00000000000000101001110010100110";
-        when 211 => pwl_comb3_base_c <= "00000000000000101001110111010010";
-        when 212 => pwl_comb3_base_c <= "00000000000000101001111011111100";
-        when 213 => pwl_comb3_base_c <= "00000000000000101010000000100110";
-        when 214 => pwl_comb3_base_c <= "00000000000000101010000101001101";
-        when 215 => pwl_comb3_base_c <= "00000000000000101010001001110100";
-        when 216 => pwl_comb3_base_c <= "00000000000000101010001110011001";
-        when 217 => pwl_comb3_base_c <= "00000000000000101010010010111101";
-        when 218 => pwl_comb3_base_c <= "00000000000000101010010111100000";
-        when 219 => pwl_comb3_base_c <= "00000000000000101010011100000001";
-        when 220 => pwl_comb3_base_c <= "00000000000000101010100000100001";
-        when 221 => pwl_comb3_base_c <= "00000000000000101010100101000000";
-        when 222 => pwl_comb3_base_c <= "00000000000000101010101001011110";
-        when 223 => pwl_comb3_base_c <= "00000000000000101010101101111010";
-        when 224 => pwl_comb3_base_c <= "00000000000000101010110010010101";
-        when 225 => pwl_comb3_base_c <= "00000000000000101010110110101111";
-        when 226 => pwl_comb3_base_c <= "00000000000000101010111011001000";
-        when 227 => pwl_comb3_base_c <= "00000000000000101010111111011111";
-        when 228 => pwl_comb3_base_c <= "00000000000000101011000011110101";
-        when 229 => pwl_comb3_base_c <= "00000000000000101011001000001010";
-        when 230 => pwl_comb3_base_c <= "00000000000000101011001100011110";
-        when 231 => pwl_comb3_base_c <= "00000000000000101011010000110001";
-        when 232 => pwl_comb3_base_c <= "00000000000000101011010101000011";
-        when 233 => pwl_comb3_base_c <= "00000000000000101011011001010011";
-        when 234 => pwl_comb3_base_c <= "00000000000000101011011101100011";
-        when 235 => pwl_comb3_base_c <= "00000000000000101011100001110001";
-        when 236 => pwl_comb3_base_c <= "00000000000000101011100101111110";
-        when 237 => pwl_comb3_base_c <= "00000000000000101011101010001010";
-        when 238 => pwl_comb3_base_c <= "00000000000000101011101110010101";
-        when 239 => pwl_comb3_base_c <= "00000000000000101011110010011111";
-        when 240 => pwl_comb3_base_c <= "00000000000000101011110110101000";
-        when 241 => pwl_comb3_base_c <= "00000000000000101011111010101111";
-        when 242 => pwl_comb3_base_c <= "00000000000000101011111110110110";
-        when 243 => pwl_comb3_base_c <= "00000000000000101100000010111100";
-        when 244 => pwl_comb3_base_c <= "00000000000000101100000111000000";
-        when 245 => pwl_comb3_base_c <= "00000000000000101100001011000100";
-        when 246 => pwl_comb3_base_c <= "00000000000000101100001111000110";
-        when 247 => pwl_comb3_base_c <= "00000000000000101100010011001000";
-        when 248 => pwl_comb3_base_c <= "00000000000000101100010111001000";
-        when 249 => pwl_comb3_base_c <= "00000000000000101100011011001000";
-        when 250 => pwl_comb3_base_c <= "00000000000000101100011111000110";
-        when 251 => pwl_comb3_base_c <= "00000000000000101100100011000100";
-        when 252 => pwl_comb3_base_c <= "00000000000000101100100111000000";
-        when 253 => pwl_comb3_base_c <= "00000000000000101100101010111100";
-        when 254 => pwl_comb3_base_c <= "00000000000000101100101110110111";
-        when others => pwl_comb3_base_c <= "00000000000000101100110010110000";
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pwl_pipe3_u1 <= to_unsigned(0, 20);
+        else
+            pwl_pipe3_u1 <= pwl_pipe3_u_c;
+        end if;
+    end if;
+end process pwl_pipe3_p1;
+
+
+pwl_pipe3_idx2 <= pwl_pipe3_u1(20-1 downto 12);
+pwl_pipe3_off2 <= signed(unsigned'(to_unsigned(0, 1) & pwl_pipe3_u1(12-1 downto 0)));
+
+pwl_pipe3_p2rom: process (pwl_pipe3_idx2) is
+begin
+    case to_integer(pwl_pipe3_idx2) is
+        when 0 => pwl_pipe3_slope2 <= "011110001001110000";
+        when 1 => pwl_pipe3_slope2 <= "011010111110001111";
+        when 2 => pwl_pipe3_slope2 <= "011000011001100100";
+        when 3 => pwl_pipe3_slope2 <= "010110010001100110";
+        when 4 => pwl_pipe3_slope2 <= "010100011111011011";
+        when 5 => pwl_pipe3_slope2 <= "010010111110001100";
+        when 6 => pwl_pipe3_slope2 <= "010001101010011000";
+        when 7 => pwl_pipe3_slope2 <= "010000100001011010";
+        when 8 => pwl_pipe3_slope2 <= "001111100001010010";
+        when 9 => pwl_pipe3_slope2 <= "001110101000011111";
+        when 10 => pwl_pipe3_slope2 <= "001101110101110110";
+        when 11 => pwl_pipe3_slope2 <= "001101001000011001";
+        when 12 => pwl_pipe3_slope2 <= "001100011111011000";
+        when 13 => pwl_pipe3_slope2 <= "001011111010001100";
+        when 14 => pwl_pipe3_slope2 <= "001011011000010011";
+        when 15 => pwl_pipe3_slope2 <= "001010111001010011";
+        when 16 => pwl_pipe3_slope2 <= "001010011100110101";
+        when 17 => pwl_pipe3_slope2 <= "001010000010100110";
+        when 18 => pwl_pipe3_slope2 <= "001001101010010110";
+        when 19 => pwl_pipe3_slope2 <= "001001010011110110";
+        when 20 => pwl_pipe3_slope2 <= "001000111110111100";
+        when 21 => pwl_pipe3_slope2 <= "001000101011011100";
+        when 22 => pwl_pipe3_slope2 <= "001000011001001111";
+        when 23 => pwl_pipe3_slope2 <= "001000001000001011";
+        when 24 => pwl_pipe3_slope2 <= "000111111000001010";
+        when 25 => pwl_pipe3_slope2 <= "000111101001000111";
+        when 26 => pwl_pipe3_slope2 <= "000111011010111100";
+        when 27 => pwl_pipe3_slope2 <= "000111001101100011";
+        when 28 => pwl_pipe3_slope2 <= "000111000000111010";
+        when 29 => pwl_pipe3_slope2 <= "000110110100111100";
+        when 30 => pwl_pipe3_slope2 <= "000110101001100101";
+        when 31 => pwl_pipe3_slope2 <= "000110011110110100";
+        when 32 => pwl_pipe3_slope2 <= "000110010100100100";
+        when 33 => pwl_pipe3_slope2 <= "000110001010110100";
+        when 34 => pwl_pipe3_slope2 <= "000110000001100010";
+        when 35 => pwl_pipe3_slope2 <= "000101111000101010";
+        when 36 => pwl_pipe3_slope2 <= "000101110000001100";
+        when 37 => pwl_pipe3_slope2 <= "000101101000000111";
+        when 38 => pwl_pipe3_slope2 <= "000101100000010111";
+        when 39 => pwl_pipe3_slope2 <= "000101011000111100";
+        when 40 => pwl_pipe3_slope2 <= "000101010001110101";
+        when 41 => pwl_pipe3_slope2 <= "000101001011000000";
+        when 42 => pwl_pipe3_slope2 <= "000101000100011101";
+        when 43 => pwl_pipe3_slope2 <= "000100111110001001";
+        when 44 => pwl_pipe3_slope2 <= "000100111000000101";
+        when 45 => pwl_pipe3_slope2 <= "000100110010010000";
+        when 46 => pwl_pipe3_slope2 <= "000100101100101000";
+        when 47 => pwl_pipe3_slope2 <= "000100100111001110";
+        when 48 => pwl_pipe3_slope2 <= "000100100001111111";
+        when 49 => pwl_pipe3_slope2 <= "000100011100111101";
+        when 50 => pwl_pipe3_slope2 <= "000100011000000101";
+        when 51 => pwl_pipe3_slope2 <= "000100010011011000";
+        when 52 => pwl_pipe3_slope2 <= "000100001110110100";
+        when 53 => pwl_pipe3_slope2 <= "000100001010011010";
+        when 54 => pwl_pipe3_slope2 <= "000100000110001010";
+        when 55 => pwl_pipe3_slope2 <= "000100000010000001";
+        when 56 => pwl_pipe3_slope2 <= "000011111110000001";
+        when 57 => pwl_pipe3_slope2 <= "000011111010001001";
+        when 58 => pwl_pipe3_slope2 <= "000011110110011000";
+        when 59 => pwl_pipe3_slope2 <= "000011110010101111";
+        when 60 => pwl_pipe3_slope2 <= "000011101111001100";
+        when 61 => pwl_pipe3_slope2 <= "000011101011110000";
+        when 62 => pwl_pipe3_slope2 <= "000011101000011010";
+        when 63 => pwl_pipe3_slope2 <= "000011100101001010";
+        when 64 => pwl_pipe3_slope2 <= "000011100001111111";
+        when 65 => pwl_pipe3_slope2 <= "000011011110111011";
+        when 66 => pwl_pipe3_slope2 <= "000011011011111011";
+        when 67 => pwl_pipe3_slope2 <= "000011011001000001";
+        when 68 => pwl_pipe3_slope2 <= "000011010110001011";
+        when 69 => pwl_pipe3_slope2 <= "000011010011011010";
+        when 70 => pwl_pipe3_slope2 <= "000011010000101110";
+        when 71 => pwl_pipe3_slope2 <= "000011001110000110";
+        when 72 => pwl_pipe3_slope2 <= "000011001011100010";
+        when 73 => pwl_pipe3_slope2 <= "000011001001000010";
+        when 74 => pwl_pipe3_slope2 <= "000011000110100110";
+        when 75 => pwl_pipe3_slope2 <= "000011000100001110";
+        when 76 => pwl_pipe3_slope2 <= "000011000001111001";
+        when 77 => pwl_pipe3_slope2 <= "000010111111101000";
+        when 78 => pwl_pipe3_slope2 <= "000010111101011010";
+        when 79 => pwl_pipe3_slope2 <= "000010111011010000";
+        when 80 => pwl_pipe3_slope2 <= "000010111001001000";
+        when 81 => pwl_pipe3_slope2 <= "000010110111000100";
+        when 82 => pwl_pipe3_slope2 <= "000010110101000011";
+        when 83 => pwl_pipe3_slope2 <= "000010110011000100";
+        when 84 => pwl_pipe3_slope2 <= "000010110001001000";
+        when 85 => pwl_pipe3_slope2 <= "000010101111001111";
+        when 86 => pwl_pipe3_slope2 <= "000010101101011000";
+        when 87 => pwl_pipe3_slope2 <= "000010101011100100";
+        when 88 => pwl_pipe3_slope2 <= "000010101001110010";
+        when 89 => pwl_pipe3_slope2 <= "000010101000000011";
+        when 90 => pwl_pipe3_slope2 <= "000010100110010110";
+        when 91 => pwl_pipe3_slope2 <= "000010100100101011";
+        when 92 => pwl_pipe3_slope2 <= "000010100011000010";
+        when 93 => pwl_pipe3_slope2 <= "000010100001011011";
+        when 94 => pwl_pipe3_slope2 <= "000010011111110110";
+        when 95 => pwl_pipe3_slope2 <= "000010011110010011";
+        when 96 => pwl_pipe3_slope2 <= "000010011100110010";
+        when 97 => pwl_pipe3_slope2 <= "000010011011010011";
+        when 98 => pwl_pipe3_slope2 <= "000010011001110110";
+        when 99 => pwl_pipe3_slope2 <= "000010011000011010";
+        when 100 => pwl_pipe3_slope2 <= "000010010111000000";
+        when 101 => pwl_pipe3_slope2 <= "000010010101101000";
+        when 102 => pwl_pipe3_slope2 <= "000010010100010001";
+        when 103 => pwl_pipe3_slope2 <= "000010010010111100";
+        when 104 => pwl_pipe3_slope2 <= "000010010001101001";
+        when 105 => pwl_pipe3_slope2 <= "000010010000010111";
+        when 106 => pwl_pipe3_slope2 <= "000010001111000110";
+        when 107 => pwl_pipe3_slope2 <= "000010001101110111";
+        when 108 => pwl_pipe3_slope2 <= "000010001100101001";
+        when 109 => pwl_pipe3_slope2 <= "000010001011011100";
+        when 110 => pwl_pipe3_slope2 <= "000010001010010001";
+        when 111 => pwl_pipe3_slope2 <= "000010001001000111";
+        when 112 => pwl_pipe3_slope2 <= "000010000111111110";
+        when 113 => pwl_pipe3_slope2 <= "000010000110110110";
+        when 114 => pwl_pipe3_slope2 <= "000010000101110000";
+        when 115 => pwl_pipe3_slope2 <= "000010000100101011";
+        when 116 => pwl_pipe3_slope2 <= "000010000011100110";
+        when 117 => pwl_pipe3_slope2 <= "000010000010100011";
+        when 118 => pwl_pipe3_slope2 <= "000010000001100001";
+        when 119 => pwl_pipe3_slope2 <= "000010000000100000";
+        when 120 => pwl_pipe3_slope2 <= "000001111111100000";
+        when 121 => pwl_pipe3_slope2 <= "000001111110100001";
+        when 122 => pwl_pipe3_slope2 <= "000001111101100011";
+        when 123 => pwl_pipe3_slope2 <= "000001111100100110";
+        when 124 => pwl_pipe3_slope2 <= "000001111011101010";
+        when 125 => pwl_pipe3_slope2 <= "000001111010101111";
+        when 126 => pwl_pipe3_slope2 <= "000001111001110100";
+        when 127 => pwl_pipe3_slope2 <= "000001111000111011";
+        when 128 => pwl_pipe3_slope2 <= "000001111000000010";
+        when 129 => pwl_pipe3_slope2 <= "000001110111001010";
+        when 130 => pwl_pipe3_slope2 <= "000001110110010011";
+        when 131 => pwl_pipe3_slope2 <= "000001110101011101";
+        when 132 => pwl_pipe3_slope2 <= "000001110100100111";
+        when 133 => pwl_pipe3_slope2 <= "000001110011110010";
+        when 134 => pwl_pipe3_slope2 <= "000001110010111110";
+        when 135 => pwl_pipe3_slope2 <= "000001110010001011";
+        when 136 => pwl_pipe3_slope2 <= "000001110001011001";
+        when 137 => pwl_pipe3_slope2 <= "000001110000100111";
+        when 138 => pwl_pipe3_slope2 <= "000001101111110110";
+        when 139 => pwl_pipe3_slope2 <= "000001101111000101";
+        when 140 => pwl_pipe3_slope2 <= "000001101110010101";
+        when 141 => pwl_pipe3_slope2 <= "000001101101100110";
+        when 142 => pwl_pipe3_slope2 <= "000001101100110111";
+        when 143 => pwl_pipe3_slope2 <= "000001101100001001";
+        when 144 => pwl_pipe3_slope2 <= "000001101011011100";
+        when 145 => pwl_pipe3_slope2 <= "000001101010101111";
+        when 146 => pwl_pipe3_slope2 <= "000001101010000011";
+        when 147 => pwl_pipe3_slope2 <= "000001101001010111";
+        when 148 => pwl_pipe3_slope2 <= "000001101000101100";
+        when 149 => pwl_pipe3_slope2 <= "000001101000000010";
+        when 150 => pwl_pipe3_slope2 <= "000001100111011000";
+        when 151 => pwl_pipe3_slope2 <= "000001100110101110";
+        when 152 => pwl_pipe3_slope2 <= "000001100110000101";
+        when 153 => pwl_pipe3_slope2 <= "000001100101011101";
+        when 154 => pwl_pipe3_slope2 <= "000001100100110101";
+        when 155 => pwl_pipe3_slope2 <= "000001100100001101";
+        when 156 => pwl_pipe3_slope2 <= "000001100011100110";
+        when 157 => pwl_pipe3_slope2 <= "000001100011000000";
+        when 158 => pwl_pipe3_slope2 <= "000001100010011010";
+        when 159 => pwl_pipe3_slope2 <= "000001100001110100";
+        when 160 => pwl_pipe3_slope2 <= "000001100001001111";
+        when 161 => pwl_pipe3_slope2 <= "000001100000101010";
+        when 162 => pwl_pipe3_slope2 <= "000001100000000110";
+        when 163 => pwl_pipe3_slope2 <= "000001011111100010";
+        when 164 => pwl_pipe3_slope2 <= "000001011110111111";
+        when 165 => pwl_pipe3_slope2 <= "000001011110011100";
+        when 166 => pwl_pipe3_slope2 <= "000001011101111001";
+        when 167 => pwl_pipe3_slope2 <= "000001011101010111";
+        when 168 => pwl_pipe3_slope2 <= "000001011100110101";
+        when 169 => pwl_pipe3_slope2 <= "000001011100010011";
+        when 170 => pwl_pipe3_slope2 <= "000001011011110010";
+        when 171 => pwl_pipe3_slope2 <= "000001011011010010";
+        when 172 => pwl_pipe3_slope2 <= "000001011010110001";
+        when 173 => pwl_pipe3_slope2 <= "000001011010010001";
+        when 174 => pwl_pipe3_slope2 <= "000001011001110010";
+        when 175 => pwl_pipe3_slope2 <= "000001011001010010";
+        when 176 => pwl_pipe3_slope2 <= "000001011000110011";
+        when 177 => pwl_pipe3_slope2 <= "000001011000010101";
+        when 178 => pwl_pipe3_slope2 <= "000001010111110110";
+        when 179 => pwl_pipe3_slope2 <= "000001010111011000";
+        when 180 => pwl_pipe3_slope2 <= "000001010110111011";
+        when 181 => pwl_pipe3_slope2 <= "000001010110011101";
+        when 182 => pwl_pipe3_slope2 <= "000001010110000000";
+        when 183 => pwl_pipe3_slope2 <= "000001010101100100";
+        when 184 => pwl_pipe3_slope2 <= "000001010101000111";
+        when 185 => pwl_pipe3_slope2 <= "000001010100101011";
+        when 186 => pwl_pipe3_slope2 <= "000001010100001111";
+        when 187 => pwl_pipe3_slope2 <= "000001010011110100";
+        when 188 => pwl_pipe3_slope2 <= "000001010011011000";
+        when 189 => pwl_pipe3_slope2 <= "000001010010111101";
+        when 190 => pwl_pipe3_slope2 <= "000001010010100011";
+        when 191 => pwl_pipe3_slope2 <= "000001010010001000";
+        when 192 => pwl_pipe3_slope2 <= "000001010001101110";
+        when 193 => pwl_pipe3_slope2 <= "000001010001010100";
+        when 194 => pwl_pipe3_slope2 <= "000001010000111010";
+        when 195 => pwl_pipe3_slope2 <= "000001010000100001";
+        when 196 => pwl_pipe3_slope2 <= "000001010000001000";
+        when 197 => pwl_pipe3_slope2 <= "000001001111101111";
+        when 198 => pwl_pipe3_slope2 <= "000001001111010110";
+        when 199 => pwl_pipe3_slope2 <= "000001001110111101";
+        when 200 => pwl_pipe3_slope2 <= "000001001110100101";
+        when 201 => pwl_pipe3_slope2 <= "000001001110001101";
+        when 202 => pwl_pipe3_slope2 <= "000001001101110101";
+        when 203 => pwl_pipe3_slope2 <= "000001001101011110";
+        when 204 => pwl_pipe3_slope2 <= "000001001101000110";
+        when 205 => pwl_pipe3_slope2 <= "000001001100101111";
+        when 206 => pwl_pipe3_slope2 <= "000001001100011000";
+        when 207 => pwl_pipe3_slope2 <= "000001001100000010";
+        when 208 => pwl_pipe3_slope2 <= "000001001011101011";
+        when 209 => pwl_pipe3_slope2 <= "000001001011010101";
+        when 210 => pwl_pipe3_slope2 <= "000001001010111111";
+        when 211 => pwl_pipe3_slope2 <= "000001001010101001";
+        when 212 => pwl_pipe3_slope2 <= "000001001010010011";
+        when 213 => pwl_pipe3_slope2 <= "000001001001111110";
+        when 214 => pwl_pipe3_slope2 <= "000001001001101001";
+        when 215 => pwl_pipe3_slope2 <= "000001001001010100";
+        when 216 => pwl_pipe3_slope2 <= "000001001000111111";
+        when 217 => pwl_pipe3_slope2 <= "000001001000101010";
+        when 218 => pwl_pipe3_slope2 <= "000001001000010101";
+        when 219 => pwl_pipe3_slope2 <= "000001001000000001";
+        when 220 => pwl_pipe3_slope2 <= "000001000111101101";
+        when 221 => pwl_pipe3_slope2 <= "000001000111011001";
+        when 222 => pwl_pipe3_slope2 <= "000001000111000101";
+        when 223 => pwl_pipe3_slope2 <= "000001000110110001";
+        when 224 => pwl_pipe3_slope2 <= "000001000110011110";
+        when 225 => pwl_pipe3_slope2 <= "000001000110001011";
+        when 226 => pwl_pipe3_slope2 <= "000001000101111000";
+        when 227 => pwl_pipe3_slope2 <= "000001000101100101";
+        when 228 => pwl_pipe3_slope2 <= "000001000101010010";
+        when 229 => pwl_pipe3_slope2 <= "000001000100111111";
+        when 230 => pwl_pipe3_slope2 <= "000001000100101101";
+        when 231 => pwl_pipe3_slope2 <= "000001000100011010";
+        when 232 => pwl_pipe3_slope2 <= "000001000100001000";
+        when 233 => pwl_pipe3_slope2 <= "000001000011110110";
+        when 234 => pwl_pipe3_slope2 <= "000001000011100100";
+        when 235 => pwl_pipe3_slope2 <= "000001000011010010";
+        when 236 => pwl_pipe3_slope2 <= "000001000011000001";
+        when 237 => pwl_pipe3_slope2 <= "000001000010101111";
+        when 238 => pwl_pipe3_slope2 <= "000001000010011110";
+        when 239 => pwl_pipe3_slope2 <= "000001000010001101";
+        when 240 => pwl_pipe3_slope2 <= "000001000001111100";
+        when 241 => pwl_pipe3_slope2 <= "000001000001101011";
+        when 242 => pwl_pipe3_slope2 <= "000001000001011010";
+        when 243 => pwl_pipe3_slope2 <= "000001000001001001";
+        when 244 => pwl_pipe3_slope2 <= "000001000000111001";
+        when 245 => pwl_pipe3_slope2 <= "000001000000101000";
+        when 246 => pwl_pipe3_slope2 <= "000001000000011000";
+        when 247 => pwl_pipe3_slope2 <= "000001000000001000";
+        when 248 => pwl_pipe3_slope2 <= "000000111111111000";
+        when 249 => pwl_pipe3_slope2 <= "000000111111101000";
+        when 250 => pwl_pipe3_slope2 <= "000000111111011000";
+        when 251 => pwl_pipe3_slope2 <= "000000111111001001";
+        when 252 => pwl_pipe3_slope2 <= "000000111110111001";
+        when 253 => pwl_pipe3_slope2 <= "000000111110101010";
+        when 254 => pwl_pipe3_slope2 <= "000000111110011011";
+        when others => pwl_pipe3_slope2 <= "000000111110001011";
     end case;
-    case to_integer(pwl_comb3_idx) is
-        when 0 => pwl_comb3_slope_c <= "00000000000000011110001001110000";
-        when 1 => pwl_comb3_slope_c <= "00000000000000011010111110001111";
-        when 2 => pwl_comb3_slope_c <= "00000000000000011000011001100100";
-        when 3 => pwl_comb3_slope_c <= "00000000000000010110010001100110";
-        when 4 => pwl_comb3_slope_c <= "00000000000000010100011111011011";
-        when 5 => pwl_comb3_slope_c <= "00000000000000010010111110001100";
-        when 6 => pwl_comb3_slope_c <= "00000000000000010001101010011000";
-        when 7 => pwl_comb3_slope_c <= "00000000000000010000100001011010";
-        when 8 => pwl_comb3_slope_c <= "00000000000000001111100001010010";
-        when 9 => pwl_comb3_slope_c <= "00000000000000001110101000011111";
-        when 10 => pwl_comb3_slope_c <= "00000000000000001101110101110110";
-        when 11 => pwl_comb3_slope_c <= "00000000000000001101001000011001";
-        when 12 => pwl_comb3_slope_c <= "00000000000000001100011111011000";
-        when 13 => pwl_comb3_slope_c <= "00000000000000001011111010001100";
-        when 14 => pwl_comb3_slope_c <= "00000000000000001011011000010011";
-        when 15 => pwl_comb3_slope_c <= "00000000000000001010111001010011";
-        when 16 => pwl_comb3_slope_c <= "00000000000000001010011100110101";
-        when 17 => pwl_comb3_slope_c <= "00000000000000001010000010100110";
-        when 18 => pwl_comb3_slope_c <= "00000000000000001001101010010110";
-        when 19 => pwl_comb3_slope_c <= "00000000000000001001010011110110";
-        when 20 => pwl_comb3_slope_c <= "00000000000000001000111110111100";
-        when 21 => pwl_comb3_slope_c <= "00000000000000001000101011011100";
-        when 22 => pwl_comb3_slope_c <= "00000000000000001000011001001111";
-        when 23 => pwl_comb3_slope_c <= "00000000000000001000001000001011";
-        when 24 => pwl_comb3_slope_c <= "00000000000000000111111000001010";
-        when 25 => pwl_comb3_slope_c <= "00000000000000000111101001000111";
-        when 26 => pwl_comb3_slope_c <= "00000000000000000111011010111100";
-        when 27 => pwl_comb3_slope_c <= "00000000000000000111001101100011";
-        when 28 => pwl_comb3_slope_c <= "00000000000000000111000000111010";
-        when 29 => pwl_comb3_slope_c <= "00000000000000000110110100111100";
-        when 30 => pwl_comb3_slope_c <= "00000000000000000110101001100101";
-        when 31 => pwl_comb3_slope_c <= "00000000000000000110011110110100";
-        when 32 => pwl_comb3_slope_c <= "00000000000000000110010100100100";
-        when 33 => pwl_comb3_slope_c <= "00000000000000000110001010110100";
-        when 34 => pwl_comb3_slope_c <= "00000000000000000110000001100010";
-        when 35 => pwl_comb3_slope_c <= "00000000000000000101111000101010";
-        when 36 => pwl_comb3_slope_c <= "00000000000000000101110000001100";
-        when 37 => pwl_comb3_slope_c <= "00000000000000000101101000000111";
-        when 38 => pwl_comb3_slope_c <= "00000000000000000101100000010111";
-        when 39 => pwl_comb3_slope_c <= "00000000000000000101011000111100";
-        when 40 => pwl_comb3_slope_c <= "00000000000000000101010001110101";
-        when 41 => pwl_comb3_slope_c <= "00000000000000000101001011000000";
-        when 42 => pwl_comb3_slope_c <= "00000000000000000101000100011101";
-        when 43 => pwl_comb3_slope_c <= "00000000000000000100111110001001";
-        when 44 => pwl_comb3_slope_c <= "00000000000000000100111000000101";
-        when 45 => pwl_comb3_slope_c <= "00000000000000000100110010010000";
-        when 46 => pwl_comb3_slope_c <= "00000000000000000100101100101000";
-        when 47 => pwl_comb3_slope_c <= "00000000000000000100100111001110";
-        when 48 => pwl_comb3_slope_c <= "00000000000000000100100001111111";
-        when 49 => pwl_comb3_slope_c <= "00000000000000000100011100111101";
-        when 50 => pwl_comb3_slope_c <= "00000000000000000100011000000101";
-        when 51 => pwl_comb3_slope_c <= "00000000000000000100010011011000";
-        when 52 => pwl_comb3_slope_c <= "00000000000000000100001110110100";
-        when 53 => pwl_comb3_slope_c <= "00000000000000000100001010011010";
-        when 54 => pwl_comb3_slope_c <= "00000000000000000100000110001010";
-        when 55 => pwl_comb3_slope_c <= "00000000000000000100000010000001";
-        when 56 => pwl_comb3_slope_c <= "00000000000000000011111110000001";
-        when 57 => pwl_comb3_slope_c <= "00000000000000000011111010001001";
-        when 58 => pwl_comb3_slope_c <= "00000000000000000011110110011000";
-        when 59 => pwl_comb3_slope_c <= "00000000000000000011110010101111";
-        when 60 => pwl_comb3_slope_c <= "00000000000000000011101111001100";
-        when 61 => pwl_comb3_slope_c <= "00000000000000000011101011110000";
-        when 62 => pwl_comb3_slope_c <= "00000000000000000011101000011010";
-        when 63 => pwl_comb3_slope_c <= "00000000000000000011100101001010";
-        when 64 => pwl_comb3_slope_c <= "00000000000000000011100001111111";
-        when 65 => pwl_comb3_slope_c <= "00000000000000000011011110111011";
-        when 66 => pwl_comb3_slope_c <= "00000000000000000011011011111011";
-        when 67 => pwl_comb3_slope_c <= "00000000000000000011011001000001";
-        when 68 => pwl_comb3_slope_c <= "00000000000000000011010110001011";
-        when 69 => pwl_comb3_slope_c <= "00000000000000000011010011011010";
-        when 70 => pwl_comb3_slope_c <= "00000000000000000011010000101110";
-        when 71 => pwl_comb3_slope_c <= "00000000000000000011001110000110";
-        when 72 => pwl_comb3_slope_c <= "00000000000000000011001011100010";
-        when 73 => pwl_comb3_slope_c <= "00000000000000000011001001000010";
-        when 74 => pwl_comb3_slope_c <= "00000000000000000011000110100110";
-        when 75 => pwl_comb3_slope_c <= "00000000000000000011000100001110";
-        when 76 => pwl_comb3_slope_c <= "00000000000000000011000001111001";
-        when 77 => pwl_comb3_slope_c <= "00000000000000000010111111101000";
-        when 78 => pwl_comb3_slope_c <= "00000000000000000010111101011010";
-        when 79 => pwl_comb3_slope_c <= "00000000000000000010111011010000";
-        when 80 => pwl_comb3_slope_c <= "00000000000000000010111001001000";
-        when 81 => pwl_comb3_slope_c <= "00000000000000000010110111000100";
-        when 82 => pwl_comb3_slope_c <= "00000000000000000010110101000011";
-        when 83 => pwl_comb3_slope_c <= "00000000000000000010110011000100";
-        when 84 => pwl_comb3_slope_c <= "00000000000000000010110001001000";
-        when 85 => pwl_comb3_slope_c <= "00000000000000000010101111001111";
-        when 86 => pwl_comb3_slope_c <= "00000000000000000010101101011000";
-        when 87 => pwl_comb3_slope_c <= "00000000000000000010101011100100";
-        when 88 => pwl_comb3_slope_c <= "00000000000000000010101001110010";
-        when 89 => pwl_comb3_slope_c <= "00000000000000000010101000000011";
-        when 90 => pwl_comb3_slope_c <= "00000000000000000010100110010110";
-        when 91 => pwl_comb3_slope_c <= "00000000000000000010100100101011";
-        when 92 => pwl_comb3_slope_c <= "00000000000000000010100011000010";
-        when 93 => pwl_comb3_slope_c <= "00000000000000000010100001011011";
-        when 94 => pwl_comb3_slope_c <= "00000000000000000010011111110110";
-        when 95 => pwl_comb3_slope_c <= "00000000000000000010011110010011";
-        when 96 => pwl_comb3_slope_c <= "00000000000000000010011100110010";
-        when 97 => pwl_comb3_slope_c <= "00000000000000000010011011010011";
-        when 98 => pwl_comb3_slope_c <= "00000000000000000010011001110110";
-        when 99 => pwl_comb3_slope_c <= "00000000000000000010011000011010";
-        when 100 => pwl_comb3_slope_c <= "00000000000000000010010111000000";
-        when 101 => pwl_comb3_slope_c <= "00000000000000000010010101101000";
-        when 102 => pwl_comb3_slope_c <= "00000000000000000010010100010001";
-        when 103 => pwl_comb3_slope_c <= "00000000000000000010010010111100";
-        when 104 => pwl_comb3_slope_c <= "00000000000000000010010001101001";
-        when 105 => pwl_comb3_slope_c <= "00000000000000000010010000010111";
-        when 106 => pwl_comb3_slope_c <= "00000000000000000010001111000110";
-        when 107 => pwl_comb3_slope_c <= "00000000000000000010001101110111";
-        when 108 => pwl_comb3_slope_c <= "00000000000000000010001100101001";
-        when 109 => pwl_comb3_slope_c <= "00000000000000000010001011011100";
-        when 110 => pwl_comb3_slope_c <= "00000000000000000010001010010001";
-        when 111 => pwl_comb3_slope_c <= "00000000000000000010001001000111";
-        when 112 => pwl_comb3_slope_c <= "00000000000000000010000111111110";
-        when 113 => pwl_comb3_slope_c <= "00000000000000000010000110110110";
-        when 114 => pwl_comb3_slope_c <= "00000000000000000010000101110000";
-        when 115 => pwl_comb3_slope_c <= "00000000000000000010000100101011";
-        when 116 => pwl_comb3_slope_c <= "00000000000000000010000011100110";
-        when 117 => pwl_comb3_slope_c <= "00000000000000000010000010100011";
-        when 118 => pwl_comb3_slope_c <= "00000000000000000010000001100001";
-        when 119 => pwl_comb3_slope_c <= "00000000000000000010000000100000";
-        when 120 => pwl_comb3_slope_c <= "00000000000000000001111111100000";
-        when 121 => pwl_comb3_slope_c <= "00000000000000000001111110100001";
-        when 122 => pwl_comb3_slope_c <= "00000000000000000001111101100011";
-        when 123 => pwl_comb3_slope_c <= "00000000000000000001111100100110";
-        when 124 => pwl_comb3_slope_c <= "00000000000000000001111011101010";
-        when 125 => pwl_comb3_slope_c <= "00000000000000000001111010101111";
-        when 126 => pwl_comb3_slope_c <= "00000000000000000001111001110100";
-        when 127 => pwl_comb3_slope_c <= "00000000000000000001111000111011";
-        when 128 => pwl_comb3_slope_c <= "00000000000000000001111000000010";
-        when 129 => pwl_comb3_slope_c <= "00000000000000000001110111001010";
-        when 130 => pwl_comb3_slope_c <= "00000000000000000001110110010011";
-        when 131 => pwl_comb3_slope_c <= "00000000000000000001110101011101";
-        when 132 => pwl_comb3_slope_c <= "00000000000000000001110100100111";
-        when 133 => pwl_comb3_slope_c <= "00000000000000000001110011110010";
-        when 134 => pwl_comb3_slope_c <= "00000000000000000001110010111110";
-        when 135 => pwl_comb3_slope_c <= "00000000000000000001110010001011";
-        when 136 => pwl_comb3_slope_c <= "00000000000000000001110001011001";
-        when 137 => pwl_comb3_slope_c <= "00000000000000000001110000100111";
-        when 138 => pwl_comb3_slope_c <= "00000000000000000001101111110110";
-        when 139 => pwl_comb3_slope_c <= "00000000000000000001101111000101";
-        when 140 => pwl_comb3_slope_c <= "00000000000000000001101110010101";
-        when 141 => pwl_comb3_slope_c <= "00000000000000000001101101100110";
-        when 142 => pwl_comb3_slope_c <= "00000000000000000001101100110111";
-        when 143 => pwl_comb3_slope_c <= "00000000000000000001101100001001";
-        when 144 => pwl_comb3_slope_c <= "00000000000000000001101011011100";
-        when 145 => pwl_comb3_slope_c <= "00000000000000000001101010101111";
-        when 146 => pwl_comb3_slope_c <= "00000000000000000001101010000011";
-        when 147 => pwl_comb3_slope_c <= "00000000000000000001101001010111";
-        when 148 => pwl_comb3_slope_c <= "00000000000000000001101000101100";
-        when 149 => pwl_comb3_slope_c <= "00000000000000000001101000000010";
-        when 150 => pwl_comb3_slope_c <= "00000000000000000001100111011000";
-        when 151 => pwl_comb3_slope_c <= "00000000000000000001100110101110";
-        when 152 => pwl_comb3_slope_c <= "00000000000000000001100110000101";
-        when 153 => pwl_comb3_slope_c <= "00000000000000000001100101011101";
-        when 154 => pwl_comb3_slope_c <= "00000000000000000001100100110101";
-        when 155 => pwl_comb3_slope_c <= "00000000000000000001100100001101";
-        when 156 => pwl_comb3_slope_c <= "00000000000000000001100011100110";
-        when 157 => pwl_comb3_slope_c <= "00000000000000000001100011000000";
-        when 158 => pwl_comb3_slope_c <= "00000000000000000001100010011010";
-        when 159 => pwl_comb3_slope_c <= "00000000000000000001100001110100";
-        when 160 => pwl_comb3_slope_c <= "00000000000000000001100001001111";
-        when 161 => pwl_comb3_slope_c <= "00000000000000000001100000101010";
-        when 162 => pwl_comb3_slope_c <= "00000000000000000001100000000110";
-        when 163 => pwl_comb3_slope_c <= "00000000000000000001011111100010";
-        when 164 => pwl_comb3_slope_c <= "00000000000000000001011110111111";
-        when 165 => pwl_comb3_slope_c <= "00000000000000000001011110011100";
-        when 166 => pwl_comb3_slope_c <= "00000000000000000001011101111001";
-        when 167 => pwl_comb3_slope_c <= "00000000000000000001011101010111";
-        when 168 => pwl_comb3_slope_c <= "00000000000000000001011100110101";
-        when 169 => pwl_comb3_slope_c <= "00000000000000000001011100010011";
-        when 170 => pwl_comb3_slope_c <= "00000000000000000001011011110010";
-        when 171 => pwl_comb3_slope_c <= "00000000000000000001011011010010";
-        when 172 => pwl_comb3_slope_c <= "00000000000000000001011010110001";
-        when 173 => pwl_comb3_slope_c <= "00000000000000000001011010010001";
-        when 174 => pwl_comb3_slope_c <= "00000000000000000001011001110010";
-        when 175 => pwl_comb3_slope_c <= "00000000000000000001011001010010";
-        when 176 => pwl_comb3_slope_c <= "00000000000000000001011000110011";
-        when 177 => pwl_comb3_slope_c <= "00000000000000000001011000010101";
-        when 178 => pwl_comb3_slope_c <= "00000000000000000001010111110110";
-        when 179 => pwl_comb3_slope_c <= "00000000000000000001010111011000";
-        when 180 => pwl_comb3_slope_c <= "00000000000000000001010110111011";
-        when 181 => pwl_comb3_slope_c <= "00000000000000000001010110011101";
-        when 182 => pwl_comb3_slope_c <= "00000000000000000001010110000000";
-        when 183 => pwl_comb3_slope_c <= "00000000000000000001010101100100";
-        when 184 => pwl_comb3_slope_c <= "00000000000000000001010101000111";
-        when 185 => pwl_comb3_slope_c <= "00000000000000000001010100101011";
-        when 186 => pwl_comb3_slope_c <= "00000000000000000001010100001111";
-        when 187 => pwl_comb3_slope_c <= "00000000000000000001010011110100";
-        when 188 => pwl_comb3_slope_c <= "00000000000000000001010011011000";
-        when 189 => pwl_comb3_slope_c <= "00000000000000000001010010111101";
-        when 190 => pwl_comb3_slope_c <= "00000000000000000001010010100011";
-        when 191 => pwl_comb3_slope_c <= "00000000000000000001010010001000";
-        when 192 => pwl_comb3_slope_c <= "00000000000000000001010001101110";
-        when 193 => pwl_comb3_slope_c <= "00000000000000000001010001010100";
-        when 194 => pwl_comb3_slope_c <= "00000000000000000001010000111010";
-        when 195 => pwl_comb3_slope_c <= "00000000000000000001010000100001";
-        when 196 => pwl_comb3_slope_c <= "00000000000000000001010000001000";
-        when 197 => pwl_comb3_slope_c <= "00000000000000000001001111101111";
-        when 198 => pwl_comb3_slope_c <= "00000000000000000001001111010110";
-        when 199 => pwl_comb3_slope_c <= "00000000000000000001001110111101";
-        when 200 => pwl_comb3_slope_c <= "00000000000000000001001110100101";
-        when 201 => pwl_comb3_slope_c <= "00000000000000000001001110001101";
-        when 202 => pwl_comb3_slope_c <= "00000000000000000001001101110101";
-        when 203 => pwl_comb3_slope_c <= "00000000000000000001001101011110";
-        when 204 => pwl_comb3_slope_c <= "00000000000000000001001101000110";
-        when 205 => pwl_comb3_slope_c <= "00000000000000000001001100101111";
-        when 206 => pwl_comb3_slope_c <= "00000000000000000001001100011000";
-        when 207 => pwl_comb3_slope_c <= "00000000000000000001001100000010";
-        when 208 => pwl_comb3_slope_c <= "00000000000000000001001011101011";
-        when 209 => pwl_comb3_slope_c <= "00000000000000000001001011010101";
-        when 210 => pwl_comb3_slope_c <= "00000000000000000001001010111111";
-        when 211 => pwl_comb3_slope_c <= "00000000000000000001001010101001";
-        when 212 => pwl_comb3_slope_c <= "00000000000000000001001010010011";
-        when 213 => pwl_comb3_slope_c <= "00000000000000000001001001111110";
-        when 214 => pwl_comb3_slope_c <= "00000000000000000001001001101001";
-        when 215 => pwl_comb3_slope_c <= "00000000000000000001001001010100";
-        when 216 => pwl_comb3_slope_c <= "00000000000000000001001000111111";
-        when 217 => pwl_comb3_slope_c <= "00000000000000000001001000101010";
-        when 218 => pwl_comb3_slope_c <= "00000000000000000001001000010101";
-        when 219 => pwl_comb3_slope_c <= "00000000000000000001001000000001";
-        when 220 => pwl_comb3_slope_c <= "00000000000000000001000111101101";
-        when 221 => pwl_comb3_slope_c <= "00000000000000000001000111011001";
-        when 222 => pwl_comb3_slope_c <= "00000000000000000001000111000101";
-        when 223 => pwl_comb3_slope_c <= "00000000000000000001000110110001";
-        when 224 => pwl_comb3_slope_c <= "00000000000000000001000110011110";
-        when 225 => pwl_comb3_slope_c <= "00000000000000000001000110001011";
-        when 226 => pwl_comb3_slope_c <= "00000000000000000001000101111000";
-        when 227 => pwl_comb3_slope_c <= "00000000000000000001000101100101";
-        when 228 => pwl_comb3_slope_c <= "00000000000000000001000101010010";
-        when 229 => pwl_comb3_slope_c <= "00000000000000000001000100111111";
-        when 230 => pwl_comb3_slope_c <= "00000000000000000001000100101101";
-        when 231 => pwl_comb3_slope_c <= "00000000000000000001000100011010";
-        when 232 => pwl_comb3_slope_c <= "00000000000000000001000100001000";
-        when 233 => pwl_comb3_slope_c <= "00000000000000000001000011110110";
-        when 234 => pwl_comb3_slope_c <= "00000000000000000001000011100100";
-        when 235 => pwl_comb3_slope_c <= "00000000000000000001000011010010";
-        when 236 => pwl_comb3_slope_c <= "00000000000000000001000011000001";
-        when 237 => pwl_comb3_slope_c <= "00000000000000000001000010101111";
-        when 238 => pwl_comb3_slope_c <= "00000000000000000001000010011110";
-        when 239 => pwl_comb3_slope_c <= "00000000000000000001000010001101";
-        when 240 => pwl_comb3_slope_c <= "00000000000000000001000001111100";
-        when 241 => pwl_comb3_slope_c <= "00000000000000000001000001101011";
-        when 242 => pwl_comb3_slope_c <= "00000000000000000001000001011010";
-        when 243 => pwl_comb3_slope_c <= "00000000000000000001000001001001";
-        when 244 => pwl_comb3_slope_c <= "00000000000000000001000000111001";
-        when 245 => pwl_comb3_slope_c <= "00000000000000000001000000101000";
-        when 246 => pwl_comb3_slope_c <= "00000000000000000001000000011000";
-        when 247 => pwl_comb3_slope_c <= "00000000000000000001000000001000";
-        when 248 => pwl_comb3_slope_c <= "00000000000000000000111111111000";
-        when 249 => pwl_comb3_slope_c <= "00000000000000000000111111101000";
-        when 250 => pwl_comb3_slope_c <= "00000000000000000000111111011000";
-        when 251 => pwl_comb3_slope_c <= "00000000000000000000111111001001";
-        when 252 => pwl_comb3_slope_c <= "00000000000000000000111110111001";
-        when 253 => pwl_comb3_slope_c <= "00000000000000000000111110101010";
-        when 254 => pwl_comb3_slope_c <= "00000000000000000000111110011011";
-        when others => pwl_comb3_slope_c <= "00000000000000000000111110001011";
+end process pwl_pipe3_p2rom;
+
+pwl_pipe3_p2: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pwl_pipe3_idx3 <= to_unsigned(0, 8);
+            pwl_pipe3_prod3 <= to_signed(0, 33);
+        else
+            pwl_pipe3_prod3 <= (resize(pwl_pipe3_slope2, 20) * pwl_pipe3_off2);
+            pwl_pipe3_idx3 <= pwl_pipe3_idx2;
+        end if;
+    end if;
+end process pwl_pipe3_p2;
+
+
+pwl_pipe3_round_sat_fast3_round_sat3_t <= shift_right(pwl_pipe3_prod3, 16);
+pwl_pipe3_round_sat_fast3_round_sat3_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000") & pwl_pipe3_prod3((16 - 1))));
+
+
+pwl_pipe3_round_sat_fast3_round_sat3_r <= (pwl_pipe3_round_sat_fast3_round_sat3_t + pwl_pipe3_round_sat_fast3_round_sat3_rb);
+
+
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi <= unsigned(pwl_pipe3_round_sat_fast3_round_sat3_r(33-1 downto (32 - 1)));
+
+
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_hin <= (not pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi);
+
+
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign <= stdl((not bool(pwl_pipe3_round_sat_fast3_round_sat3_r((33 - 1)))));
+
+pwl_pipe3_round_sat_fast3_round_sat3_sat8_clamp: process (pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill, pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi, pwl_pipe3_round_sat_fast3_round_sat3_r, pwl_pipe3_round_sat_fast3_round_sat3_sat8_hin) is
+begin
+    if ((pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi = 0) or (pwl_pipe3_round_sat_fast3_round_sat3_sat8_hin = 0)) then
+        pwl_pipe3_rnd_c <= signed(unsigned(pwl_pipe3_round_sat_fast3_round_sat3_r(32-1 downto 0)));
+    else
+        pwl_pipe3_rnd_c <= signed(unsigned'(pwl_pipe3_round_sat_fast3_round_sat3_r((33 - 1)) & pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill));
+    end if;
+end process pwl_pipe3_round_sat_fast3_round_sat3_sat8_clamp;
+
+pwl_pipe3_p3: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pwl_pipe3_rnd4 <= to_signed(0, 32);
+            pwl_pipe3_idx4 <= to_unsigned(0, 8);
+        else
+            pwl_pipe3_rnd4 <= pwl_pipe3_rnd_c;
+            pwl_pipe3_idx4 <= pwl_pipe3_idx3;
+        end if;
+    end if;
+end process pwl_pipe3_p3;
+
+pwl_pipe3_p4rom: process (pwl_pipe3_idx4) is
+begin
+    case to_integer(pwl_pipe3_idx4) is
+        when 0 => pwl_pipe3_base4 <= "11111111111111110100111010001110";
+        when 1 => pwl_pipe3_base4 <= "11111111111111110110110010110101";
+        when 2 => pwl_pipe3_base4 <= "11111111111111111000011110101110";
+        when 3 => pwl_pipe3_base4 <= "11111111111111111010000000010100";
+        when 4 => pwl_pipe3_base4 <= "11111111111111111011011001011010";
+        when 5 => pwl_pipe3_base4 <= "11111111111111111100101011011000";
+        when 6 => pwl_pipe3_base4 <= "11111111111111111101110111010001";
+        when 7 => pwl_pipe3_base4 <= "11111111111111111110111101111010";
+        when 8 => pwl_pipe3_base4 <= "00000000000000000000000000000000";
+        when 9 => pwl_pipe3_base4 <= "00000000000000000000111110000101";
+        when 10 => pwl_pipe3_base4 <= "00000000000000000001111000100111";
+        when 11 => pwl_pipe3_base4 <= "00000000000000000010101111111110";
+        when 12 => pwl_pipe3_base4 <= "00000000000000000011100100100000";
+        when 13 => pwl_pipe3_base4 <= "00000000000000000100010110011101";
+        when 14 => pwl_pipe3_base4 <= "00000000000000000101000110000110";
+        when 15 => pwl_pipe3_base4 <= "00000000000000000101110011100111";
+        when 16 => pwl_pipe3_base4 <= "00000000000000000110011111001101";
+        when 17 => pwl_pipe3_base4 <= "00000000000000000111001001000000";
+        when 18 => pwl_pipe3_base4 <= "00000000000000000111110001001010";
+        when 19 => pwl_pipe3_base4 <= "00000000000000001000010111110100";
+        when 20 => pwl_pipe3_base4 <= "00000000000000001000111101000011";
+        when 21 => pwl_pipe3_base4 <= "00000000000000001001100000111111";
+        when 22 => pwl_pipe3_base4 <= "00000000000000001010000011101100";
+        when 23 => pwl_pipe3_base4 <= "00000000000000001010100101010001";
+        when 24 => pwl_pipe3_base4 <= "00000000000000001011000101110010";
+        when 25 => pwl_pipe3_base4 <= "00000000000000001011100101010011";
+        when 26 => pwl_pipe3_base4 <= "00000000000000001100000011110111";
+        when 27 => pwl_pipe3_base4 <= "00000000000000001100100001100011";
+        when 28 => pwl_pipe3_base4 <= "00000000000000001100111110011001";
+        when 29 => pwl_pipe3_base4 <= "00000000000000001101011010011101";
+        when 30 => pwl_pipe3_base4 <= "00000000000000001101110101110000";
+        when 31 => pwl_pipe3_base4 <= "00000000000000001110010000010111";
+        when 32 => pwl_pipe3_base4 <= "00000000000000001110101010010010";
+        when 33 => pwl_pipe3_base4 <= "00000000000000001111000011100100";
+        when 34 => pwl_pipe3_base4 <= "00000000000000001111011100010000";
+        when 35 => pwl_pipe3_base4 <= "00000000000000001111110100010110";
+        when 36 => pwl_pipe3_base4 <= "00000000000000010000001011111000";
+        when 37 => pwl_pipe3_base4 <= "00000000000000010000100010111001";
+        when 38 => pwl_pipe3_base4 <= "00000000000000010000111001011001";
+        when 39 => pwl_pipe3_base4 <= "00000000000000010001001111011011";
+        when 40 => pwl_pipe3_base4 <= "00000000000000010001100100111111";
+        when 41 => pwl_pipe3_base4 <= "00000000000000010001111010000110";
+        when 42 => pwl_pipe3_base4 <= "00000000000000010010001110110010";
+        when 43 => pwl_pipe3_base4 <= "00000000000000010010100011000100";
+        when 44 => pwl_pipe3_base4 <= "00000000000000010010110110111100";
+        when 45 => pwl_pipe3_base4 <= "00000000000000010011001010011101";
+        when 46 => pwl_pipe3_base4 <= "00000000000000010011011101100110";
+        when 47 => pwl_pipe3_base4 <= "00000000000000010011110000011000";
+        when 48 => pwl_pipe3_base4 <= "00000000000000010100000010110101";
+        when 49 => pwl_pipe3_base4 <= "00000000000000010100010100111101";
+        when 50 => pwl_pipe3_base4 <= "00000000000000010100100110110001";
+        when 51 => pwl_pipe3_base4 <= "00000000000000010100111000010001";
+        when 52 => pwl_pipe3_base4 <= "00000000000000010101001001011111";
+        when 53 => pwl_pipe3_base4 <= "00000000000000010101011010011010";
+        when 54 => pwl_pipe3_base4 <= "00000000000000010101101011000100";
+        when 55 => pwl_pipe3_base4 <= "00000000000000010101111011011100";
+        when 56 => pwl_pipe3_base4 <= "00000000000000010110001011100100";
+        when 57 => pwl_pipe3_base4 <= "00000000000000010110011011011100";
+        when 58 => pwl_pipe3_base4 <= "00000000000000010110101011000101";
+        when 59 => pwl_pipe3_base4 <= "00000000000000010110111010011110";
+        when 60 => pwl_pipe3_base4 <= "00000000000000010111001001101001";
+        when 61 => pwl_pipe3_base4 <= "00000000000000010111011000100110";
+        when 62 => pwl_pipe3_base4 <= "00000000000000010111100111010101";
+        when 63 => pwl_pipe3_base4 <= "00000000000000010111110101110111";
+        when 64 => pwl_pipe3_base4 <= "00000000000000011000000100001011";
+        when 65 => pwl_pipe3_base4 <= "00000000000000011000010010010011";
+        when 66 => pwl_pipe3_base4 <= "00000000000000011000100000001111";
+        when 67 => pwl_pipe3_base4 <= "00000000000000011000101101111111";
+        when 68 => pwl_pipe3_base4 <= "00000000000000011000111011100011";
+        when 69 => pwl_pipe3_base4 <= "00000000000000011001001000111011";
+        when 70 => pwl_pipe3_base4 <= "00000000000000011001010110001001";
+        when 71 => pwl_pipe3_base4 <= "00000000000000011001100011001100";
+        when 72 => pwl_pipe3_base4 <= "00000000000000011001110000000100";
+        when 73 => pwl_pipe3_base4 <= "00000000000000011001111100110010";
+        when 74 => pwl_pipe3_base4 <= "00000000000000011010001001010110";
+        when 75 => pwl_pipe3_base4 <= "00000000000000011010010101110001";
+        when 76 => pwl_pipe3_base4 <= "00000000000000011010100010000010";
+        when 77 => pwl_pipe3_base4 <= "00000000000000011010101110001001";
+        when 78 => pwl_pipe3_base4 <= "00000000000000011010111010001000";
+        when 79 => pwl_pipe3_base4 <= "00000000000000011011000101111101";
+        when 80 => pwl_pipe3_base4 <= "00000000000000011011010001101010";
+        when 81 => pwl_pipe3_base4 <= "00000000000000011011011101001111";
+        when 82 => pwl_pipe3_base4 <= "00000000000000011011101000101011";
+        when 83 => pwl_pipe3_base4 <= "00000000000000011011110011111111";
+        when 84 => pwl_pipe3_base4 <= "00000000000000011011111111001100";
+        when 85 => pwl_pipe3_base4 <= "00000000000000011100001010010000";
+        when 86 => pwl_pipe3_base4 <= "00000000000000011100010101001101";
+        when 87 => pwl_pipe3_base4 <= "00000000000000011100100000000011";
+        when 88 => pwl_pipe3_base4 <= "00000000000000011100101010110001";
+        when 89 => pwl_pipe3_base4 <= "00000000000000011100110101011000";
+        when 90 => pwl_pipe3_base4 <= "00000000000000011100111111111000";
+        when 91 => pwl_pipe3_base4 <= "00000000000000011101001010010001";
+        when 92 => pwl_pipe3_base4 <= "00000000000000011101010100100100";
+        when 93 => pwl_pipe3_base4 <= "00000000000000011101011110110000";
+        when 94 => pwl_pipe3_base4 <= "00000000000000011101101000110110";
+        when 95 => pwl_pipe3_base4 <= "00000000000000011101110010110101";
+        when 96 => pwl_pipe3_base4 <= "00000000000000011101111100101110";
+        when 97 => pwl_pipe3_base4 <= "00000000000000011110000110100010";
+        when 98 => pwl_pipe3_base4 <= "00000000000000011110010000001111";
+        when 99 => pwl_pipe3_base4 <= "00000000000000011110011001110110";
+        when 100 => pwl_pipe3_base4 <= "00000000000000011110100011011000";
+        when 101 => pwl_pipe3_base4 <= "00000000000000011110101100110100";
+        when 102 => pwl_pipe3_base4 <= "00000000000000011110110110001010";
+        when 103 => pwl_pipe3_base4 <= "00000000000000011110111111011011";
+        when 104 => pwl_pipe3_base4 <= "00000000000000011111001000100111";
+        when 105 => pwl_pipe3_base4 <= "00000000000000011111010001101110";
+        when 106 => pwl_pipe3_base4 <= "00000000000000011111011010101111";
+        when 107 => pwl_pipe3_base4 <= "00000000000000011111100011101011";
+        when 108 => pwl_pipe3_base4 <= "00000000000000011111101100100011";
+        when 109 => pwl_pipe3_base4 <= "00000000000000011111110101010101";
+        when 110 => pwl_pipe3_base4 <= "00000000000000011111111110000011";
+        when 111 => pwl_pipe3_base4 <= "00000000000000100000000110101100";
+        when 112 => pwl_pipe3_base4 <= "00000000000000100000001111010001";
+        when 113 => pwl_pipe3_base4 <= "00000000000000100000010111110001";
+        when 114 => pwl_pipe3_base4 <= "00000000000000100000100000001100";
+        when 115 => pwl_pipe3_base4 <= "00000000000000100000101000100011";
+        when 116 => pwl_pipe3_base4 <= "00000000000000100000110000110110";
+        when 117 => pwl_pipe3_base4 <= "00000000000000100000111001000100";
+        when 118 => pwl_pipe3_base4 <= "00000000000000100001000001001110";
+        when 119 => pwl_pipe3_base4 <= "00000000000000100001001001010100";
+        when 120 => pwl_pipe3_base4 <= "00000000000000100001010001010110";
+        when 121 => pwl_pipe3_base4 <= "00000000000000100001011001010100";
+        when 122 => pwl_pipe3_base4 <= "00000000000000100001100001001110";
+        when 123 => pwl_pipe3_base4 <= "00000000000000100001101001000101";
+        when 124 => pwl_pipe3_base4 <= "00000000000000100001110000110111";
+        when 125 => pwl_pipe3_base4 <= "00000000000000100001111000100110";
+        when 126 => pwl_pipe3_base4 <= "00000000000000100010000000010000";
+        when 127 => pwl_pipe3_base4 <= "00000000000000100010000111111000";
+        when 128 => pwl_pipe3_base4 <= "00000000000000100010001111011011";
+        when 129 => pwl_pipe3_base4 <= "00000000000000100010010110111011";
+        when 130 => pwl_pipe3_base4 <= "00000000000000100010011110011000";
+        when 131 => pwl_pipe3_base4 <= "00000000000000100010100101110001";
+        when 132 => pwl_pipe3_base4 <= "00000000000000100010101101000111";
+        when 133 => pwl_pipe3_base4 <= "00000000000000100010110100011010";
+        when 134 => pwl_pipe3_base4 <= "00000000000000100010111011101001";
+        when 135 => pwl_pipe3_base4 <= "00000000000000100011000010110101";
+        when 136 => pwl_pipe3_base4 <= "00000000000000100011001001111101";
+        when 137 => pwl_pipe3_base4 <= "00000000000000100011010001000011";
+        when 138 => pwl_pipe3_base4 <= "00000000000000100011011000000101";
+        when 139 => pwl_pipe3_base4 <= "00000000000000100011011111000101";
+        when 140 => pwl_pipe3_base4 <= "00000000000000100011100110000001";
+        when 141 => pwl_pipe3_base4 <= "00000000000000100011101100111010";
+        when 142 => pwl_pipe3_base4 <= "00000000000000100011110011110001";
+        when 143 => pwl_pipe3_base4 <= "00000000000000100011111010100100";
+        when 144 => pwl_pipe3_base4 <= "00000000000000100100000001010101";
+        when 145 => pwl_pipe3_base4 <= "00000000000000100100001000000010";
+        when 146 => pwl_pipe3_base4 <= "00000000000000100100001110101101";
+        when 147 => pwl_pipe3_base4 <= "00000000000000100100010101010110";
+        when 148 => pwl_pipe3_base4 <= "00000000000000100100011011111011";
+        when 149 => pwl_pipe3_base4 <= "00000000000000100100100010011110";
+        when 150 => pwl_pipe3_base4 <= "00000000000000100100101000111110";
+        when 151 => pwl_pipe3_base4 <= "00000000000000100100101111011011";
+        when 152 => pwl_pipe3_base4 <= "00000000000000100100110101110110";
+        when 153 => pwl_pipe3_base4 <= "00000000000000100100111100001111";
+        when 154 => pwl_pipe3_base4 <= "00000000000000100101000010100100";
+        when 155 => pwl_pipe3_base4 <= "00000000000000100101001000111000";
+        when 156 => pwl_pipe3_base4 <= "00000000000000100101001111001000";
+        when 157 => pwl_pipe3_base4 <= "00000000000000100101010101010111";
+        when 158 => pwl_pipe3_base4 <= "00000000000000100101011011100011";
+        when 159 => pwl_pipe3_base4 <= "00000000000000100101100001101100";
+        when 160 => pwl_pipe3_base4 <= "00000000000000100101100111110100";
+        when 161 => pwl_pipe3_base4 <= "00000000000000100101101101111001";
+        when 162 => pwl_pipe3_base4 <= "00000000000000100101110011111011";
+        when 163 => pwl_pipe3_base4 <= "00000000000000100101111001111100";
+        when 164 => pwl_pipe3_base4 <= "00000000000000100101111111111010";
+        when 165 => pwl_pipe3_base4 <= "00000000000000100110000101110110";
+        when 166 => pwl_pipe3_base4 <= "00000000000000100110001011101111";
+        when 167 => pwl_pipe3_base4 <= "00000000000000100110010001100111";
+        when 168 => pwl_pipe3_base4 <= "00000000000000100110010111011100";
+        when 169 => pwl_pipe3_base4 <= "00000000000000100110011101010000";
+        when 170 => pwl_pipe3_base4 <= "00000000000000100110100011000001";
+        when 171 => pwl_pipe3_base4 <= "00000000000000100110101000110000";
+        when 172 => pwl_pipe3_base4 <= "00000000000000100110101110011101";
+        when 173 => pwl_pipe3_base4 <= "00000000000000100110110100001000";
+        when 174 => pwl_pipe3_base4 <= "00000000000000100110111001110001";
+        when 175 => pwl_pipe3_base4 <= "00000000000000100110111111011001";
+        when 176 => pwl_pipe3_base4 <= "00000000000000100111000100111110";
+        when 177 => pwl_pipe3_base4 <= "00000000000000100111001010100001";
+        when 178 => pwl_pipe3_base4 <= "00000000000000100111010000000010";
+        when 179 => pwl_pipe3_base4 <= "00000000000000100111010101100010";
+        when 180 => pwl_pipe3_base4 <= "00000000000000100111011010111111";
+        when 181 => pwl_pipe3_base4 <= "00000000000000100111100000011011";
+        when 182 => pwl_pipe3_base4 <= "00000000000000100111100101110101";
+        when 183 => pwl_pipe3_base4 <= "00000000000000100111101011001101";
+        when 184 => pwl_pipe3_base4 <= "00000000000000100111110000100011";
+        when 185 => pwl_pipe3_base4 <= "00000000000000100111110101110111";
+        when 186 => pwl_pipe3_base4 <= "00000000000000100111111011001010";
+        when 187 => pwl_pipe3_base4 <= "00000000000000101000000000011011";
+        when 188 => pwl_pipe3_base4 <= "00000000000000101000000101101010";
+        when 189 => pwl_pipe3_base4 <= "00000000000000101000001010111000";
+        when 190 => pwl_pipe3_base4 <= "00000000000000101000010000000011";
+        when 191 => pwl_pipe3_base4 <= "00000000000000101000010101001110";
+        when 192 => pwl_pipe3_base4 <= "00000000000000101000011010010110";
+        when 193 => pwl_pipe3_base4 <= "00000000000000101000011111011101";
+        when 194 => pwl_pipe3_base4 <= "00000000000000101000100100100010";
+        when 195 => pwl_pipe3_base4 <= "00000000000000101000101001100110";
+        when 196 => pwl_pipe3_base4 <= "00000000000000101000101110101000";
+        when 197 => pwl_pipe3_base4 <= "00000000000000101000110011101000";
+        when 198 => pwl_pipe3_base4 <= "00000000000000101000111000100111";
+        when 199 => pwl_pipe3_base4 <= "00000000000000101000111101100101";
+        when 200 => pwl_pipe3_base4 <= "00000000000000101001000010100001";
+        when 201 => pwl_pipe3_base4 <= "00000000000000101001000111011011";
+        when 202 => pwl_pipe3_base4 <= "00000000000000101001001100010100";
+        when 203 => pwl_pipe3_base4 <= "00000000000000101001010001001011";
+        when 204 => pwl_pipe3_base4 <= "00000000000000101001010110000001";
+        when 205 => pwl_pipe3_base4 <= "00000000000000101001011010110101";
+        when 206 => pwl_pipe3_base4 <= "00000000000000101001011111101000";
+        when 207 => pwl_pipe3_base4 <= "00000000000000101001100100011010";
+        when 208 => pwl_pipe3_base4 <= "00000000000000101001101001001010";
+        when 209 => pwl_pipe3_base4 <= "00000000000000101001101101111001";
+        when 210 => pwl_pipe3_base4 <= "00000000000000101001110010100110";
+        when 211 => pwl_pipe3_base4 <= "00000000000000101001110111010010";
+        when 212 => pwl_pipe3_base4 <= "00000000000000101001111011111100";
+        when 213 => pwl_pipe3_base4 <= "00000000000000101010000000100110";
+        when 214 => pwl_pipe3_base4 <= "00000000000000101010000101001101";
+        when 215 => pwl_pipe3_base4 <= "00000000000000101010001001110100";
+        when 216 => pwl_pipe3_base4 <= "00000000000000101010001110011001";
+        when 217 => pwl_pipe3_base4 <= "00000000000000101010010010111101";
+        when 218 => pwl_pipe3_base4 <= "00000000000000101010010111100000";
+        when 219 => pwl_pipe3_base4 <= "00000000000000101010011100000001";
+        when 220 => pwl_pipe3_base4 <= "00000000000000101010100000100001";
+        when 221 => pwl_pipe3_base4 <= "00000000000000101010100101000000";
+        when 222 => pwl_pipe3_base4 <= "00000000000000101010101001011110";
+        when 223 => pwl_pipe3_base4 <= "00000000000000101010101101111010";
+        when 224 => pwl_pipe3_base4 <= "00000000000000101010110010010101";
+        when 225 => pwl_pipe3_base4 <= "00000000000000101010110110101111";
+        when 226 => pwl_pipe3_base4 <= "00000000000000101010111011001000";
+        when 227 => pwl_pipe3_base4 <= "00000000000000101010111111011111";
+        when 228 => pwl_pipe3_base4 <= "00000000000000101011000011110101";
+        when 229 => pwl_pipe3_base4 <= "00000000000000101011001000001010";
+        when 230 => pwl_pipe3_base4 <= "00000000000000101011001100011110";
+        when 231 => pwl_pipe3_base4 <= "00000000000000101011010000110001";
+        when 232 => pwl_pipe3_base4 <= "00000000000000101011010101000011";
+        when 233 => pwl_pipe3_base4 <= "00000000000000101011011001010011";
+        when 234 => pwl_pipe3_base4 <= "00000000000000101011011101100011";
+        when 235 => pwl_pipe3_base4 <= "00000000000000101011100001110001";
+        when 236 => pwl_pipe3_base4 <= "00000000000000101011100101111110";
+        when 237 => pwl_pipe3_base4 <= "00000000000000101011101010001010";
+        when 238 => pwl_pipe3_base4 <= "00000000000000101011101110010101";
+        when 239 => pwl_pipe3_base4 <= "00000000000000101011110010011111";
+        when 240 => pwl_pipe3_base4 <= "00000000000000101011110110101000";
+        when 241 => pwl_pipe3_base4 <= "00000000000000101011111010101111";
+        when 242 => pwl_pipe3_base4 <= "00000000000000101011111110110110";
+        when 243 => pwl_pipe3_base4 <= "00000000000000101100000010111100";
+        when 244 => pwl_pipe3_base4 <= "00000000000000101100000111000000";
+        when 245 => pwl_pipe3_base4 <= "00000000000000101100001011000100";
+        when 246 => pwl_pipe3_base4 <= "00000000000000101100001111000110";
+        when 247 => pwl_pipe3_base4 <= "00000000000000101100010011001000";
+        when 248 => pwl_pipe3_base4 <= "00000000000000101100010111001000";
+        when 249 => pwl_pipe3_base4 <= "00000000000000101100011011001000";
+        when 250 => pwl_pipe3_base4 <= "00000000000000101100011111000110";
+        when 251 => pwl_pipe3_base4 <= "00000000000000101100100011000100";
+        when 252 => pwl_pipe3_base4 <= "00000000000000101100100111000000";
+        when 253 => pwl_pipe3_base4 <= "00000000000000101100101010111100";
+        when 254 => pwl_pipe3_base4 <= "00000000000000101100101110110111";
+        when others => pwl_pipe3_base4 <= "00000000000000101100110010110000";
     end case;
-end process pwl_comb3_rom;
+end process pwl_pipe3_p4rom;
 
 
-pwl_comb3_offs <= signed(unsigned'(to_unsigned(0, 1) & pwl_comb3_off));
+pwl_pipe3_sumv <= (resize(pwl_pipe3_base4, 33) + pwl_pipe3_rnd4);
 
 
-pwl_comb3_prod <= (pwl_comb3_slope_c * pwl_comb3_offs);
+pwl_pipe3_sat9_hi <= unsigned(pwl_pipe3_sumv(33-1 downto (32 - 1)));
 
 
-pwl_comb3_round_sat5_t <= shift_right(pwl_comb3_prod, 16);
-pwl_comb3_round_sat5_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000000000000000") & pwl_comb3_prod((16 - 1))));
+pwl_pipe3_sat9_hin <= (not pwl_pipe3_sat9_hi);
 
 
-pwl_comb3_round_sat5_r <= (pwl_comb3_round_sat5_t + pwl_comb3_round_sat5_rb);
+pwl_pipe3_sat9_nsign <= stdl((not bool(pwl_pipe3_sumv((33 - 1)))));
 
-
-pwl_comb3_round_sat5_sat11_hi <= unsigned(pwl_comb3_round_sat5_r(45-1 downto (32 - 1)));
-
-
-pwl_comb3_round_sat5_sat11_hin <= (not pwl_comb3_round_sat5_sat11_hi);
-
-
-pwl_comb3_round_sat5_sat11_nsign <= stdl((not bool(pwl_comb3_round_sat5_r((45 - 1)))));
-
-pwl_comb3_round_sat5_sat11_clamp: process (pwl_comb3_round_sat5_sat11_fill, pwl_comb3_round_sat5_sat11_hi, pwl_comb3_round_sat5_r, pwl_comb3_round_sat5_sat11_hin) is
+pwl_pipe3_sat9_clamp: process (pwl_pipe3_sat9_fill, pwl_pipe3_sat9_hi, pwl_pipe3_sumv, pwl_pipe3_sat9_hin) is
 begin
-    if ((pwl_comb3_round_sat5_sat11_hi = 0) or (pwl_comb3_round_sat5_sat11_hin = 0)) then
-        pwl_comb3_rnd <= signed(unsigned(pwl_comb3_round_sat5_r(32-1 downto 0)));
+    if ((pwl_pipe3_sat9_hi = 0) or (pwl_pipe3_sat9_hin = 0)) then
+        pwl_pipe3_ys <= signed(unsigned(pwl_pipe3_sumv(32-1 downto 0)));
     else
-        pwl_comb3_rnd <= signed(unsigned'(pwl_comb3_round_sat5_r((45 - 1)) & pwl_comb3_round_sat5_sat11_fill));
+        pwl_pipe3_ys <= signed(unsigned'(pwl_pipe3_sumv((33 - 1)) & pwl_pipe3_sat9_fill));
     end if;
-end process pwl_comb3_round_sat5_sat11_clamp;
+end process pwl_pipe3_sat9_clamp;
 
 
-pwl_comb3_sumv <= (resize(pwl_comb3_base_c, 33) + pwl_comb3_rnd);
+y_log <= pwl_pipe3_ys;
 
-
-pwl_comb3_sat12_hi <= unsigned(pwl_comb3_sumv(33-1 downto (32 - 1)));
-
-
-pwl_comb3_sat12_hin <= (not pwl_comb3_sat12_hi);
-
-
-pwl_comb3_sat12_nsign <= stdl((not bool(pwl_comb3_sumv((33 - 1)))));
-
-pwl_comb3_sat12_clamp: process (pwl_comb3_sat12_fill, pwl_comb3_sat12_hi, pwl_comb3_sumv, pwl_comb3_sat12_hin) is
+pipe: process (clk) is
 begin
-    if ((pwl_comb3_sat12_hi = 0) or (pwl_comb3_sat12_hin = 0)) then
-        pwl_comb3_ys <= signed(unsigned(pwl_comb3_sumv(32-1 downto 0)));
-    else
-        pwl_comb3_ys <= signed(unsigned'(pwl_comb3_sumv((33 - 1)) & pwl_comb3_sat12_fill));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            we6 <= '0';
+            mu6 <= '0';
+            out5 <= to_unsigned(0, 3);
+            wa5 <= to_unsigned(0, 8);
+            clr5 <= '0';
+            v6 <= '0';
+            lg5 <= '0';
+            v5 <= '0';
+            wb_w <= to_unsigned(0, 2);
+            we_w <= '0';
+            out6 <= to_unsigned(0, 3);
+            l5 <= '0';
+            wb6 <= to_unsigned(0, 2);
+            lg7 <= '0';
+            out7 <= to_unsigned(0, 3);
+            ok5 <= '0';
+            wa6 <= to_unsigned(0, 8);
+            l8 <= '0';
+            we7 <= '0';
+            lg6 <= '0';
+            wa7 <= to_unsigned(0, 8);
+            v7 <= '0';
+            op5 <= to_unsigned(0, 4);
+            we5 <= '0';
+            op7 <= to_unsigned(0, 4);
+            clr6 <= '0';
+            l7 <= '0';
+            mu5 <= '0';
+            ok6 <= '0';
+            ok7 <= '0';
+            sh5 <= '0';
+            op6 <= to_unsigned(0, 4);
+            wb5 <= to_unsigned(0, 2);
+            l6 <= '0';
+            v8 <= '0';
+            wb7 <= to_unsigned(0, 2);
+            wa_w <= to_unsigned(0, 8);
+        else
+            v5 <= v4;
+            l5 <= l4;
+            v6 <= v5;
+            l6 <= l5;
+            v7 <= v6;
+            l7 <= l6;
+            v8 <= v7;
+            l8 <= l7;
+            op5 <= op4;
+            op6 <= op5;
+            op7 <= op6;
+            clr5 <= clr4;
+            clr6 <= clr5;
+            wb5 <= wb4;
+            wb6 <= wb5;
+            wb7 <= wb6;
+            wb_w <= wb7;
+            wa5 <= wa4;
+            wa6 <= wa5;
+            wa7 <= wa6;
+            wa_w <= wa7;
+            out5 <= out4;
+            out6 <= out5;
+            out7 <= out6;
+            ok5 <= ok4;
+            ok6 <= ok5;
+            ok7 <= ok6;
+            we5 <= we4;
+            we6 <= we5;
+            we7 <= we6;
+            we_w <= we7;
+            sh5 <= sh4;
+            mu5 <= mu4;
+            mu6 <= mu5;
+            lg5 <= lg4;
+            lg6 <= lg5;
+            lg7 <= lg6;
+        end if;
     end if;
-end process pwl_comb3_sat12_clamp;
+end process pipe;
+
+sext2_fill: process (mul2_csa0_p) is
+begin
+    if bool(mul2_csa0_p((64 - 1))) then
+        sext2_sgn <= to_unsigned(255, 8);
+    else
+        sext2_sgn <= to_unsigned(0, 8);
+    end if;
+end process sext2_fill;
 
 
-y_log <= pwl_comb3_ys;
+sext2_xe <= signed(unsigned'(sext2_sgn & unsigned(mul2_csa0_p)));
+
+acc_csel0_gate: process (clr6, acc) is
+begin
+    if bool(clr6) then
+        acc_csel0_ai <= to_signed(0, 72);
+    else
+        acc_csel0_ai <= acc;
+    end if;
+end process acc_csel0_gate;
+
+
+acc_csel0_al <= unsigned(acc_csel0_ai(36-1 downto 0));
+acc_csel0_pl <= unsigned(sext2_xe(36-1 downto 0));
+acc_csel0_ah <= signed(unsigned(acc_csel0_ai(72-1 downto 36)));
+acc_csel0_ph <= signed(unsigned(sext2_xe(72-1 downto 36)));
+
+
+acc_csel0_slo <= (resize(acc_csel0_al, 37) + acc_csel0_pl);
+acc_csel0_h0 <= (resize(acc_csel0_ah, 37) + acc_csel0_ph);
+acc_csel0_t1 <= (resize(signed(unsigned'(unsigned(acc_csel0_ah) & '1')), 38) + resize(signed(unsigned'(unsigned(acc_csel0_ph) & '1')), 38));
+
+acc_csel0_pick: process (acc_csel0_slo, acc_csel0_h0, acc_csel0_t1) is
+begin
+    if bool(acc_csel0_slo(36)) then
+        acc_csel0_hs <= signed(unsigned(acc_csel0_t1((36 + 2)-1 downto 1)));
+    else
+        acc_csel0_hs <= acc_csel0_h0;
+    end if;
+end process acc_csel0_pick;
+
+
+acc_csel0_full <= signed(unsigned'(unsigned(acc_csel0_hs) & acc_csel0_slo(36-1 downto 0)));
+
+
+acc_csel0_sat10_hi <= unsigned(acc_csel0_full(73-1 downto (72 - 1)));
+
+
+acc_csel0_sat10_hin <= (not acc_csel0_sat10_hi);
+
+
+acc_csel0_sat10_nsign <= stdl((not bool(acc_csel0_full((73 - 1)))));
+
+acc_csel0_sat10_clamp: process (acc_csel0_sat10_fill, acc_csel0_sat10_hi, acc_csel0_full, acc_csel0_sat10_hin) is
+begin
+    if ((acc_csel0_sat10_hi = 0) or (acc_csel0_sat10_hin = 0)) then
+        acc_new <= signed(unsigned(acc_csel0_full(72-1 downto 0)));
+    else
+        acc_new <= signed(unsigned'(acc_csel0_full((73 - 1)) & acc_csel0_sat10_fill));
+    end if;
+end process acc_csel0_sat10_clamp;
+
+
+round_sat_fast4_lo <= unsigned(mul2_csa0_p((16 + 32)-1 downto 16));
+round_sat_fast4_rb <= to_unsigned(mul2_csa0_p((16 - 1)), 1);
+round_sat_fast4_hi <= unsigned(mul2_csa0_p(64-1 downto (16 + 32)));
+round_sat_fast4_neg <= mul2_csa0_p((64 - 1));
+round_sat_fast4_nneg <= stdl((not bool(mul2_csa0_p((64 - 1)))));
+
+
+round_sat_fast4_hin <= (not round_sat_fast4_hi);
+
+
+round_sat_fast4_s <= (resize(round_sat_fast4_lo, 33) + round_sat_fast4_rb);
+
+round_sat_fast4_outc: process (round_sat_fast4_s, round_sat_fast4_hin, round_sat_fast4_hi, round_sat_fast4_neg, round_sat_fast4_fill) is
+begin
+    if ((bool(round_sat_fast4_s(32)) and (round_sat_fast4_hin = 0)) or ((not bool(round_sat_fast4_s(32))) and (((round_sat_fast4_hi = 0) and (not bool(round_sat_fast4_s((32 - 1))))) or ((round_sat_fast4_hin = 0) and bool(round_sat_fast4_s((32 - 1))))))) then
+        mul_s <= signed(round_sat_fast4_s(32-1 downto 0));
+    else
+        mul_s <= signed(unsigned'(round_sat_fast4_neg & round_sat_fast4_fill));
+    end if;
+end process round_sat_fast4_outc;
+
+
+round_sat_fast5_lo <= unsigned(acc((16 + 32)-1 downto 16));
+round_sat_fast5_rb <= to_unsigned(acc((16 - 1)), 1);
+round_sat_fast5_hi <= unsigned(acc(72-1 downto (16 + 32)));
+round_sat_fast5_neg <= acc((72 - 1));
+round_sat_fast5_nneg <= stdl((not bool(acc((72 - 1)))));
+
+
+round_sat_fast5_hin <= (not round_sat_fast5_hi);
+
+
+round_sat_fast5_s <= (resize(round_sat_fast5_lo, 33) + round_sat_fast5_rb);
+
+round_sat_fast5_outc: process (round_sat_fast5_s, round_sat_fast5_hin, round_sat_fast5_hi, round_sat_fast5_neg, round_sat_fast5_fill) is
+begin
+    if ((bool(round_sat_fast5_s(32)) and (round_sat_fast5_hin = 0)) or ((not bool(round_sat_fast5_s(32))) and (((round_sat_fast5_hi = 0) and (not bool(round_sat_fast5_s((32 - 1))))) or ((round_sat_fast5_hin = 0) and bool(round_sat_fast5_s((32 - 1))))))) then
+        mac_s <= signed(round_sat_fast5_s(32-1 downto 0));
+    else
+        mac_s <= signed(unsigned'(round_sat_fast5_neg & round_sat_fast5_fill));
+    end if;
+end process round_sat_fast5_outc;
+
+r7mux: process (r6, mul_s, mu6) is
+begin
+    if bool(mu6) then
+        r7n <= mul_s;
+    else
+        r7n <= r6;
+    end if;
+end process r7mux;
+
+r8mux: process (y_log, mac_s, y_gau, r7, y_sig, op7, y_rec) is
+begin
+    case op7 is
+        when "1010" =>
+            r8n <= y_sig;
+        when "1011" =>
+            r8n <= y_gau;
+        when "1100" =>
+            r8n <= y_rec;
+        when "1101" =>
+            r8n <= y_log;
+        when "0100" =>
+            r8n <= mac_s;
+        when others =>
+            r8n <= r7;
+    end case;
+end process r8mux;
+
+st_res: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            r6 <= to_signed(0, 32);
+            e_len <= '0';
+            e_ill <= '0';
+            r7 <= to_signed(0, 32);
+            res_w <= to_signed(0, 32);
+            acc <= to_signed(0, 72);
+            e_nl <= '0';
+            r5 <= to_signed(0, 32);
+        else
+            r5 <= res_c;
+            r6 <= r5;
+            r7 <= r7n;
+            res_w <= r8n;
+            if (bool(v6) and (op6 = 4)) then
+                acc <= acc_new;
+            end if;
+            if (bool(v4) and (ill_c = 1)) then
+                e_ill <= '1';
+            end if;
+            if (bool(v4) and (nlm_c = 1)) then
+                e_nl <= '1';
+            end if;
+            if bool(go) then
+                acc <= to_signed(0, 72);
+                e_ill <= '0';
+                e_nl <= '0';
+                e_len <= len_bad;
+            end if;
+        end if;
+    end if;
+end process st_res;
+
+outsel: process (out7, ok4, mu6, out4, sh4, ok6, out6, ok7, lg7) is
+begin
+    if (bool(ok4) and bool(sh4)) then
+        o4 <= out4;
+    else
+        o4 <= to_unsigned(0, 3);
+    end if;
+    if (bool(ok6) and bool(mu6)) then
+        o6 <= out6;
+    else
+        o6 <= to_unsigned(0, 3);
+    end if;
+    if (bool(ok7) and bool(lg7)) then
+        o7 <= out7;
+    else
+        o7 <= to_unsigned(0, 3);
+    end if;
+end process outsel;
+
+outreg0_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            left_out_valid <= '0';
+            left_out_num <= to_unsigned(0, 32);
+        else
+            left_out_valid <= stdl(bool(o4(0)) or bool(o6(0)) or bool(o7(0)));
+            if bool(o4(0)) then
+                left_out_num <= unsigned(res_c(32-1 downto 0));
+            elsif bool(o6(0)) then
+                left_out_num <= unsigned(mul_s(32-1 downto 0));
+            elsif bool(o7(0)) then
+                left_out_num <= unsigned(r8n(32-1 downto 0));
+            end if;
+        end if;
+    end if;
+end process outreg0_r;
+
+outreg1_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            right_out_valid <= '0';
+            right_out_num <= to_unsigned(0, 32);
+        else
+            right_out_valid <= stdl(bool(o4(1)) or bool(o6(1)) or bool(o7(1)));
+            if bool(o4(1)) then
+                right_out_num <= unsigned(res_c(32-1 downto 0));
+            elsif bool(o6(1)) then
+                right_out_num <= unsigned(mul_s(32-1 downto 0));
+            elsif bool(o7(1)) then
+                right_out_num <= unsigned(r8n(32-1 downto 0));
+            end if;
+        end if;
+    end if;
+end process outreg1_r;
+
+outreg2_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            bus_out_valid <= '0';
+            bus_out_num <= to_unsigned(0, 32);
+        else
+            bus_out_valid <= stdl(bool(o4(2)) or bool(o6(2)) or bool(o7(2)));
+            if bool(o4(2)) then
+                bus_out_num <= unsigned(res_c(32-1 downto 0));
+            elsif bool(o6(2)) then
+                bus_out_num <= unsigned(mul_s(32-1 downto 0));
+            elsif bool(o7(2)) then
+                bus_out_num <= unsigned(r8n(32-1 downto 0));
+            end if;
+        end if;
+    end if;
+end process outreg2_r;
 
 
 len_bad <= stdl((cfg_len_num = 0) or (cfg_len_num > 1024));
@@ -2965,7 +4862,7 @@ begin
                     pc <= (pc + 1);
                 end if;
             end if;
-            if (bool(v5) and bool(l5)) then
+            if (bool(v8) and bool(l8)) then
                 busy <= '0';
                 done <= '1';
             end if;
@@ -3027,7 +4924,7 @@ begin
 end process rbmux;
 
 
-ctl1 <= unsigned'(sa1 & sb1 & op1 & clr1 & abuf1 & aad1 & bbuf1 & bad1 & wb1 & wam1 & out1);
+ctl1 <= unsigned'(sa1 & sb1 & abuf1 & aad1 & bbuf1 & bad1 & op1 & clr1 & wb1 & wam1 & out1);
 
 st1: process (clk) is
 begin
@@ -3071,183 +4968,21 @@ begin
         if (rst = '1') then
             l4 <= '0';
             opa4 <= to_signed(0, 32);
+            sel_a4 <= to_unsigned(0, 11);
             opb4 <= to_signed(0, 32);
+            sel_b4 <= to_unsigned(0, 11);
             v4 <= '0';
-            c4 <= to_unsigned(0, 44);
+            c4 <= to_unsigned(0, 18);
         else
             v4 <= v3;
             l4 <= l3;
-            c4 <= c3;
+            c4 <= c3(18-1 downto 0);
             opa4 <= opa_c;
             opb4 <= opb_c;
+            sel_a4 <= sel_a_c;
+            sel_b4 <= sel_b_c;
         end if;
     end if;
 end process st3;
-
-
-sum_ab <= (resize(fa, 33) + fb);
-dif_ab <= (resize(fa, 33) - fb);
-prod <= (fa * fb);
-
-acc_sel: process (clr4, acc) is
-begin
-    if bool(clr4) then
-        acc_in <= to_signed(0, 72);
-    else
-        acc_in <= acc;
-    end if;
-end process acc_sel;
-
-
-acc_sum <= (resize(acc_in, 73) + prod_e);
-
-resmux: process (y_log, mul_s, fa, mac_s, sub_s, y_gau, add_s, y_sig, y_rec, fb, op4) is
-begin
-    case op4 is
-        when "0001" =>
-            res_c <= add_s;
-        when "0010" =>
-            res_c <= sub_s;
-        when "0011" =>
-            res_c <= mul_s;
-        when "0100" =>
-            res_c <= mac_s;
-        when "0101" =>
-            if (fa < fb) then
-                res_c <= to_signed(65536, 32);
-            else
-                res_c <= to_signed(0, 32);
-            end if;
-        when "0110" =>
-            if (fa > fb) then
-                res_c <= to_signed(65536, 32);
-            else
-                res_c <= to_signed(0, 32);
-            end if;
-        when "0111" =>
-            if (fa < fb) then
-                res_c <= fa;
-            else
-                res_c <= fb;
-            end if;
-        when "1000" =>
-            if (fa > fb) then
-                res_c <= fa;
-            else
-                res_c <= fb;
-            end if;
-        when "1010" =>
-            res_c <= y_sig;
-        when "1011" =>
-            res_c <= y_gau;
-        when "1100" =>
-            res_c <= y_rec;
-        when "1101" =>
-            res_c <= y_log;
-        when others =>
-            res_c <= fa;
-    end case;
-end process resmux;
-
-legal: process (op4) is
-begin
-    case to_integer(op4) is
-        when 0 => ill_c <= "0";
-        when 1 => ill_c <= "0";
-        when 2 => ill_c <= "0";
-        when 3 => ill_c <= "0";
-        when 4 => ill_c <= "0";
-        when 5 => ill_c <= "0";
-        when 6 => ill_c <= "0";
-        when 7 => ill_c <= "0";
-        when 8 => ill_c <= "0";
-        when 9 => ill_c <= "0";
-        when 10 => ill_c <= "0";
-        when 11 => ill_c <= "0";
-        when 12 => ill_c <= "0";
-        when 13 => ill_c <= "0";
-        when 14 => ill_c <= "1";
-        when others => ill_c <= "1";
-    end case;
-    case to_integer(op4) is
-        when 0 => nlm_c <= "0";
-        when 1 => nlm_c <= "0";
-        when 2 => nlm_c <= "0";
-        when 3 => nlm_c <= "0";
-        when 4 => nlm_c <= "0";
-        when 5 => nlm_c <= "0";
-        when 6 => nlm_c <= "0";
-        when 7 => nlm_c <= "0";
-        when 8 => nlm_c <= "0";
-        when 9 => nlm_c <= "0";
-        when 10 => nlm_c <= "0";
-        when 11 => nlm_c <= "0";
-        when 12 => nlm_c <= "0";
-        when 13 => nlm_c <= "0";
-        when 14 => nlm_c <= "0";
-        when others => nlm_c <= "0";
-    end case;
-end process legal;
-
-
-ok4 <= stdl(bool(v4) and (ill_c = 0) and (nlm_c = 0) and (op4 /= 0));
-
-st4: process (clk) is
-begin
-    if rising_edge(clk) then
-        if (rst = '1') then
-            bus_out_valid <= '0';
-            res5 <= to_signed(0, 32);
-            left_out_valid <= '0';
-            e_len <= '0';
-            e_ill <= '0';
-            wa5 <= to_unsigned(0, 8);
-            left_out_num <= to_unsigned(0, 32);
-            we5 <= '0';
-            right_out_valid <= '0';
-            wb5 <= to_unsigned(0, 2);
-            right_out_num <= to_unsigned(0, 32);
-            acc <= to_signed(0, 72);
-            v5 <= '0';
-            e_nl <= '0';
-            l5 <= '0';
-            bus_out_num <= to_unsigned(0, 32);
-        else
-            v5 <= v4;
-            l5 <= l4;
-            we5 <= stdl(bool(ok4) and (wb4 /= 0));
-            wb5 <= wb4;
-            wa5 <= wa4;
-            res5 <= res_c;
-            left_out_valid <= stdl(bool(ok4) and bool(out4(0)));
-            right_out_valid <= stdl(bool(ok4) and bool(out4(1)));
-            bus_out_valid <= stdl(bool(ok4) and bool(out4(2)));
-            if (bool(ok4) and bool(out4(0))) then
-                left_out_num <= unsigned(res_c(32-1 downto 0));
-            end if;
-            if (bool(ok4) and bool(out4(1))) then
-                right_out_num <= unsigned(res_c(32-1 downto 0));
-            end if;
-            if (bool(ok4) and bool(out4(2))) then
-                bus_out_num <= unsigned(res_c(32-1 downto 0));
-            end if;
-            if (bool(v4) and (op4 = 4)) then
-                acc <= acc_new;
-            end if;
-            if (bool(v4) and (ill_c = 1)) then
-                e_ill <= '1';
-            end if;
-            if (bool(v4) and (nlm_c = 1)) then
-                e_nl <= '1';
-            end if;
-            if bool(go) then
-                acc <= to_signed(0, 72);
-                e_ill <= '0';
-                e_nl <= '0';
-                e_len <= len_bad;
-            end if;
-        end if;
-    end if;
-end process st4;
 
 end architecture MyHDL;
