@@ -51,7 +51,15 @@ What it does
    successful build, counted as killed for the same reason, listed apart),
    ``survived`` (the row passed), ``stillborn`` (the simulator's build rejected the
    mutant: excluded from the score, counted in the report).  The unmutated netlist
-   runs first; if it does not pass, nothing is scored.
+   runs first; if it does not pass, nothing is scored.  A run that fails before its
+   simulation is built (a Python error in the harness, a generator or the testbench's
+   imports) is a ``harness_error``: it says nothing about the mutant, so the campaign
+   stops there and scores nothing, instead of counting it as killed.
+   **Snapshot.**  Every run (baseline, mutants, reruns) imports the harness, generators
+   and testbenches from a copy of the working tree taken when the campaign starts
+   (``build/mutate/<core>/tree``: tracked files and untracked, not ignored ones, as they
+   are at that moment), so a file being edited in the tree during a campaign of hours
+   cannot fail (and so "kill") the mutants that run meanwhile.
 5. **Killing a survivor.**  After a test is added, ``--rerun-survivors`` runs the
    campaign's survivors again (same mutants of the unchanged netlist) against the current
    tests and records the new outcome with the date and the old one.
@@ -307,8 +315,8 @@ def _child(args) -> int:
         except BaseException as e:  # noqa: BLE001 - classify below
             err = e
         meta = json.loads(summary.read_text()) if summary.is_file() else None
-        if meta is None:
-            res["outcome"] = "stillborn" if isinstance(err, RuntimeError) else "error"
+        if meta is None:  # no summary: the run ended before its simulation (build or harness)
+            res["outcome"] = "stillborn" if isinstance(err, RuntimeError) else "harness_error"
             res["message"] = f"{type(err).__name__}: {str(err)[:400]}"
             break
         for c in meta.get("cases", []):
@@ -345,19 +353,49 @@ def _kill_children(signum=None, frame=None):
         raise SystemExit(128 + signum)
 
 
+def snapshot_tree(dst: Path, repo: Path = REPO) -> Path:
+    """Copy the files of the working tree at ``repo`` as they are now -- tracked ones and
+    untracked ones that are not ignored (a test written for a survivor counts before it
+    is committed) -- into ``dst``, a fresh folder.  Build outputs, reports and the venv
+    are ignored files and are not copied."""
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                         cwd=repo, capture_output=True, check=True).stdout
+    if dst.exists():
+        shutil.rmtree(dst)
+    for rel in filter(None, out.split(b"\0")):
+        src = repo / os.fsdecode(rel)
+        if src.is_file():  # a tracked file deleted in the tree is left out, as in the tree
+            d = dst / os.fsdecode(rel)
+            d.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, d)
+    return dst
+
+
+class HarnessError(SystemExit):
+    """A run failed before its simulation was built: the campaign's result is void."""
+
+
+def _check_harness(res: dict, what: str, work: Path) -> dict:
+    if res["outcome"] == "harness_error":
+        raise HarnessError(f"{what}: the harness failed before simulating ({res['message']}); "
+                           f"nothing is scored (see {work / 'log.txt'})")
+    return res
+
+
 def run_netlist(core: str, sim: str, rtl: Path, work: Path, seed: int, budget: float,
-                mode: str, tests: list[str], outer_timeout: float) -> dict:
-    """Run the regression row on the netlist folder ``rtl`` in a child process."""
+                mode: str, tests: list[str], outer_timeout: float, tree: Path = REPO) -> dict:
+    """Run the regression row on the netlist folder ``rtl`` in a child process that
+    imports the harness and the testbenches from ``tree`` (a :func:`snapshot_tree`)."""
     work.mkdir(parents=True, exist_ok=True)
     out = work / "result.json"
     out.unlink(missing_ok=True)
     spec = {"core": core, "sim": sim, "rtl": str(rtl.resolve()), "build": str((work / "build").resolve()),
             "seed": seed, "budget": budget, "mode": mode, "tests": tests, "out": str(out.resolve())}
-    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONHASHSEED="0")
+    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0")
     t0 = time.monotonic()
     with open(work / "log.txt", "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "verif.mutate", "--child", json.dumps(spec)],
-                                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         _CHILDREN.add(proc.pid)
         try:
@@ -370,8 +408,8 @@ def run_netlist(core: str, sim: str, rtl: Path, work: Path, seed: int, budget: f
                     "message": f"whole run killed after {outer_timeout:g} s",
                     "wall_s": round(time.monotonic() - t0, 2)}
     _CHILDREN.discard(proc.pid)
-    if not out.is_file():
-        return {"outcome": "error", "failed": [], "tests_run": [], "per_test": {},
+    if not out.is_file():  # the child itself died (it writes a result for every simulator outcome)
+        return {"outcome": "harness_error", "failed": [], "tests_run": [], "per_test": {},
                 "message": f"mutation child exited {proc.returncode} without a result (see {work / 'log.txt'})",
                 "wall_s": round(time.monotonic() - t0, 2)}
     res = json.loads(out.read_text())
@@ -392,6 +430,7 @@ def run_campaign(core: str, n: int, jobs: int, sim: str, seed: int, sample_seed:
     nl_sha = hashlib.sha256(text.encode()).hexdigest()[:16]
     all_m = enumerate_mutants(text)
     order = sample_order(all_m, sample_seed)
+    _STOP.clear()  # a harness error of an earlier campaign in this process does not stop this one
     root = work_root / core
     if root.exists():
         shutil.rmtree(root)
@@ -399,12 +438,14 @@ def run_campaign(core: str, n: int, jobs: int, sim: str, seed: int, sample_seed:
     base_dir = root / "baseline"
     (base_dir / "rtl").mkdir(parents=True)
     shutil.copy(src, base_dir / "rtl" / src.name)
+    tree = snapshot_tree(root / "tree")
     from verif import harness
-    mod = harness._test_module(core, [str(REPO / "verif" / core)])
+    mod = harness._test_module(core, [str(tree / "verif" / core)])
     tests = harness.declared_tests(mod)
     log(f"{core}: {len(all_m)} candidate mutants; baseline ({sim}, seed {seed}, {len(tests)} cocotb tests)")
     t0 = time.monotonic()
-    base = run_netlist(core, sim, base_dir / "rtl", base_dir, seed, 3600.0, "suite", tests, 7200.0)
+    base = _check_harness(run_netlist(core, sim, base_dir / "rtl", base_dir, seed, 3600.0, "suite",
+                                      tests, 7200.0, tree), f"{core} baseline", base_dir)
     base_wall = time.monotonic() - t0
     shutil.rmtree(base_dir / "build", ignore_errors=True)
     log(f"{core}: baseline {base['outcome']} in {base_wall:.1f} s")
@@ -453,8 +494,10 @@ def run_campaign(core: str, n: int, jobs: int, sim: str, seed: int, sample_seed:
             wd = root / f"m{k:03d}"
             (wd / "rtl").mkdir(parents=True, exist_ok=True)
             (wd / "rtl" / src.name).write_text("".join(m.apply(lines)))
-            res = run_netlist(core, sim, wd / "rtl", wd, seed, budget, mode, tests_sorted, outer)
+            res = run_netlist(core, sim, wd / "rtl", wd, seed, budget, mode, tests_sorted, outer, tree)
             shutil.rmtree(wd / "build", ignore_errors=True)
+            if res["outcome"] == "harness_error":
+                _STOP.append(True)  # start no further mutant: the environment, not the mutant, failed
             with lock:
                 r.update(asdict(m), key=m.key, mutated_line=m.apply(lines)[m.line - 1].strip(),
                          original_line=lines[m.line - 1].strip(), **{
@@ -471,6 +514,8 @@ def run_campaign(core: str, n: int, jobs: int, sim: str, seed: int, sample_seed:
         for f in futs:
             f.result()
     wall = time.monotonic() - t1
+    for r in results:
+        _check_harness(r, f"{core} m{r['k']:03d}", root / f"m{r['k']:03d}")
     results.sort(key=lambda r: r["k"])
     return {"core": core, "sim": sim, "seed": seed, "sample_seed": sample_seed, "mode": mode,
             "n": n, "jobs": jobs, "netlist": str(src.relative_to(REPO)), "netlist_sha256": nl_sha,
@@ -492,8 +537,9 @@ def rerun_survivors(camp: dict, work_root: Path, log=print, only: set[int] | Non
     if hashlib.sha256(text.encode()).hexdigest()[:16] != camp["netlist_sha256"]:
         raise SystemExit(f"{core}: the netlist changed since the campaign; run make mutate again")
     lines = text.splitlines(keepends=True)
+    tree = snapshot_tree(work_root / core / "rerun-tree")
     from verif import harness
-    tests = harness.declared_tests(harness._test_module(core, [str(REPO / "verif" / core)]))
+    tests = harness.declared_tests(harness._test_module(core, [str(tree / "verif" / core)]))
     for r in camp["results"]:
         if r["outcome"] != "survived" or (only is not None and r["k"] not in only):
             continue
@@ -502,8 +548,10 @@ def rerun_survivors(camp: dict, work_root: Path, log=print, only: set[int] | Non
         (wd / "rtl").mkdir(parents=True, exist_ok=True)
         (wd / "rtl" / src.name).write_text("".join(m.apply(lines)))
         res = run_netlist(core, camp["sim"], wd / "rtl", wd, camp["seed"], camp["budget_s"],
-                          camp["mode"], tests, 5 * camp["baseline_wall_s"] + camp["budget_s"] * len(tests) + 300)
+                          camp["mode"], tests, 5 * camp["baseline_wall_s"] + camp["budget_s"] * len(tests) + 300,
+                          tree)
         shutil.rmtree(wd / "build", ignore_errors=True)
+        _check_harness(res, f"{core} m{r['k']:03d} rerun", wd)
         r["rerun"] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "was": r["outcome"],
                       "tests": len(tests)}
         r.update(outcome=res["outcome"], failed=res.get("failed"), message=res.get("message"))
