@@ -380,12 +380,13 @@ def _pe_relations(trace, p):
     assert L == len(PE_PROG) and len(lds) == len(PE_PROG) and lds[-1] < st
     assert s["busy"][st] == 0, "start must be sampled with busy low"
     dones = [c for c in range(n) if s["done"][c] == 1]
-    assert dones == [c0 + L + 5], f"done high in cycles {dones}; datasheet: cycle cfg_len+5 = {L + 5} from the start edge ({c0 + L + 5})"
+    from golden.cosmic_pe import DONE_OFFSET as D
+    assert dones == [c0 + L + D], f"done high in cycles {dones}; datasheet: cycle cfg_len+{D} = {L + D} from the start edge ({c0 + L + D})"
     assert all(s["busy"][c] == 1 for c in range(st + 1, dones[0])), "busy must be high from the start edge until done"
     assert all(s["busy"][c] == 0 for c in range(dones[0] + 1, n)), "busy must drop after done"
     rel.append(f"the {L} instructions are written through the load port while idle; start (cfg_len {L}) is "
                f"sampled while busy is low; busy is high from the start edge until done, which is high in "
-               f"cycle cfg_len+5 = {L + 5} counting the cycle that edge begins as cycle 0 (datasheet)")
+               f"cycle cfg_len+{D} = {L + D} counting the cycle that edge begins as cycle 0 (datasheet)")
     for k, (_, port, fn) in enumerate(PE_PROG):
         s1 = c0 + k + 4                       # execute cycle k+4 of instruction k (datasheet): link/bus inputs read
         vs = [c for c in range(n) if s[f"{port}_valid"][c] == 1]
@@ -393,7 +394,8 @@ def _pe_relations(trace, p):
         want = fn({"left_in": s["left_in"][s1], "bus_in": s["bus_in"][s1]})
         assert s[port][vs[0]] == want, f"{port} {s[port][vs[0]]:#x}, expected {want:#x} from the inputs of cycle {s1}"
     rel.append("instruction k is in stage 1 in cycle k+1 after the start edge, reads its link/bus inputs in "
-               "its execute cycle k+4, and its outputs are valid in cycle k+5 for one cycle (datasheet): left_out (pass "
+               "its execute cycle k+4, and its outputs are valid in cycle k+4+L for one cycle, L = 1 for pass and "
+               "add (datasheet): left_out (pass "
                "left_in) in cycle 5, bus_out (left_in + 1.0) in cycle 6, right_out (pass bus_in) in cycle 7")
     assert all(s["err"][c] == 0 for c in range(n)), "err set"
     return rel
