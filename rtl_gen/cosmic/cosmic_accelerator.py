@@ -1795,7 +1795,7 @@ def datasheet(p):
                  "state): linear 31 cycles per sample per thread for S = 30 (1.033 S), "
                  "logistic 35 / 34, svm 32 / 31, reco 52 / 51, backprop 4-3-1 65 / 64 "
                  "(1.016 S); with 4 threads sharing the unit (t4) a sample's delivery (16 beats, "
-                 "START, memory latency: 27 cycles) bounds linear and logistic"),
+                 "START, memory latency: 27 cycles) is shorter than every program's S + 1"),
         throughput=(f"{G['T']} samples (one per thread) per S + 1 cycles while the unit "
                     "delivers a sample (its beats, one of "
                     f"{p['COLS']} words per cycle, plus its START and the memory latency) "
