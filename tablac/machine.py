@@ -5,10 +5,12 @@ Structure: ``rows x columns`` ``cosmic_pe`` (``plan.pes``), thread ``t`` owning 
 ``[t*rows_per_thread, (t+1)*rows_per_thread)``.  Per PE the instruction behaviour is
 ``golden.cosmic_pe.PEModel.execute`` on microcode words decoded with
 ``golden.cosmic_pe.Instr.decode``; buffers follow cosmic_pe's rules (``BYPASS=1``: a read
-sees every earlier write; ``BYPASS=0``: only writes 5 or more slots older; addresses use
-the low ``log2(depth)`` bits).  Interconnect, in cycles from the start edge (PE slot ``k``
+sees the writes at least ``result_latency(op)`` slots older, the latest instruction's
+winning; ``BYPASS=0``: only writes ``HAZARD_DISTANCE`` (8) or more slots older; addresses
+use the low ``log2(depth)`` bits).  Interconnect, in cycles from the start edge (PE slot ``k``
 reads its link/bus input ports in cycle ``k+4``, its execute stage --
-``golden.cosmic_pe.IN_OFFSET`` -- and its outputs are valid in cycle ``k+5``; so a
+``golden.cosmic_pe.IN_OFFSET`` -- and its outputs are valid in cycle ``k+4+L``, L its op's
+result latency (``golden.cosmic_pe.out_offset``; ``k+5`` below for L = 1); so a
 register written at the end of cycle ``x`` is seen by slots ``s >= x+1-4``: a neighbour
 output by ``s >= k+1``, the row bus register by ``s >= k+2``, a tree delivery by
 ``s >= c+d-3``):
@@ -31,7 +33,7 @@ Memory: one word-addressed image (``W``-bit words): model region, then each thre
 samples.  ``golden.cosmic_msu.plan``/``run`` turn the memory schedule and the Thread Index
 Table into PE-row beats, delivered by the integration rule of :mod:`tablac.codegen`.  A
 sample is one START of the unit (every thread's rows loaded, one beat per cycle), then
-every PE starts its program; ``done`` comes ``length + 5`` cycles later (the schedule
+every PE starts its program; ``done`` comes ``length + DONE_OFFSET`` (8) cycles later (the schedule
 length, ``Stats.compute_cycles`` per sample).
 
 Timing of the accelerator RTL (the values do not depend on it): the PEs have

@@ -5,8 +5,12 @@ instruction ``k`` in slot ``k`` (stage 1 in cycle ``k+1``, golden/cosmic_pe.py).
 real ``cosmic_pe`` latencies the schedule obeys (and :mod:`tablac.machine` checks by
 executing it):
 
-* same PE: a result written by slot ``k`` is read by slot ``k+1`` (``BYPASS=1``) or
-  ``k+5`` (``BYPASS=0``, exposed pipeline); a ``mac`` chain issues one term per slot;
+* same PE: a result written by slot ``k`` is read by slot ``k+L`` (``BYPASS=1``; L the
+  op's result latency, ``golden.cosmic_pe.result_latency``: 1, mul 3, mac and the
+  nonlinear ops 4) or ``k+8`` (``BYPASS=0``, exposed pipeline, ``HAZARD_DISTANCE``); a
+  ``mac`` chain issues one term per slot.  A producing instruction's own outputs come
+  L - 1 cycles later than a latency-1 op's (``Scheduler.xd``), which the link, bus and
+  tree timings below add; relays are passes (L = 1);
 * neighbour link (PE ``q`` -> ``q-1`` or ``q+1`` in the same row): ``left_out``/
   ``right_out`` is valid in cycle ``k+5`` (``OUT_OFFSET``) and read straight off the port by
   the neighbour's slot ``s`` in its execute cycle ``s+4`` (``IN_OFFSET``), so ``s >= k+1``
