@@ -481,8 +481,12 @@ def build(p):
         reserved = sig_u(8)                # results committed and not yet taken by the smart memory
         # read windows of the engine's instruction (double buffering: a WRITE_A / WRITE_B /
         # WRITE_BV beat waits only while it writes a word the engine may still read)
-        sp_pend = sig_b()                  # the spans of the instruction just handed over: next cycle
+        sp_pend = sig_b()                  # the spans of the instruction just handed over: two cycles,
+        sp_pend2 = sig_b()                 # its products registered in the first (DSP output register)
+        sp_adv = sig_b()                   # a pass advanced in the first
         h_np1 = sig_u(7)                   # its passes - 1
+        prod_i = sig_u(SPW)                # (passes - 1) * ila_stride
+        prod_l = sig_u(SPL)                # (passes - 1) * lsa_stride
         iw_span = sig_u(SPW)               # input local store: [p_ila, p_ila + iw_span] (mod ILW)
         ls_lo = sig_u(LAW)                 # local store: [ls_lo, ls_lo + ls_span] (mod LSD)
         ls_span = sig_u(SPL)
@@ -713,13 +717,13 @@ def build(p):
 
         @always_comb
         def win_c2():
-            span_i_c.next = h_np1 * e_ist + nsh - 1
-            span_l_c.next = h_np1 * e_lst + nsteps - 1
+            span_i_c.next = prod_i + nsh - 1
+            span_l_c.next = prod_l + nsteps - 1
 
         @always_comb
         def win_c3():
-            ils_conf.next = e_act and (sp_pend or d_ix <= iw_span or d_i >= ILW - DBEAT + 1)
-            ls_conf.next = ((e_act or quiet != LAT) and (sp_pend or d_cx <= ls_span)) or \
+            ils_conf.next = e_act and (sp_pend or sp_pend2 or d_ix <= iw_span or d_i >= ILW - DBEAT + 1)
+            ls_conf.next = ((e_act or quiet != LAT) and (sp_pend or sp_pend2 or d_cx <= ls_span)) or \
                 (pq != LAT and d_px <= pv_span)
 
         @always_comb
@@ -872,10 +876,17 @@ def build(p):
             # (input local store) as its passes advance
             if pq != LAT:
                 pq.next = pq + 1
+            # (passes advance at most once in two cycles: the final-step spacing is M >= 2)
             if sp_pend:
                 sp_pend.next = False
+                sp_pend2.next = True
+                prod_i.next = h_np1 * e_ist
+                prod_l.next = h_np1 * e_lst
+                sp_adv.next = e_fin and not p_one
+            elif sp_pend2:
+                sp_pend2.next = False
                 ls_span.next = span_l_c
-                if e_fin and not p_one:
+                if sp_adv or (e_fin and not p_one):
                     iw_span.next = span_i_c - e_istx
                 else:
                     iw_span.next = span_i_c
@@ -1016,11 +1027,12 @@ def build(p):
                             e_ist.next = ist
                             e_lst.next = lst
                             sp_pend.next = True
+                            sp_pend2.next = False
                             h_np1.next = c_np - 1
                             ls_lo.next = lsa
                             pv_lo.next = ls_lo
-                            if sp_pend:
-                                pv_span.next = span_l_c
+                            if sp_pend or sp_pend2:
+                                pv_span.next = (1 << SPL) - 1    # not known yet: the whole store
                             else:
                                 pv_span.next = ls_span
                             pq.next = 0
@@ -1203,7 +1215,7 @@ def datasheet(p):
             "the engine issues its final step; a WRITE_A data beat while it would write a word "
             "of the engine's read window (input local store: from the current pass's first "
             "word to the final pass's last, [p_ila, p_ila + (passes-1)*ila_stride + n*M - 1] "
-            "mod ILW, shrinking as the passes advance; the whole store in the cycle after a "
+            "mod ILW, shrinking as the passes advance; the whole store in the two cycles after a "
             "hand-over); a WRITE_B / WRITE_BV beat while its local-store word is in the "
             "window of the engine's instruction ([lsa, lsa + (passes-1)*lsa_stride + n - 1] "
             "mod LSD, until its last step has passed every PE) or of the previous one for "

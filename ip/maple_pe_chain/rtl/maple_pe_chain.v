@@ -121,9 +121,11 @@ reg [5:0] ls_lo;
 wire [5:0] d_p;
 reg [5:0] pv_lo;
 wire [18:0] span_i_c;
-reg [6:0] h_np1;
+reg [18:0] prod_i;
 wire [16:0] span_l_c;
+reg [16:0] prod_l;
 reg sp_pend;
+reg sp_pend2;
 wire [18:0] d_ix;
 reg [18:0] iw_span;
 wire [16:0] d_cx;
@@ -182,6 +184,8 @@ reg f0;
 reg [1:0] lane0;
 reg [5:0] lsa0;
 reg [5:0] lsa_c;
+reg [6:0] h_np1;
+reg sp_adv;
 wire [18:0] e_istx;
 reg d1_v;
 reg [15:0] d1_sma;
@@ -3630,13 +3634,13 @@ assign d_p = (lptr - pv_lo);
 
 
 
-assign span_i_c = (((h_np1 * e_ist) + nsh) - 1);
-assign span_l_c = (((h_np1 * e_lst) + nsteps) - 1);
+assign span_i_c = ((prod_i + nsh) - 1);
+assign span_l_c = ((prod_l + nsteps) - 1);
 
 
 
-assign ils_conf = (e_act && (sp_pend || (d_ix <= iw_span) || ($signed({1'b0, d_i}) >= ((256 - 4) + 1))));
-assign ls_conf = (((e_act || (quiet != 10)) && (sp_pend || (d_cx <= ls_span))) || ((pq != 10) && (d_px <= pv_span)));
+assign ils_conf = (e_act && (sp_pend || sp_pend2 || (d_ix <= iw_span) || ($signed({1'b0, d_i}) >= ((256 - 4) + 1))));
+assign ls_conf = (((e_act || (quiet != 10)) && (sp_pend || sp_pend2 || (d_cx <= ls_span))) || ((pq != 10) && (d_px <= pv_span)));
 
 
 
@@ -3862,6 +3866,7 @@ always @(posedge clk) begin: main
         e_ist <= 0;
         lptr <= 0;
         sp <= 4;
+        prod_l <= 0;
         ls_span <= 0;
         rall <= 4;
         lsa0 <= 0;
@@ -3871,6 +3876,7 @@ always @(posedge clk) begin: main
         wk_nres <= 0;
         quiet <= 10;
         gsum <= 0;
+        sp_adv <= 0;
         reserved <= 0;
         ir <= 0;
         j <= 0;
@@ -3900,6 +3906,7 @@ always @(posedge clk) begin: main
         d1_nres <= 0;
         cnt <= 0;
         state <= 0;
+        prod_i <= 0;
         pv_span <= 0;
         sp_pend <= 0;
         d1_last <= 0;
@@ -3917,6 +3924,7 @@ always @(posedge clk) begin: main
         lsa <= 0;
         oh_v <= 0;
         s2_v <= 0;
+        sp_pend2 <= 0;
         oh_d <= 0;
         wk_sma <= 0;
         wstep <= 0;
@@ -3956,8 +3964,15 @@ always @(posedge clk) begin: main
         end
         if (sp_pend) begin
             sp_pend <= 1'b0;
+            sp_pend2 <= 1'b1;
+            prod_i <= (h_np1 * e_ist);
+            prod_l <= (h_np1 * e_lst);
+            sp_adv <= (e_fin && (!p_one));
+        end
+        else if (sp_pend2) begin
+            sp_pend2 <= 1'b0;
             ls_span <= span_l_c;
-            if ((e_fin && (!p_one))) begin
+            if ((sp_adv || (e_fin && (!p_one)))) begin
                 iw_span <= (span_i_c - e_istx);
             end
             else begin
@@ -4141,11 +4156,12 @@ always @(posedge clk) begin: main
                         e_ist <= ist;
                         e_lst <= lst;
                         sp_pend <= 1'b1;
+                        sp_pend2 <= 1'b0;
                         h_np1 <= (c_np - 1);
                         ls_lo <= lsa;
                         pv_lo <= ls_lo;
-                        if (sp_pend) begin
-                            pv_span <= span_l_c;
+                        if ((sp_pend || sp_pend2)) begin
+                            pv_span <= ((1 << 17) - 1);
                         end
                         else begin
                             pv_span <= ls_span;

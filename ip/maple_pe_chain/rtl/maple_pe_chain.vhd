@@ -118,9 +118,11 @@ signal ls_lo: unsigned(5 downto 0);
 signal d_p: unsigned(5 downto 0);
 signal pv_lo: unsigned(5 downto 0);
 signal span_i_c: unsigned(18 downto 0);
-signal h_np1: unsigned(6 downto 0);
+signal prod_i: unsigned(18 downto 0);
 signal span_l_c: unsigned(16 downto 0);
+signal prod_l: unsigned(16 downto 0);
 signal sp_pend: std_logic;
+signal sp_pend2: std_logic;
 signal d_ix: unsigned(18 downto 0);
 signal iw_span: unsigned(18 downto 0);
 signal d_cx: unsigned(16 downto 0);
@@ -179,6 +181,8 @@ signal f0: std_logic;
 signal lane0: unsigned(1 downto 0);
 signal lsa0: unsigned(5 downto 0);
 signal lsa_c: unsigned(5 downto 0);
+signal h_np1: unsigned(6 downto 0);
+signal sp_adv: std_logic;
 signal e_istx: unsigned(18 downto 0);
 signal d1_v: std_logic;
 signal d1_sma: unsigned(15 downto 0);
@@ -3377,12 +3381,12 @@ d_c <= (lptr - ls_lo);
 d_p <= (lptr - pv_lo);
 
 
-span_i_c <= (((resize(h_np1, 11) * e_ist) + nsh) - 1);
-span_l_c <= (((resize(h_np1, 11) * e_lst) + nsteps) - 1);
+span_i_c <= ((prod_i + nsh) - 1);
+span_l_c <= ((prod_l + nsteps) - 1);
 
 
-ils_conf <= stdl(bool(e_act) and (bool(sp_pend) or (d_ix <= iw_span) or (signed(resize(d_i, 9)) >= ((256 - 4) + 1))));
-ls_conf <= stdl(((bool(e_act) or (quiet /= 10)) and (bool(sp_pend) or (d_cx <= ls_span))) or ((pq /= 10) and (d_px <= pv_span)));
+ils_conf <= stdl(bool(e_act) and (bool(sp_pend) or bool(sp_pend2) or (d_ix <= iw_span) or (signed(resize(d_i, 9)) >= ((256 - 4) + 1))));
+ls_conf <= stdl(((bool(e_act) or (quiet /= 10)) and (bool(sp_pend) or bool(sp_pend2) or (d_cx <= ls_span))) or ((pq /= 10) and (d_px <= pv_span)));
 
 
 credit_ok <= stdl(res_plus <= 16);
@@ -3589,6 +3593,7 @@ begin
             e_ist <= to_unsigned(0, 8);
             lptr <= to_unsigned(0, 6);
             sp <= to_unsigned(4, 3);
+            prod_l <= to_unsigned(0, 17);
             ls_span <= to_unsigned(0, 17);
             rall <= to_unsigned(4, 7);
             lsa0 <= to_unsigned(0, 6);
@@ -3598,6 +3603,7 @@ begin
             wk_nres <= to_unsigned(0, 7);
             quiet <= to_unsigned(10, 4);
             gsum <= to_signed(0, 73);
+            sp_adv <= '0';
             reserved <= to_unsigned(0, 8);
             ir <= to_unsigned(0, 32);
             j <= to_unsigned(0, 16);
@@ -3627,6 +3633,7 @@ begin
             d1_nres <= to_unsigned(0, 7);
             cnt <= to_unsigned(0, 16);
             state <= to_unsigned(0, 4);
+            prod_i <= to_unsigned(0, 19);
             pv_span <= to_unsigned(0, 17);
             sp_pend <= '0';
             d1_last <= '0';
@@ -3644,6 +3651,7 @@ begin
             lsa <= to_unsigned(0, 6);
             oh_v <= '0';
             s2_v <= '0';
+            sp_pend2 <= '0';
             oh_d <= to_unsigned(0, 49);
             wk_sma <= to_unsigned(0, 16);
             wstep <= to_unsigned(0, 2);
@@ -3680,8 +3688,14 @@ begin
             end if;
             if bool(sp_pend) then
                 sp_pend <= '0';
+                sp_pend2 <= '1';
+                prod_i <= (resize(h_np1, 11) * e_ist);
+                prod_l <= (resize(h_np1, 11) * e_lst);
+                sp_adv <= stdl(bool(e_fin) and (not bool(p_one)));
+            elsif bool(sp_pend2) then
+                sp_pend2 <= '0';
                 ls_span <= span_l_c;
-                if (bool(e_fin) and (not bool(p_one))) then
+                if (bool(sp_adv) or (bool(e_fin) and (not bool(p_one)))) then
                     iw_span <= (span_i_c - e_istx);
                 else
                     iw_span <= span_i_c;
@@ -3840,11 +3854,12 @@ begin
                             e_ist <= ist;
                             e_lst <= lst;
                             sp_pend <= '1';
+                            sp_pend2 <= '0';
                             h_np1 <= (c_np - 1);
                             ls_lo <= lsa;
                             pv_lo <= ls_lo;
-                            if bool(sp_pend) then
-                                pv_span <= span_l_c;
+                            if (bool(sp_pend) or bool(sp_pend2)) then
+                                pv_span <= to_unsigned(shift_left(1, 17) - 1, 17);
                             else
                                 pv_span <= ls_span;
                             end if;
