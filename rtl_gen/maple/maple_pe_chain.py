@@ -397,6 +397,7 @@ def build(p):
     RQW = log2(RQ)
     SPW = max(IAW + 8, 16 + MW + 1)    # the engine's input-local-store read window span
     SPL = max(LAW + 8, 17)             # ... and its local-store read window span
+    SPL_FULL = (1 << SPL) - 1          # a Python constant (MyHDL writes 1 << n as a VHDL shift of an integer)
     QW = log2(LAT) + 1
     sm_fn = _sm_block(p)
     AXW = SM.AXIL_AW
@@ -1032,7 +1033,7 @@ def build(p):
                             ls_lo.next = lsa
                             pv_lo.next = ls_lo
                             if sp_pend or sp_pend2:
-                                pv_span.next = (1 << SPL) - 1    # not known yet: the whole store
+                                pv_span.next = SPL_FULL          # not known yet: the whole store
                             else:
                                 pv_span.next = ls_span
                             pq.next = 0

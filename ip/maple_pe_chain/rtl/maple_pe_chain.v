@@ -4161,7 +4161,7 @@ always @(posedge clk) begin: main
                         ls_lo <= lsa;
                         pv_lo <= ls_lo;
                         if ((sp_pend || sp_pend2)) begin
-                            pv_span <= ((1 << 17) - 1);
+                            pv_span <= 131071;
                         end
                         else begin
                             pv_span <= ls_span;

@@ -3859,7 +3859,7 @@ begin
                             ls_lo <= lsa;
                             pv_lo <= ls_lo;
                             if (bool(sp_pend) or bool(sp_pend2)) then
-                                pv_span <= to_unsigned(shift_left(1, 17) - 1, 17);
+                                pv_span <= to_unsigned(131071, 17);
                             else
                                 pv_span <= ls_span;
                             end if;
