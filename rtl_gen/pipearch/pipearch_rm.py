@@ -136,6 +136,55 @@ def rm_reg(clk, rst, r, rf_we, frd, add_res, rf_clr, ctx_we, ck_idx, ck_data, i)
 
 
 @block
+def rm_rfmux(sel, y, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15):
+    """y = R[sel] (R0 = 0) as a binary tree of 2:1 multiplexers, one level per index bit."""
+
+    @always_comb
+    def rfmux():
+        if sel[3]:
+            if sel[2]:
+                if sel[1]:
+                    if sel[0]:
+                        y.next = r15
+                    else:
+                        y.next = r14
+                elif sel[0]:
+                    y.next = r13
+                else:
+                    y.next = r12
+            elif sel[1]:
+                if sel[0]:
+                    y.next = r11
+                else:
+                    y.next = r10
+            elif sel[0]:
+                y.next = r9
+            else:
+                y.next = r8
+        elif sel[2]:
+            if sel[1]:
+                if sel[0]:
+                    y.next = r7
+                else:
+                    y.next = r6
+            elif sel[0]:
+                y.next = r5
+            else:
+                y.next = r4
+        elif sel[1]:
+            if sel[0]:
+                y.next = r3
+            else:
+                y.next = r2
+        elif sel[0]:
+            y.next = r1
+        else:
+            y.next = 0
+
+    return rfmux
+
+
+@block
 def rm_channel(clk, rst, ir, ra_q, rb_q, w6, e_k, ab_k, lnd_k, ln1_k, ng_k, nz_k, uz_k, k, NREG, DEPTH):
     """Decode checks of subroutine channel ``k``: effective access word and its rules."""
     wk = sig_u(32)
@@ -618,77 +667,10 @@ def block_fn(p: dict):
             ctx_we.next = ck_valid and state == S_CTXL and ph == 1
 
         # ---------------- register file reads, instruction fields ----------------
-        r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15 = regs
-
-        @always_comb
-        def rf_rd():
-            if fra == 1:
-                ra_val.next = r1
-            elif fra == 2:
-                ra_val.next = r2
-            elif fra == 3:
-                ra_val.next = r3
-            elif fra == 4:
-                ra_val.next = r4
-            elif fra == 5:
-                ra_val.next = r5
-            elif fra == 6:
-                ra_val.next = r6
-            elif fra == 7:
-                ra_val.next = r7
-            elif fra == 8:
-                ra_val.next = r8
-            elif fra == 9:
-                ra_val.next = r9
-            elif fra == 10:
-                ra_val.next = r10
-            elif fra == 11:
-                ra_val.next = r11
-            elif fra == 12:
-                ra_val.next = r12
-            elif fra == 13:
-                ra_val.next = r13
-            elif fra == 14:
-                ra_val.next = r14
-            elif fra == 15:
-                ra_val.next = r15
-            else:
-                ra_val.next = 0
-
-        @always_comb
-        def rf_rdb():
-            if frb == 1:
-                rb_val.next = r1
-            elif frb == 2:
-                rb_val.next = r2
-            elif frb == 3:
-                rb_val.next = r3
-            elif frb == 4:
-                rb_val.next = r4
-            elif frb == 5:
-                rb_val.next = r5
-            elif frb == 6:
-                rb_val.next = r6
-            elif frb == 7:
-                rb_val.next = r7
-            elif frb == 8:
-                rb_val.next = r8
-            elif frb == 9:
-                rb_val.next = r9
-            elif frb == 10:
-                rb_val.next = r10
-            elif frb == 11:
-                rb_val.next = r11
-            elif frb == 12:
-                rb_val.next = r12
-            elif frb == 13:
-                rb_val.next = r13
-            elif frb == 14:
-                rb_val.next = r14
-            elif frb == 15:
-                rb_val.next = r15
-            else:
-                rb_val.next = 0
+        # R[fra] / R[frb]: a balanced 16:1 multiplexer tree on the index bits (the case
+        # statement mapped to a 6-LUT-deep AND-OR after the block RAM's output)
+        insts.append(rm_rfmux(fra, ra_val, *regs))
+        insts.append(rm_rfmux(frb, rb_val, *regs))
 
         @always_comb
         def fields():
@@ -1343,7 +1325,7 @@ def block_fn(p: dict):
             elif bvalid_r and s_axil_bready:
                 bvalid_r.next = False
 
-        return (insts, fw_c, pm_c, pm_ram, spc_ram, hdr_c, rf_ctl, rf_rd, rf_rdb, sdec_c, fields, misc_c,
+        return (insts, fw_c, pm_c, pm_ram, spc_ram, hdr_c, rf_ctl, sdec_c, fields, misc_c,
                 chk_res, chk_res_ch, chk_res_sub, chk_fld, chk_all, chk_enc, ex_c, se_c, se_rd,
                 ctx_c, outs, status_c, axil_o, addr_c, e_go_c, pc_c, main)
 

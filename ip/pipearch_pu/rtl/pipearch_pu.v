@@ -411,21 +411,21 @@ wire [18:0] pu_impl0_pipearch_rm0_am_end;
 wire pu_impl0_pipearch_rm0_amem_big;
 reg [1023:0] pu_impl0_pipearch_rm0_ctx_sr;
 wire pu_impl0_pipearch_rm0_st_v;
-reg [31:0] pu_impl0_pipearch_rm0_r1;
-reg [31:0] pu_impl0_pipearch_rm0_r2;
-reg [31:0] pu_impl0_pipearch_rm0_r3;
-reg [31:0] pu_impl0_pipearch_rm0_r4;
-reg [31:0] pu_impl0_pipearch_rm0_r5;
-reg [31:0] pu_impl0_pipearch_rm0_r6;
-reg [31:0] pu_impl0_pipearch_rm0_r7;
-reg [31:0] pu_impl0_pipearch_rm0_r8;
-reg [31:0] pu_impl0_pipearch_rm0_r9;
-reg [31:0] pu_impl0_pipearch_rm0_r10;
-reg [31:0] pu_impl0_pipearch_rm0_r11;
-reg [31:0] pu_impl0_pipearch_rm0_r12;
-reg [31:0] pu_impl0_pipearch_rm0_r13;
-reg [31:0] pu_impl0_pipearch_rm0_r14;
-reg [31:0] pu_impl0_pipearch_rm0_r15;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg0_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg1_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg2_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg3_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg4_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg5_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg6_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg7_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg8_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg9_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg10_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg11_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg12_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg13_r;
+reg [31:0] pu_impl0_pipearch_rm0_rm_reg14_r;
 wire pu_impl0_pipearch_rm0_rm_channel0_ab_k;
 wire pu_impl0_pipearch_rm0_rm_channel0_lnd_k;
 wire pu_impl0_pipearch_rm0_rm_channel0_ln1_k;
@@ -5734,21 +5734,21 @@ assign pu_impl0_pipearch_rm0_nib_nz[3] = pu_impl0_pipearch_rm0_rm_channel3_nz_k;
 assign pu_impl0_pipearch_rm0_nib_nz[2] = pu_impl0_pipearch_rm0_rm_channel2_nz_k;
 assign pu_impl0_pipearch_rm0_nib_nz[1] = pu_impl0_pipearch_rm0_rm_channel1_nz_k;
 assign pu_impl0_pipearch_rm0_nib_nz[0] = pu_impl0_pipearch_rm0_rm_channel0_nz_k;
-assign pu_impl0_pipearch_rm0_rf[480-1:448] = pu_impl0_pipearch_rm0_r15;
-assign pu_impl0_pipearch_rm0_rf[448-1:416] = pu_impl0_pipearch_rm0_r14;
-assign pu_impl0_pipearch_rm0_rf[416-1:384] = pu_impl0_pipearch_rm0_r13;
-assign pu_impl0_pipearch_rm0_rf[384-1:352] = pu_impl0_pipearch_rm0_r12;
-assign pu_impl0_pipearch_rm0_rf[352-1:320] = pu_impl0_pipearch_rm0_r11;
-assign pu_impl0_pipearch_rm0_rf[320-1:288] = pu_impl0_pipearch_rm0_r10;
-assign pu_impl0_pipearch_rm0_rf[288-1:256] = pu_impl0_pipearch_rm0_r9;
-assign pu_impl0_pipearch_rm0_rf[256-1:224] = pu_impl0_pipearch_rm0_r8;
-assign pu_impl0_pipearch_rm0_rf[224-1:192] = pu_impl0_pipearch_rm0_r7;
-assign pu_impl0_pipearch_rm0_rf[192-1:160] = pu_impl0_pipearch_rm0_r6;
-assign pu_impl0_pipearch_rm0_rf[160-1:128] = pu_impl0_pipearch_rm0_r5;
-assign pu_impl0_pipearch_rm0_rf[128-1:96] = pu_impl0_pipearch_rm0_r4;
-assign pu_impl0_pipearch_rm0_rf[96-1:64] = pu_impl0_pipearch_rm0_r3;
-assign pu_impl0_pipearch_rm0_rf[64-1:32] = pu_impl0_pipearch_rm0_r2;
-assign pu_impl0_pipearch_rm0_rf[32-1:0] = pu_impl0_pipearch_rm0_r1;
+assign pu_impl0_pipearch_rm0_rf[480-1:448] = pu_impl0_pipearch_rm0_rm_reg14_r;
+assign pu_impl0_pipearch_rm0_rf[448-1:416] = pu_impl0_pipearch_rm0_rm_reg13_r;
+assign pu_impl0_pipearch_rm0_rf[416-1:384] = pu_impl0_pipearch_rm0_rm_reg12_r;
+assign pu_impl0_pipearch_rm0_rf[384-1:352] = pu_impl0_pipearch_rm0_rm_reg11_r;
+assign pu_impl0_pipearch_rm0_rf[352-1:320] = pu_impl0_pipearch_rm0_rm_reg10_r;
+assign pu_impl0_pipearch_rm0_rf[320-1:288] = pu_impl0_pipearch_rm0_rm_reg9_r;
+assign pu_impl0_pipearch_rm0_rf[288-1:256] = pu_impl0_pipearch_rm0_rm_reg8_r;
+assign pu_impl0_pipearch_rm0_rf[256-1:224] = pu_impl0_pipearch_rm0_rm_reg7_r;
+assign pu_impl0_pipearch_rm0_rf[224-1:192] = pu_impl0_pipearch_rm0_rm_reg6_r;
+assign pu_impl0_pipearch_rm0_rf[192-1:160] = pu_impl0_pipearch_rm0_rm_reg5_r;
+assign pu_impl0_pipearch_rm0_rf[160-1:128] = pu_impl0_pipearch_rm0_rm_reg4_r;
+assign pu_impl0_pipearch_rm0_rf[128-1:96] = pu_impl0_pipearch_rm0_rm_reg3_r;
+assign pu_impl0_pipearch_rm0_rf[96-1:64] = pu_impl0_pipearch_rm0_rm_reg2_r;
+assign pu_impl0_pipearch_rm0_rf[64-1:32] = pu_impl0_pipearch_rm0_rm_reg1_r;
+assign pu_impl0_pipearch_rm0_rf[32-1:0] = pu_impl0_pipearch_rm0_rm_reg0_r;
 assign pu_impl0_pipearch_rm0_unz[3] = pu_impl0_pipearch_rm0_rm_channel3_uz_k;
 assign pu_impl0_pipearch_rm0_unz[2] = pu_impl0_pipearch_rm0_rm_channel2_uz_k;
 assign pu_impl0_pipearch_rm0_unz[1] = pu_impl0_pipearch_rm0_rm_channel1_uz_k;
@@ -7708,17 +7708,17 @@ assign pu_impl0_pipearch_rm0_ld_lines_prog = {6'h0, pu_impl0_pipearch_rm0_n1, 1'
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg0_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r1 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg0_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 1))) begin
-            pu_impl0_pipearch_rm0_r1 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg0_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r1 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg0_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 0))) begin
-            pu_impl0_pipearch_rm0_r1 <= pu_impl0_pipearch_rm0_ck_data[(32 * (3 + 1))-1:(32 * 3)];
+            pu_impl0_pipearch_rm0_rm_reg0_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (3 + 1))-1:(32 * 3)];
         end
     end
 end
@@ -7726,17 +7726,17 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg1_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r2 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg1_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 2))) begin
-            pu_impl0_pipearch_rm0_r2 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg1_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r2 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg1_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 0))) begin
-            pu_impl0_pipearch_rm0_r2 <= pu_impl0_pipearch_rm0_ck_data[(32 * (4 + 1))-1:(32 * 4)];
+            pu_impl0_pipearch_rm0_rm_reg1_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (4 + 1))-1:(32 * 4)];
         end
     end
 end
@@ -7744,17 +7744,17 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg2_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r3 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg2_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 3))) begin
-            pu_impl0_pipearch_rm0_r3 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg2_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r3 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg2_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 0))) begin
-            pu_impl0_pipearch_rm0_r3 <= pu_impl0_pipearch_rm0_ck_data[(32 * (5 + 1))-1:(32 * 5)];
+            pu_impl0_pipearch_rm0_rm_reg2_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (5 + 1))-1:(32 * 5)];
         end
     end
 end
@@ -7762,17 +7762,17 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg3_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r4 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg3_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 4))) begin
-            pu_impl0_pipearch_rm0_r4 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg3_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r4 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg3_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 0))) begin
-            pu_impl0_pipearch_rm0_r4 <= pu_impl0_pipearch_rm0_ck_data[(32 * (6 + 1))-1:(32 * 6)];
+            pu_impl0_pipearch_rm0_rm_reg3_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (6 + 1))-1:(32 * 6)];
         end
     end
 end
@@ -7780,17 +7780,17 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg4_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r5 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg4_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 5))) begin
-            pu_impl0_pipearch_rm0_r5 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg4_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r5 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg4_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 0))) begin
-            pu_impl0_pipearch_rm0_r5 <= pu_impl0_pipearch_rm0_ck_data[(32 * (7 + 1))-1:(32 * 7)];
+            pu_impl0_pipearch_rm0_rm_reg4_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (7 + 1))-1:(32 * 7)];
         end
     end
 end
@@ -7798,17 +7798,17 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg5_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r6 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg5_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 6))) begin
-            pu_impl0_pipearch_rm0_r6 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg5_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r6 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg5_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 1))) begin
-            pu_impl0_pipearch_rm0_r6 <= pu_impl0_pipearch_rm0_ck_data[(32 * (0 + 1))-1:(32 * 0)];
+            pu_impl0_pipearch_rm0_rm_reg5_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (0 + 1))-1:(32 * 0)];
         end
     end
 end
@@ -7816,17 +7816,17 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg6_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r7 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg6_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 7))) begin
-            pu_impl0_pipearch_rm0_r7 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg6_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r7 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg6_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 1))) begin
-            pu_impl0_pipearch_rm0_r7 <= pu_impl0_pipearch_rm0_ck_data[(32 * (1 + 1))-1:(32 * 1)];
+            pu_impl0_pipearch_rm0_rm_reg6_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (1 + 1))-1:(32 * 1)];
         end
     end
 end
@@ -7834,17 +7834,17 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg7_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r8 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg7_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 8))) begin
-            pu_impl0_pipearch_rm0_r8 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg7_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r8 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg7_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 1))) begin
-            pu_impl0_pipearch_rm0_r8 <= pu_impl0_pipearch_rm0_ck_data[(32 * (2 + 1))-1:(32 * 2)];
+            pu_impl0_pipearch_rm0_rm_reg7_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (2 + 1))-1:(32 * 2)];
         end
     end
 end
@@ -7852,17 +7852,17 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg8_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r9 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg8_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 9))) begin
-            pu_impl0_pipearch_rm0_r9 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg8_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r9 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg8_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 1))) begin
-            pu_impl0_pipearch_rm0_r9 <= pu_impl0_pipearch_rm0_ck_data[(32 * (3 + 1))-1:(32 * 3)];
+            pu_impl0_pipearch_rm0_rm_reg8_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (3 + 1))-1:(32 * 3)];
         end
     end
 end
@@ -7870,17 +7870,17 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg9_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r10 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg9_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 10))) begin
-            pu_impl0_pipearch_rm0_r10 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg9_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r10 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg9_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 1))) begin
-            pu_impl0_pipearch_rm0_r10 <= pu_impl0_pipearch_rm0_ck_data[(32 * (4 + 1))-1:(32 * 4)];
+            pu_impl0_pipearch_rm0_rm_reg9_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (4 + 1))-1:(32 * 4)];
         end
     end
 end
@@ -7888,17 +7888,17 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg10_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r11 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg10_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 11))) begin
-            pu_impl0_pipearch_rm0_r11 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg10_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r11 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg10_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 1))) begin
-            pu_impl0_pipearch_rm0_r11 <= pu_impl0_pipearch_rm0_ck_data[(32 * (5 + 1))-1:(32 * 5)];
+            pu_impl0_pipearch_rm0_rm_reg10_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (5 + 1))-1:(32 * 5)];
         end
     end
 end
@@ -7906,17 +7906,17 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg11_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r12 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg11_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 12))) begin
-            pu_impl0_pipearch_rm0_r12 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg11_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r12 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg11_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 1))) begin
-            pu_impl0_pipearch_rm0_r12 <= pu_impl0_pipearch_rm0_ck_data[(32 * (6 + 1))-1:(32 * 6)];
+            pu_impl0_pipearch_rm0_rm_reg11_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (6 + 1))-1:(32 * 6)];
         end
     end
 end
@@ -7924,17 +7924,17 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg12_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r13 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg12_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 13))) begin
-            pu_impl0_pipearch_rm0_r13 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg12_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r13 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg12_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 1))) begin
-            pu_impl0_pipearch_rm0_r13 <= pu_impl0_pipearch_rm0_ck_data[(32 * (7 + 1))-1:(32 * 7)];
+            pu_impl0_pipearch_rm0_rm_reg12_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (7 + 1))-1:(32 * 7)];
         end
     end
 end
@@ -7942,17 +7942,17 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg13_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r14 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg13_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 14))) begin
-            pu_impl0_pipearch_rm0_r14 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg13_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r14 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg13_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 2))) begin
-            pu_impl0_pipearch_rm0_r14 <= pu_impl0_pipearch_rm0_ck_data[(32 * (0 + 1))-1:(32 * 0)];
+            pu_impl0_pipearch_rm0_rm_reg13_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (0 + 1))-1:(32 * 0)];
         end
     end
 end
@@ -7960,18 +7960,150 @@ end
 
 always @(posedge clk) begin: pu_impl0_pipearch_rm0_rm_reg14_rproc
     if (rst == 1) begin
-        pu_impl0_pipearch_rm0_r15 <= 0;
+        pu_impl0_pipearch_rm0_rm_reg14_r <= 0;
     end
     else begin
         if ((pu_impl0_pipearch_rm0_rf_we && (pu_impl0_pipearch_rm0_frd == 15))) begin
-            pu_impl0_pipearch_rm0_r15 <= pu_impl0_pipearch_rm0_add_res;
+            pu_impl0_pipearch_rm0_rm_reg14_r <= pu_impl0_pipearch_rm0_add_res;
         end
         else if (pu_impl0_pipearch_rm0_rf_clr) begin
-            pu_impl0_pipearch_rm0_r15 <= 0;
+            pu_impl0_pipearch_rm0_rm_reg14_r <= 0;
         end
         else if ((pu_impl0_pipearch_rm0_ctx_we && (pu_impl0_pipearch_rm0_ck_idx == 2))) begin
-            pu_impl0_pipearch_rm0_r15 <= pu_impl0_pipearch_rm0_ck_data[(32 * (1 + 1))-1:(32 * 1)];
+            pu_impl0_pipearch_rm0_rm_reg14_r <= pu_impl0_pipearch_rm0_ck_data[(32 * (1 + 1))-1:(32 * 1)];
         end
+    end
+end
+
+
+always @(pu_impl0_pipearch_rm0_rm_reg5_r, pu_impl0_pipearch_rm0_rm_reg3_r, pu_impl0_pipearch_rm0_rm_reg14_r, pu_impl0_pipearch_rm0_rm_reg1_r, pu_impl0_pipearch_rm0_rm_reg13_r, pu_impl0_pipearch_rm0_rm_reg2_r, pu_impl0_pipearch_rm0_rm_reg12_r, pu_impl0_pipearch_rm0_rm_reg6_r, pu_impl0_pipearch_rm0_rm_reg11_r, pu_impl0_pipearch_rm0_rm_reg0_r, pu_impl0_pipearch_rm0_fra, pu_impl0_pipearch_rm0_rm_reg9_r, pu_impl0_pipearch_rm0_rm_reg8_r, pu_impl0_pipearch_rm0_rm_reg7_r, pu_impl0_pipearch_rm0_rm_reg4_r, pu_impl0_pipearch_rm0_rm_reg10_r) begin: pu_impl0_pipearch_rm0_rm_rfmux0_rfmux
+    if (pu_impl0_pipearch_rm0_fra[3]) begin
+        if (pu_impl0_pipearch_rm0_fra[2]) begin
+            if (pu_impl0_pipearch_rm0_fra[1]) begin
+                if (pu_impl0_pipearch_rm0_fra[0]) begin
+                    pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg14_r;
+                end
+                else begin
+                    pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg13_r;
+                end
+            end
+            else if (pu_impl0_pipearch_rm0_fra[0]) begin
+                pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg12_r;
+            end
+            else begin
+                pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg11_r;
+            end
+        end
+        else if (pu_impl0_pipearch_rm0_fra[1]) begin
+            if (pu_impl0_pipearch_rm0_fra[0]) begin
+                pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg10_r;
+            end
+            else begin
+                pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg9_r;
+            end
+        end
+        else if (pu_impl0_pipearch_rm0_fra[0]) begin
+            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg8_r;
+        end
+        else begin
+            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg7_r;
+        end
+    end
+    else if (pu_impl0_pipearch_rm0_fra[2]) begin
+        if (pu_impl0_pipearch_rm0_fra[1]) begin
+            if (pu_impl0_pipearch_rm0_fra[0]) begin
+                pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg6_r;
+            end
+            else begin
+                pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg5_r;
+            end
+        end
+        else if (pu_impl0_pipearch_rm0_fra[0]) begin
+            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg4_r;
+        end
+        else begin
+            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg3_r;
+        end
+    end
+    else if (pu_impl0_pipearch_rm0_fra[1]) begin
+        if (pu_impl0_pipearch_rm0_fra[0]) begin
+            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg2_r;
+        end
+        else begin
+            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg1_r;
+        end
+    end
+    else if (pu_impl0_pipearch_rm0_fra[0]) begin
+        pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_rm_reg0_r;
+    end
+    else begin
+        pu_impl0_pipearch_rm0_ra_val = 0;
+    end
+end
+
+
+always @(pu_impl0_pipearch_rm0_rm_reg5_r, pu_impl0_pipearch_rm0_rm_reg3_r, pu_impl0_pipearch_rm0_rm_reg14_r, pu_impl0_pipearch_rm0_rm_reg1_r, pu_impl0_pipearch_rm0_rm_reg13_r, pu_impl0_pipearch_rm0_rm_reg2_r, pu_impl0_pipearch_rm0_rm_reg12_r, pu_impl0_pipearch_rm0_rm_reg6_r, pu_impl0_pipearch_rm0_rm_reg11_r, pu_impl0_pipearch_rm0_rm_reg0_r, pu_impl0_pipearch_rm0_frb, pu_impl0_pipearch_rm0_rm_reg9_r, pu_impl0_pipearch_rm0_rm_reg8_r, pu_impl0_pipearch_rm0_rm_reg7_r, pu_impl0_pipearch_rm0_rm_reg4_r, pu_impl0_pipearch_rm0_rm_reg10_r) begin: pu_impl0_pipearch_rm0_rm_rfmux1_rfmux
+    if (pu_impl0_pipearch_rm0_frb[3]) begin
+        if (pu_impl0_pipearch_rm0_frb[2]) begin
+            if (pu_impl0_pipearch_rm0_frb[1]) begin
+                if (pu_impl0_pipearch_rm0_frb[0]) begin
+                    pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg14_r;
+                end
+                else begin
+                    pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg13_r;
+                end
+            end
+            else if (pu_impl0_pipearch_rm0_frb[0]) begin
+                pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg12_r;
+            end
+            else begin
+                pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg11_r;
+            end
+        end
+        else if (pu_impl0_pipearch_rm0_frb[1]) begin
+            if (pu_impl0_pipearch_rm0_frb[0]) begin
+                pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg10_r;
+            end
+            else begin
+                pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg9_r;
+            end
+        end
+        else if (pu_impl0_pipearch_rm0_frb[0]) begin
+            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg8_r;
+        end
+        else begin
+            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg7_r;
+        end
+    end
+    else if (pu_impl0_pipearch_rm0_frb[2]) begin
+        if (pu_impl0_pipearch_rm0_frb[1]) begin
+            if (pu_impl0_pipearch_rm0_frb[0]) begin
+                pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg6_r;
+            end
+            else begin
+                pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg5_r;
+            end
+        end
+        else if (pu_impl0_pipearch_rm0_frb[0]) begin
+            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg4_r;
+        end
+        else begin
+            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg3_r;
+        end
+    end
+    else if (pu_impl0_pipearch_rm0_frb[1]) begin
+        if (pu_impl0_pipearch_rm0_frb[0]) begin
+            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg2_r;
+        end
+        else begin
+            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg1_r;
+        end
+    end
+    else if (pu_impl0_pipearch_rm0_frb[0]) begin
+        pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_rm_reg0_r;
+    end
+    else begin
+        pu_impl0_pipearch_rm0_rb_val = 0;
     end
 end
 
@@ -8277,114 +8409,6 @@ assign pu_impl0_pipearch_rm0_hdr_bad_c = ((pu_impl0_pipearch_rm0_ck_data[32-1:0]
 assign pu_impl0_pipearch_rm0_rf_we = ((pu_impl0_pipearch_rm0_state == 5) && ((pu_impl0_pipearch_rm0_op == 1) || (pu_impl0_pipearch_rm0_op == 2) || (pu_impl0_pipearch_rm0_op == 3)));
 assign pu_impl0_pipearch_rm0_rf_clr = ((pu_impl0_pipearch_rm0_state == 2) && (pu_impl0_pipearch_rm0_ph == 2) && (pu_impl0_pipearch_rm0_ctx_st == 0));
 assign pu_impl0_pipearch_rm0_ctx_we = (pu_impl0_pipearch_rm0_ck_valid && (pu_impl0_pipearch_rm0_state == 2) && (pu_impl0_pipearch_rm0_ph == 1));
-
-
-always @(pu_impl0_pipearch_rm0_r2, pu_impl0_pipearch_rm0_r4, pu_impl0_pipearch_rm0_r6, pu_impl0_pipearch_rm0_r15, pu_impl0_pipearch_rm0_r14, pu_impl0_pipearch_rm0_r3, pu_impl0_pipearch_rm0_r13, pu_impl0_pipearch_rm0_r7, pu_impl0_pipearch_rm0_r12, pu_impl0_pipearch_rm0_r1, pu_impl0_pipearch_rm0_r10, pu_impl0_pipearch_rm0_fra, pu_impl0_pipearch_rm0_r8, pu_impl0_pipearch_rm0_r9, pu_impl0_pipearch_rm0_r5, pu_impl0_pipearch_rm0_r11) begin: pu_impl0_pipearch_rm0_rf_rd
-    case (pu_impl0_pipearch_rm0_fra)
-        'h1: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r1;
-        end
-        'h2: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r2;
-        end
-        'h3: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r3;
-        end
-        'h4: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r4;
-        end
-        'h5: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r5;
-        end
-        'h6: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r6;
-        end
-        'h7: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r7;
-        end
-        'h8: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r8;
-        end
-        'h9: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r9;
-        end
-        'ha: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r10;
-        end
-        'hb: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r11;
-        end
-        'hc: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r12;
-        end
-        'hd: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r13;
-        end
-        'he: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r14;
-        end
-        'hf: begin
-            pu_impl0_pipearch_rm0_ra_val = pu_impl0_pipearch_rm0_r15;
-        end
-        default: begin
-            pu_impl0_pipearch_rm0_ra_val = 0;
-        end
-    endcase
-end
-
-
-always @(pu_impl0_pipearch_rm0_r2, pu_impl0_pipearch_rm0_r4, pu_impl0_pipearch_rm0_r6, pu_impl0_pipearch_rm0_r15, pu_impl0_pipearch_rm0_r14, pu_impl0_pipearch_rm0_r3, pu_impl0_pipearch_rm0_r13, pu_impl0_pipearch_rm0_r7, pu_impl0_pipearch_rm0_r12, pu_impl0_pipearch_rm0_r1, pu_impl0_pipearch_rm0_r10, pu_impl0_pipearch_rm0_r9, pu_impl0_pipearch_rm0_r8, pu_impl0_pipearch_rm0_frb, pu_impl0_pipearch_rm0_r5, pu_impl0_pipearch_rm0_r11) begin: pu_impl0_pipearch_rm0_rf_rdb
-    case (pu_impl0_pipearch_rm0_frb)
-        'h1: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r1;
-        end
-        'h2: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r2;
-        end
-        'h3: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r3;
-        end
-        'h4: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r4;
-        end
-        'h5: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r5;
-        end
-        'h6: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r6;
-        end
-        'h7: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r7;
-        end
-        'h8: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r8;
-        end
-        'h9: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r9;
-        end
-        'ha: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r10;
-        end
-        'hb: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r11;
-        end
-        'hc: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r12;
-        end
-        'hd: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r13;
-        end
-        'he: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r14;
-        end
-        'hf: begin
-            pu_impl0_pipearch_rm0_rb_val = pu_impl0_pipearch_rm0_r15;
-        end
-        default: begin
-            pu_impl0_pipearch_rm0_rb_val = 0;
-        end
-    endcase
-end
 
 
 always @(dbg_sub_busy, pu_impl0_pipearch_rm0_sidx) begin: pu_impl0_pipearch_rm0_sdec_c

@@ -350,21 +350,21 @@ signal pu_impl0_pipearch_rm0_am_end: unsigned(18 downto 0);
 signal pu_impl0_pipearch_rm0_amem_big: std_logic;
 signal pu_impl0_pipearch_rm0_ctx_sr: unsigned(1023 downto 0);
 signal pu_impl0_pipearch_rm0_st_v: std_logic;
-signal pu_impl0_pipearch_rm0_r1: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r2: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r3: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r4: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r5: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r6: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r7: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r8: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r9: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r10: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r11: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r12: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r13: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r14: unsigned(31 downto 0);
-signal pu_impl0_pipearch_rm0_r15: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg0_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg1_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg2_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg3_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg4_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg5_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg6_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg7_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg8_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg9_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg10_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg11_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg12_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg13_r: unsigned(31 downto 0);
+signal pu_impl0_pipearch_rm0_rm_reg14_r: unsigned(31 downto 0);
 signal pu_impl0_pipearch_rm0_rm_channel0_ab_k: std_logic;
 signal pu_impl0_pipearch_rm0_rm_channel0_lnd_k: std_logic;
 signal pu_impl0_pipearch_rm0_rm_channel0_ln1_k: std_logic;
@@ -5800,21 +5800,21 @@ pu_impl0_pipearch_rm0_nib_nz(3) <= pu_impl0_pipearch_rm0_rm_channel3_nz_k;
 pu_impl0_pipearch_rm0_nib_nz(2) <= pu_impl0_pipearch_rm0_rm_channel2_nz_k;
 pu_impl0_pipearch_rm0_nib_nz(1) <= pu_impl0_pipearch_rm0_rm_channel1_nz_k;
 pu_impl0_pipearch_rm0_nib_nz(0) <= pu_impl0_pipearch_rm0_rm_channel0_nz_k;
-pu_impl0_pipearch_rm0_rf(480-1 downto 448) <= pu_impl0_pipearch_rm0_r15;
-pu_impl0_pipearch_rm0_rf(448-1 downto 416) <= pu_impl0_pipearch_rm0_r14;
-pu_impl0_pipearch_rm0_rf(416-1 downto 384) <= pu_impl0_pipearch_rm0_r13;
-pu_impl0_pipearch_rm0_rf(384-1 downto 352) <= pu_impl0_pipearch_rm0_r12;
-pu_impl0_pipearch_rm0_rf(352-1 downto 320) <= pu_impl0_pipearch_rm0_r11;
-pu_impl0_pipearch_rm0_rf(320-1 downto 288) <= pu_impl0_pipearch_rm0_r10;
-pu_impl0_pipearch_rm0_rf(288-1 downto 256) <= pu_impl0_pipearch_rm0_r9;
-pu_impl0_pipearch_rm0_rf(256-1 downto 224) <= pu_impl0_pipearch_rm0_r8;
-pu_impl0_pipearch_rm0_rf(224-1 downto 192) <= pu_impl0_pipearch_rm0_r7;
-pu_impl0_pipearch_rm0_rf(192-1 downto 160) <= pu_impl0_pipearch_rm0_r6;
-pu_impl0_pipearch_rm0_rf(160-1 downto 128) <= pu_impl0_pipearch_rm0_r5;
-pu_impl0_pipearch_rm0_rf(128-1 downto 96) <= pu_impl0_pipearch_rm0_r4;
-pu_impl0_pipearch_rm0_rf(96-1 downto 64) <= pu_impl0_pipearch_rm0_r3;
-pu_impl0_pipearch_rm0_rf(64-1 downto 32) <= pu_impl0_pipearch_rm0_r2;
-pu_impl0_pipearch_rm0_rf(32-1 downto 0) <= pu_impl0_pipearch_rm0_r1;
+pu_impl0_pipearch_rm0_rf(480-1 downto 448) <= pu_impl0_pipearch_rm0_rm_reg14_r;
+pu_impl0_pipearch_rm0_rf(448-1 downto 416) <= pu_impl0_pipearch_rm0_rm_reg13_r;
+pu_impl0_pipearch_rm0_rf(416-1 downto 384) <= pu_impl0_pipearch_rm0_rm_reg12_r;
+pu_impl0_pipearch_rm0_rf(384-1 downto 352) <= pu_impl0_pipearch_rm0_rm_reg11_r;
+pu_impl0_pipearch_rm0_rf(352-1 downto 320) <= pu_impl0_pipearch_rm0_rm_reg10_r;
+pu_impl0_pipearch_rm0_rf(320-1 downto 288) <= pu_impl0_pipearch_rm0_rm_reg9_r;
+pu_impl0_pipearch_rm0_rf(288-1 downto 256) <= pu_impl0_pipearch_rm0_rm_reg8_r;
+pu_impl0_pipearch_rm0_rf(256-1 downto 224) <= pu_impl0_pipearch_rm0_rm_reg7_r;
+pu_impl0_pipearch_rm0_rf(224-1 downto 192) <= pu_impl0_pipearch_rm0_rm_reg6_r;
+pu_impl0_pipearch_rm0_rf(192-1 downto 160) <= pu_impl0_pipearch_rm0_rm_reg5_r;
+pu_impl0_pipearch_rm0_rf(160-1 downto 128) <= pu_impl0_pipearch_rm0_rm_reg4_r;
+pu_impl0_pipearch_rm0_rf(128-1 downto 96) <= pu_impl0_pipearch_rm0_rm_reg3_r;
+pu_impl0_pipearch_rm0_rf(96-1 downto 64) <= pu_impl0_pipearch_rm0_rm_reg2_r;
+pu_impl0_pipearch_rm0_rf(64-1 downto 32) <= pu_impl0_pipearch_rm0_rm_reg1_r;
+pu_impl0_pipearch_rm0_rf(32-1 downto 0) <= pu_impl0_pipearch_rm0_rm_reg0_r;
 pu_impl0_pipearch_rm0_unz(3) <= pu_impl0_pipearch_rm0_rm_channel3_uz_k;
 pu_impl0_pipearch_rm0_unz(2) <= pu_impl0_pipearch_rm0_rm_channel2_uz_k;
 pu_impl0_pipearch_rm0_unz(1) <= pu_impl0_pipearch_rm0_rm_channel1_uz_k;
@@ -7756,14 +7756,14 @@ pu_impl0_pipearch_rm0_rm_reg0_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r1 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg0_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 1)) then
-                pu_impl0_pipearch_rm0_r1 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg0_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r1 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg0_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 0)) then
-                pu_impl0_pipearch_rm0_r1 <= pu_impl0_pipearch_rm0_ck_data((32 * (3 + 1))-1 downto (32 * 3));
+                pu_impl0_pipearch_rm0_rm_reg0_r <= pu_impl0_pipearch_rm0_ck_data((32 * (3 + 1))-1 downto (32 * 3));
             end if;
         end if;
     end if;
@@ -7773,14 +7773,14 @@ pu_impl0_pipearch_rm0_rm_reg1_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r2 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg1_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 2)) then
-                pu_impl0_pipearch_rm0_r2 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg1_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r2 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg1_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 0)) then
-                pu_impl0_pipearch_rm0_r2 <= pu_impl0_pipearch_rm0_ck_data((32 * (4 + 1))-1 downto (32 * 4));
+                pu_impl0_pipearch_rm0_rm_reg1_r <= pu_impl0_pipearch_rm0_ck_data((32 * (4 + 1))-1 downto (32 * 4));
             end if;
         end if;
     end if;
@@ -7790,14 +7790,14 @@ pu_impl0_pipearch_rm0_rm_reg2_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r3 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg2_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 3)) then
-                pu_impl0_pipearch_rm0_r3 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg2_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r3 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg2_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 0)) then
-                pu_impl0_pipearch_rm0_r3 <= pu_impl0_pipearch_rm0_ck_data((32 * (5 + 1))-1 downto (32 * 5));
+                pu_impl0_pipearch_rm0_rm_reg2_r <= pu_impl0_pipearch_rm0_ck_data((32 * (5 + 1))-1 downto (32 * 5));
             end if;
         end if;
     end if;
@@ -7807,14 +7807,14 @@ pu_impl0_pipearch_rm0_rm_reg3_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r4 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg3_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 4)) then
-                pu_impl0_pipearch_rm0_r4 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg3_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r4 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg3_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 0)) then
-                pu_impl0_pipearch_rm0_r4 <= pu_impl0_pipearch_rm0_ck_data((32 * (6 + 1))-1 downto (32 * 6));
+                pu_impl0_pipearch_rm0_rm_reg3_r <= pu_impl0_pipearch_rm0_ck_data((32 * (6 + 1))-1 downto (32 * 6));
             end if;
         end if;
     end if;
@@ -7824,14 +7824,14 @@ pu_impl0_pipearch_rm0_rm_reg4_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r5 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg4_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 5)) then
-                pu_impl0_pipearch_rm0_r5 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg4_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r5 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg4_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 0)) then
-                pu_impl0_pipearch_rm0_r5 <= pu_impl0_pipearch_rm0_ck_data((32 * (7 + 1))-1 downto (32 * 7));
+                pu_impl0_pipearch_rm0_rm_reg4_r <= pu_impl0_pipearch_rm0_ck_data((32 * (7 + 1))-1 downto (32 * 7));
             end if;
         end if;
     end if;
@@ -7841,14 +7841,14 @@ pu_impl0_pipearch_rm0_rm_reg5_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r6 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg5_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 6)) then
-                pu_impl0_pipearch_rm0_r6 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg5_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r6 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg5_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 1)) then
-                pu_impl0_pipearch_rm0_r6 <= pu_impl0_pipearch_rm0_ck_data((32 * (0 + 1))-1 downto (32 * 0));
+                pu_impl0_pipearch_rm0_rm_reg5_r <= pu_impl0_pipearch_rm0_ck_data((32 * (0 + 1))-1 downto (32 * 0));
             end if;
         end if;
     end if;
@@ -7858,14 +7858,14 @@ pu_impl0_pipearch_rm0_rm_reg6_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r7 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg6_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 7)) then
-                pu_impl0_pipearch_rm0_r7 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg6_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r7 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg6_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 1)) then
-                pu_impl0_pipearch_rm0_r7 <= pu_impl0_pipearch_rm0_ck_data((32 * (1 + 1))-1 downto (32 * 1));
+                pu_impl0_pipearch_rm0_rm_reg6_r <= pu_impl0_pipearch_rm0_ck_data((32 * (1 + 1))-1 downto (32 * 1));
             end if;
         end if;
     end if;
@@ -7875,14 +7875,14 @@ pu_impl0_pipearch_rm0_rm_reg7_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r8 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg7_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 8)) then
-                pu_impl0_pipearch_rm0_r8 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg7_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r8 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg7_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 1)) then
-                pu_impl0_pipearch_rm0_r8 <= pu_impl0_pipearch_rm0_ck_data((32 * (2 + 1))-1 downto (32 * 2));
+                pu_impl0_pipearch_rm0_rm_reg7_r <= pu_impl0_pipearch_rm0_ck_data((32 * (2 + 1))-1 downto (32 * 2));
             end if;
         end if;
     end if;
@@ -7892,14 +7892,14 @@ pu_impl0_pipearch_rm0_rm_reg8_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r9 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg8_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 9)) then
-                pu_impl0_pipearch_rm0_r9 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg8_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r9 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg8_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 1)) then
-                pu_impl0_pipearch_rm0_r9 <= pu_impl0_pipearch_rm0_ck_data((32 * (3 + 1))-1 downto (32 * 3));
+                pu_impl0_pipearch_rm0_rm_reg8_r <= pu_impl0_pipearch_rm0_ck_data((32 * (3 + 1))-1 downto (32 * 3));
             end if;
         end if;
     end if;
@@ -7909,14 +7909,14 @@ pu_impl0_pipearch_rm0_rm_reg9_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r10 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg9_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 10)) then
-                pu_impl0_pipearch_rm0_r10 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg9_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r10 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg9_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 1)) then
-                pu_impl0_pipearch_rm0_r10 <= pu_impl0_pipearch_rm0_ck_data((32 * (4 + 1))-1 downto (32 * 4));
+                pu_impl0_pipearch_rm0_rm_reg9_r <= pu_impl0_pipearch_rm0_ck_data((32 * (4 + 1))-1 downto (32 * 4));
             end if;
         end if;
     end if;
@@ -7926,14 +7926,14 @@ pu_impl0_pipearch_rm0_rm_reg10_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r11 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg10_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 11)) then
-                pu_impl0_pipearch_rm0_r11 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg10_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r11 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg10_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 1)) then
-                pu_impl0_pipearch_rm0_r11 <= pu_impl0_pipearch_rm0_ck_data((32 * (5 + 1))-1 downto (32 * 5));
+                pu_impl0_pipearch_rm0_rm_reg10_r <= pu_impl0_pipearch_rm0_ck_data((32 * (5 + 1))-1 downto (32 * 5));
             end if;
         end if;
     end if;
@@ -7943,14 +7943,14 @@ pu_impl0_pipearch_rm0_rm_reg11_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r12 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg11_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 12)) then
-                pu_impl0_pipearch_rm0_r12 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg11_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r12 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg11_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 1)) then
-                pu_impl0_pipearch_rm0_r12 <= pu_impl0_pipearch_rm0_ck_data((32 * (6 + 1))-1 downto (32 * 6));
+                pu_impl0_pipearch_rm0_rm_reg11_r <= pu_impl0_pipearch_rm0_ck_data((32 * (6 + 1))-1 downto (32 * 6));
             end if;
         end if;
     end if;
@@ -7960,14 +7960,14 @@ pu_impl0_pipearch_rm0_rm_reg12_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r13 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg12_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 13)) then
-                pu_impl0_pipearch_rm0_r13 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg12_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r13 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg12_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 1)) then
-                pu_impl0_pipearch_rm0_r13 <= pu_impl0_pipearch_rm0_ck_data((32 * (7 + 1))-1 downto (32 * 7));
+                pu_impl0_pipearch_rm0_rm_reg12_r <= pu_impl0_pipearch_rm0_ck_data((32 * (7 + 1))-1 downto (32 * 7));
             end if;
         end if;
     end if;
@@ -7977,14 +7977,14 @@ pu_impl0_pipearch_rm0_rm_reg13_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r14 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg13_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 14)) then
-                pu_impl0_pipearch_rm0_r14 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg13_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r14 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg13_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 2)) then
-                pu_impl0_pipearch_rm0_r14 <= pu_impl0_pipearch_rm0_ck_data((32 * (0 + 1))-1 downto (32 * 0));
+                pu_impl0_pipearch_rm0_rm_reg13_r <= pu_impl0_pipearch_rm0_ck_data((32 * (0 + 1))-1 downto (32 * 0));
             end if;
         end if;
     end if;
@@ -7994,18 +7994,120 @@ pu_impl0_pipearch_rm0_rm_reg14_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pu_impl0_pipearch_rm0_r15 <= to_unsigned(0, 32);
+            pu_impl0_pipearch_rm0_rm_reg14_r <= to_unsigned(0, 32);
         else
             if (bool(pu_impl0_pipearch_rm0_rf_we) and (pu_impl0_pipearch_rm0_frd = 15)) then
-                pu_impl0_pipearch_rm0_r15 <= pu_impl0_pipearch_rm0_add_res;
+                pu_impl0_pipearch_rm0_rm_reg14_r <= pu_impl0_pipearch_rm0_add_res;
             elsif bool(pu_impl0_pipearch_rm0_rf_clr) then
-                pu_impl0_pipearch_rm0_r15 <= to_unsigned(0, 32);
+                pu_impl0_pipearch_rm0_rm_reg14_r <= to_unsigned(0, 32);
             elsif (bool(pu_impl0_pipearch_rm0_ctx_we) and (pu_impl0_pipearch_rm0_ck_idx = 2)) then
-                pu_impl0_pipearch_rm0_r15 <= pu_impl0_pipearch_rm0_ck_data((32 * (1 + 1))-1 downto (32 * 1));
+                pu_impl0_pipearch_rm0_rm_reg14_r <= pu_impl0_pipearch_rm0_ck_data((32 * (1 + 1))-1 downto (32 * 1));
             end if;
         end if;
     end if;
 end process pu_impl0_pipearch_rm0_rm_reg14_rproc;
+
+pu_impl0_pipearch_rm0_rm_rfmux0_rfmux: process (pu_impl0_pipearch_rm0_rm_reg5_r, pu_impl0_pipearch_rm0_rm_reg3_r, pu_impl0_pipearch_rm0_rm_reg14_r, pu_impl0_pipearch_rm0_rm_reg1_r, pu_impl0_pipearch_rm0_rm_reg13_r, pu_impl0_pipearch_rm0_rm_reg2_r, pu_impl0_pipearch_rm0_rm_reg12_r, pu_impl0_pipearch_rm0_rm_reg6_r, pu_impl0_pipearch_rm0_rm_reg11_r, pu_impl0_pipearch_rm0_rm_reg0_r, pu_impl0_pipearch_rm0_fra, pu_impl0_pipearch_rm0_rm_reg9_r, pu_impl0_pipearch_rm0_rm_reg8_r, pu_impl0_pipearch_rm0_rm_reg7_r, pu_impl0_pipearch_rm0_rm_reg4_r, pu_impl0_pipearch_rm0_rm_reg10_r) is
+begin
+    if bool(pu_impl0_pipearch_rm0_fra(3)) then
+        if bool(pu_impl0_pipearch_rm0_fra(2)) then
+            if bool(pu_impl0_pipearch_rm0_fra(1)) then
+                if bool(pu_impl0_pipearch_rm0_fra(0)) then
+                    pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg14_r;
+                else
+                    pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg13_r;
+                end if;
+            elsif bool(pu_impl0_pipearch_rm0_fra(0)) then
+                pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg12_r;
+            else
+                pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg11_r;
+            end if;
+        elsif bool(pu_impl0_pipearch_rm0_fra(1)) then
+            if bool(pu_impl0_pipearch_rm0_fra(0)) then
+                pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg10_r;
+            else
+                pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg9_r;
+            end if;
+        elsif bool(pu_impl0_pipearch_rm0_fra(0)) then
+            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg8_r;
+        else
+            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg7_r;
+        end if;
+    elsif bool(pu_impl0_pipearch_rm0_fra(2)) then
+        if bool(pu_impl0_pipearch_rm0_fra(1)) then
+            if bool(pu_impl0_pipearch_rm0_fra(0)) then
+                pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg6_r;
+            else
+                pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg5_r;
+            end if;
+        elsif bool(pu_impl0_pipearch_rm0_fra(0)) then
+            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg4_r;
+        else
+            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg3_r;
+        end if;
+    elsif bool(pu_impl0_pipearch_rm0_fra(1)) then
+        if bool(pu_impl0_pipearch_rm0_fra(0)) then
+            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg2_r;
+        else
+            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg1_r;
+        end if;
+    elsif bool(pu_impl0_pipearch_rm0_fra(0)) then
+        pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_rm_reg0_r;
+    else
+        pu_impl0_pipearch_rm0_ra_val <= to_unsigned(0, 32);
+    end if;
+end process pu_impl0_pipearch_rm0_rm_rfmux0_rfmux;
+
+pu_impl0_pipearch_rm0_rm_rfmux1_rfmux: process (pu_impl0_pipearch_rm0_rm_reg5_r, pu_impl0_pipearch_rm0_rm_reg3_r, pu_impl0_pipearch_rm0_rm_reg14_r, pu_impl0_pipearch_rm0_rm_reg1_r, pu_impl0_pipearch_rm0_rm_reg13_r, pu_impl0_pipearch_rm0_rm_reg2_r, pu_impl0_pipearch_rm0_rm_reg12_r, pu_impl0_pipearch_rm0_rm_reg6_r, pu_impl0_pipearch_rm0_rm_reg11_r, pu_impl0_pipearch_rm0_rm_reg0_r, pu_impl0_pipearch_rm0_frb, pu_impl0_pipearch_rm0_rm_reg9_r, pu_impl0_pipearch_rm0_rm_reg8_r, pu_impl0_pipearch_rm0_rm_reg7_r, pu_impl0_pipearch_rm0_rm_reg4_r, pu_impl0_pipearch_rm0_rm_reg10_r) is
+begin
+    if bool(pu_impl0_pipearch_rm0_frb(3)) then
+        if bool(pu_impl0_pipearch_rm0_frb(2)) then
+            if bool(pu_impl0_pipearch_rm0_frb(1)) then
+                if bool(pu_impl0_pipearch_rm0_frb(0)) then
+                    pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg14_r;
+                else
+                    pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg13_r;
+                end if;
+            elsif bool(pu_impl0_pipearch_rm0_frb(0)) then
+                pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg12_r;
+            else
+                pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg11_r;
+            end if;
+        elsif bool(pu_impl0_pipearch_rm0_frb(1)) then
+            if bool(pu_impl0_pipearch_rm0_frb(0)) then
+                pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg10_r;
+            else
+                pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg9_r;
+            end if;
+        elsif bool(pu_impl0_pipearch_rm0_frb(0)) then
+            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg8_r;
+        else
+            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg7_r;
+        end if;
+    elsif bool(pu_impl0_pipearch_rm0_frb(2)) then
+        if bool(pu_impl0_pipearch_rm0_frb(1)) then
+            if bool(pu_impl0_pipearch_rm0_frb(0)) then
+                pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg6_r;
+            else
+                pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg5_r;
+            end if;
+        elsif bool(pu_impl0_pipearch_rm0_frb(0)) then
+            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg4_r;
+        else
+            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg3_r;
+        end if;
+    elsif bool(pu_impl0_pipearch_rm0_frb(1)) then
+        if bool(pu_impl0_pipearch_rm0_frb(0)) then
+            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg2_r;
+        else
+            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg1_r;
+        end if;
+    elsif bool(pu_impl0_pipearch_rm0_frb(0)) then
+        pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_rm_reg0_r;
+    else
+        pu_impl0_pipearch_rm0_rb_val <= to_unsigned(0, 32);
+    end if;
+end process pu_impl0_pipearch_rm0_rm_rfmux1_rfmux;
 
 
 pu_impl0_pipearch_rm0_rm_channel0_wk <= pu_impl0_pipearch_rm0_ir_r((32 * (0 + 3))-1 downto (32 * (0 + 2)));
@@ -8273,82 +8375,6 @@ pu_impl0_pipearch_rm0_hdr_bad_c <= stdl((pu_impl0_pipearch_rm0_ck_data(32-1 down
 pu_impl0_pipearch_rm0_rf_we <= stdl((pu_impl0_pipearch_rm0_state = 5) and ((pu_impl0_pipearch_rm0_op = 1) or (pu_impl0_pipearch_rm0_op = 2) or (pu_impl0_pipearch_rm0_op = 3)));
 pu_impl0_pipearch_rm0_rf_clr <= stdl((pu_impl0_pipearch_rm0_state = 2) and (pu_impl0_pipearch_rm0_ph = 2) and (pu_impl0_pipearch_rm0_ctx_st = 0));
 pu_impl0_pipearch_rm0_ctx_we <= stdl(bool(pu_impl0_pipearch_rm0_ck_valid) and (pu_impl0_pipearch_rm0_state = 2) and (pu_impl0_pipearch_rm0_ph = 1));
-
-pu_impl0_pipearch_rm0_rf_rd: process (pu_impl0_pipearch_rm0_r2, pu_impl0_pipearch_rm0_r4, pu_impl0_pipearch_rm0_r6, pu_impl0_pipearch_rm0_r15, pu_impl0_pipearch_rm0_r14, pu_impl0_pipearch_rm0_r3, pu_impl0_pipearch_rm0_r13, pu_impl0_pipearch_rm0_r7, pu_impl0_pipearch_rm0_r12, pu_impl0_pipearch_rm0_r1, pu_impl0_pipearch_rm0_r10, pu_impl0_pipearch_rm0_fra, pu_impl0_pipearch_rm0_r8, pu_impl0_pipearch_rm0_r9, pu_impl0_pipearch_rm0_r5, pu_impl0_pipearch_rm0_r11) is
-begin
-    case pu_impl0_pipearch_rm0_fra is
-        when "0001" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r1;
-        when "0010" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r2;
-        when "0011" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r3;
-        when "0100" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r4;
-        when "0101" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r5;
-        when "0110" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r6;
-        when "0111" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r7;
-        when "1000" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r8;
-        when "1001" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r9;
-        when "1010" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r10;
-        when "1011" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r11;
-        when "1100" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r12;
-        when "1101" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r13;
-        when "1110" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r14;
-        when "1111" =>
-            pu_impl0_pipearch_rm0_ra_val <= pu_impl0_pipearch_rm0_r15;
-        when others =>
-            pu_impl0_pipearch_rm0_ra_val <= to_unsigned(0, 32);
-    end case;
-end process pu_impl0_pipearch_rm0_rf_rd;
-
-pu_impl0_pipearch_rm0_rf_rdb: process (pu_impl0_pipearch_rm0_r2, pu_impl0_pipearch_rm0_r4, pu_impl0_pipearch_rm0_r6, pu_impl0_pipearch_rm0_r15, pu_impl0_pipearch_rm0_r14, pu_impl0_pipearch_rm0_r3, pu_impl0_pipearch_rm0_r13, pu_impl0_pipearch_rm0_r7, pu_impl0_pipearch_rm0_r12, pu_impl0_pipearch_rm0_r1, pu_impl0_pipearch_rm0_r10, pu_impl0_pipearch_rm0_r9, pu_impl0_pipearch_rm0_r8, pu_impl0_pipearch_rm0_frb, pu_impl0_pipearch_rm0_r5, pu_impl0_pipearch_rm0_r11) is
-begin
-    case pu_impl0_pipearch_rm0_frb is
-        when "0001" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r1;
-        when "0010" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r2;
-        when "0011" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r3;
-        when "0100" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r4;
-        when "0101" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r5;
-        when "0110" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r6;
-        when "0111" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r7;
-        when "1000" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r8;
-        when "1001" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r9;
-        when "1010" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r10;
-        when "1011" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r11;
-        when "1100" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r12;
-        when "1101" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r13;
-        when "1110" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r14;
-        when "1111" =>
-            pu_impl0_pipearch_rm0_rb_val <= pu_impl0_pipearch_rm0_r15;
-        when others =>
-            pu_impl0_pipearch_rm0_rb_val <= to_unsigned(0, 32);
-    end case;
-end process pu_impl0_pipearch_rm0_rf_rdb;
 
 pu_impl0_pipearch_rm0_sdec_c: process (dbg_sub_busy_num, pu_impl0_pipearch_rm0_sidx) is
 begin

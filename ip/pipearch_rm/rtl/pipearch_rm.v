@@ -312,21 +312,21 @@ wire [18:0] am_end;
 wire amem_big;
 reg [1023:0] ctx_sr;
 wire st_v;
-reg [31:0] r1;
-reg [31:0] r2;
-reg [31:0] r3;
-reg [31:0] r4;
-reg [31:0] r5;
-reg [31:0] r6;
-reg [31:0] r7;
-reg [31:0] r8;
-reg [31:0] r9;
-reg [31:0] r10;
-reg [31:0] r11;
-reg [31:0] r12;
-reg [31:0] r13;
-reg [31:0] r14;
-reg [31:0] r15;
+reg [31:0] rm_reg0_r;
+reg [31:0] rm_reg1_r;
+reg [31:0] rm_reg2_r;
+reg [31:0] rm_reg3_r;
+reg [31:0] rm_reg4_r;
+reg [31:0] rm_reg5_r;
+reg [31:0] rm_reg6_r;
+reg [31:0] rm_reg7_r;
+reg [31:0] rm_reg8_r;
+reg [31:0] rm_reg9_r;
+reg [31:0] rm_reg10_r;
+reg [31:0] rm_reg11_r;
+reg [31:0] rm_reg12_r;
+reg [31:0] rm_reg13_r;
+reg [31:0] rm_reg14_r;
 wire rm_channel0_ab_k;
 wire rm_channel0_lnd_k;
 wire rm_channel0_ln1_k;
@@ -414,21 +414,21 @@ assign nib_nz[3] = rm_channel3_nz_k;
 assign nib_nz[2] = rm_channel2_nz_k;
 assign nib_nz[1] = rm_channel1_nz_k;
 assign nib_nz[0] = rm_channel0_nz_k;
-assign rf[480-1:448] = r15;
-assign rf[448-1:416] = r14;
-assign rf[416-1:384] = r13;
-assign rf[384-1:352] = r12;
-assign rf[352-1:320] = r11;
-assign rf[320-1:288] = r10;
-assign rf[288-1:256] = r9;
-assign rf[256-1:224] = r8;
-assign rf[224-1:192] = r7;
-assign rf[192-1:160] = r6;
-assign rf[160-1:128] = r5;
-assign rf[128-1:96] = r4;
-assign rf[96-1:64] = r3;
-assign rf[64-1:32] = r2;
-assign rf[32-1:0] = r1;
+assign rf[480-1:448] = rm_reg14_r;
+assign rf[448-1:416] = rm_reg13_r;
+assign rf[416-1:384] = rm_reg12_r;
+assign rf[384-1:352] = rm_reg11_r;
+assign rf[352-1:320] = rm_reg10_r;
+assign rf[320-1:288] = rm_reg9_r;
+assign rf[288-1:256] = rm_reg8_r;
+assign rf[256-1:224] = rm_reg7_r;
+assign rf[224-1:192] = rm_reg6_r;
+assign rf[192-1:160] = rm_reg5_r;
+assign rf[160-1:128] = rm_reg4_r;
+assign rf[128-1:96] = rm_reg3_r;
+assign rf[96-1:64] = rm_reg2_r;
+assign rf[64-1:32] = rm_reg1_r;
+assign rf[32-1:0] = rm_reg0_r;
 assign unz[3] = rm_channel3_uz_k;
 assign unz[2] = rm_channel2_uz_k;
 assign unz[1] = rm_channel1_uz_k;
@@ -570,17 +570,17 @@ assign ld_lines_prog = (n16 >>> 1);
 
 always @(posedge clk) begin: rm_reg0_rproc
     if (rst == 1) begin
-        r1 <= 0;
+        rm_reg0_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 1))) begin
-            r1 <= add_res;
+            rm_reg0_r <= add_res;
         end
         else if (rf_clr) begin
-            r1 <= 0;
+            rm_reg0_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 0))) begin
-            r1 <= ck_data[(32 * (3 + 1))-1:(32 * 3)];
+            rm_reg0_r <= ck_data[(32 * (3 + 1))-1:(32 * 3)];
         end
     end
 end
@@ -588,17 +588,17 @@ end
 
 always @(posedge clk) begin: rm_reg1_rproc
     if (rst == 1) begin
-        r2 <= 0;
+        rm_reg1_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 2))) begin
-            r2 <= add_res;
+            rm_reg1_r <= add_res;
         end
         else if (rf_clr) begin
-            r2 <= 0;
+            rm_reg1_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 0))) begin
-            r2 <= ck_data[(32 * (4 + 1))-1:(32 * 4)];
+            rm_reg1_r <= ck_data[(32 * (4 + 1))-1:(32 * 4)];
         end
     end
 end
@@ -606,17 +606,17 @@ end
 
 always @(posedge clk) begin: rm_reg2_rproc
     if (rst == 1) begin
-        r3 <= 0;
+        rm_reg2_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 3))) begin
-            r3 <= add_res;
+            rm_reg2_r <= add_res;
         end
         else if (rf_clr) begin
-            r3 <= 0;
+            rm_reg2_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 0))) begin
-            r3 <= ck_data[(32 * (5 + 1))-1:(32 * 5)];
+            rm_reg2_r <= ck_data[(32 * (5 + 1))-1:(32 * 5)];
         end
     end
 end
@@ -624,17 +624,17 @@ end
 
 always @(posedge clk) begin: rm_reg3_rproc
     if (rst == 1) begin
-        r4 <= 0;
+        rm_reg3_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 4))) begin
-            r4 <= add_res;
+            rm_reg3_r <= add_res;
         end
         else if (rf_clr) begin
-            r4 <= 0;
+            rm_reg3_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 0))) begin
-            r4 <= ck_data[(32 * (6 + 1))-1:(32 * 6)];
+            rm_reg3_r <= ck_data[(32 * (6 + 1))-1:(32 * 6)];
         end
     end
 end
@@ -642,17 +642,17 @@ end
 
 always @(posedge clk) begin: rm_reg4_rproc
     if (rst == 1) begin
-        r5 <= 0;
+        rm_reg4_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 5))) begin
-            r5 <= add_res;
+            rm_reg4_r <= add_res;
         end
         else if (rf_clr) begin
-            r5 <= 0;
+            rm_reg4_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 0))) begin
-            r5 <= ck_data[(32 * (7 + 1))-1:(32 * 7)];
+            rm_reg4_r <= ck_data[(32 * (7 + 1))-1:(32 * 7)];
         end
     end
 end
@@ -660,17 +660,17 @@ end
 
 always @(posedge clk) begin: rm_reg5_rproc
     if (rst == 1) begin
-        r6 <= 0;
+        rm_reg5_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 6))) begin
-            r6 <= add_res;
+            rm_reg5_r <= add_res;
         end
         else if (rf_clr) begin
-            r6 <= 0;
+            rm_reg5_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 1))) begin
-            r6 <= ck_data[(32 * (0 + 1))-1:(32 * 0)];
+            rm_reg5_r <= ck_data[(32 * (0 + 1))-1:(32 * 0)];
         end
     end
 end
@@ -678,17 +678,17 @@ end
 
 always @(posedge clk) begin: rm_reg6_rproc
     if (rst == 1) begin
-        r7 <= 0;
+        rm_reg6_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 7))) begin
-            r7 <= add_res;
+            rm_reg6_r <= add_res;
         end
         else if (rf_clr) begin
-            r7 <= 0;
+            rm_reg6_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 1))) begin
-            r7 <= ck_data[(32 * (1 + 1))-1:(32 * 1)];
+            rm_reg6_r <= ck_data[(32 * (1 + 1))-1:(32 * 1)];
         end
     end
 end
@@ -696,17 +696,17 @@ end
 
 always @(posedge clk) begin: rm_reg7_rproc
     if (rst == 1) begin
-        r8 <= 0;
+        rm_reg7_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 8))) begin
-            r8 <= add_res;
+            rm_reg7_r <= add_res;
         end
         else if (rf_clr) begin
-            r8 <= 0;
+            rm_reg7_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 1))) begin
-            r8 <= ck_data[(32 * (2 + 1))-1:(32 * 2)];
+            rm_reg7_r <= ck_data[(32 * (2 + 1))-1:(32 * 2)];
         end
     end
 end
@@ -714,17 +714,17 @@ end
 
 always @(posedge clk) begin: rm_reg8_rproc
     if (rst == 1) begin
-        r9 <= 0;
+        rm_reg8_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 9))) begin
-            r9 <= add_res;
+            rm_reg8_r <= add_res;
         end
         else if (rf_clr) begin
-            r9 <= 0;
+            rm_reg8_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 1))) begin
-            r9 <= ck_data[(32 * (3 + 1))-1:(32 * 3)];
+            rm_reg8_r <= ck_data[(32 * (3 + 1))-1:(32 * 3)];
         end
     end
 end
@@ -732,17 +732,17 @@ end
 
 always @(posedge clk) begin: rm_reg9_rproc
     if (rst == 1) begin
-        r10 <= 0;
+        rm_reg9_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 10))) begin
-            r10 <= add_res;
+            rm_reg9_r <= add_res;
         end
         else if (rf_clr) begin
-            r10 <= 0;
+            rm_reg9_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 1))) begin
-            r10 <= ck_data[(32 * (4 + 1))-1:(32 * 4)];
+            rm_reg9_r <= ck_data[(32 * (4 + 1))-1:(32 * 4)];
         end
     end
 end
@@ -750,17 +750,17 @@ end
 
 always @(posedge clk) begin: rm_reg10_rproc
     if (rst == 1) begin
-        r11 <= 0;
+        rm_reg10_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 11))) begin
-            r11 <= add_res;
+            rm_reg10_r <= add_res;
         end
         else if (rf_clr) begin
-            r11 <= 0;
+            rm_reg10_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 1))) begin
-            r11 <= ck_data[(32 * (5 + 1))-1:(32 * 5)];
+            rm_reg10_r <= ck_data[(32 * (5 + 1))-1:(32 * 5)];
         end
     end
 end
@@ -768,17 +768,17 @@ end
 
 always @(posedge clk) begin: rm_reg11_rproc
     if (rst == 1) begin
-        r12 <= 0;
+        rm_reg11_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 12))) begin
-            r12 <= add_res;
+            rm_reg11_r <= add_res;
         end
         else if (rf_clr) begin
-            r12 <= 0;
+            rm_reg11_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 1))) begin
-            r12 <= ck_data[(32 * (6 + 1))-1:(32 * 6)];
+            rm_reg11_r <= ck_data[(32 * (6 + 1))-1:(32 * 6)];
         end
     end
 end
@@ -786,17 +786,17 @@ end
 
 always @(posedge clk) begin: rm_reg12_rproc
     if (rst == 1) begin
-        r13 <= 0;
+        rm_reg12_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 13))) begin
-            r13 <= add_res;
+            rm_reg12_r <= add_res;
         end
         else if (rf_clr) begin
-            r13 <= 0;
+            rm_reg12_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 1))) begin
-            r13 <= ck_data[(32 * (7 + 1))-1:(32 * 7)];
+            rm_reg12_r <= ck_data[(32 * (7 + 1))-1:(32 * 7)];
         end
     end
 end
@@ -804,17 +804,17 @@ end
 
 always @(posedge clk) begin: rm_reg13_rproc
     if (rst == 1) begin
-        r14 <= 0;
+        rm_reg13_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 14))) begin
-            r14 <= add_res;
+            rm_reg13_r <= add_res;
         end
         else if (rf_clr) begin
-            r14 <= 0;
+            rm_reg13_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 2))) begin
-            r14 <= ck_data[(32 * (0 + 1))-1:(32 * 0)];
+            rm_reg13_r <= ck_data[(32 * (0 + 1))-1:(32 * 0)];
         end
     end
 end
@@ -822,18 +822,150 @@ end
 
 always @(posedge clk) begin: rm_reg14_rproc
     if (rst == 1) begin
-        r15 <= 0;
+        rm_reg14_r <= 0;
     end
     else begin
         if ((rf_we && (frd == 15))) begin
-            r15 <= add_res;
+            rm_reg14_r <= add_res;
         end
         else if (rf_clr) begin
-            r15 <= 0;
+            rm_reg14_r <= 0;
         end
         else if ((ctx_we && (ck_idx == 2))) begin
-            r15 <= ck_data[(32 * (1 + 1))-1:(32 * 1)];
+            rm_reg14_r <= ck_data[(32 * (1 + 1))-1:(32 * 1)];
         end
+    end
+end
+
+
+always @(rm_reg5_r, rm_reg3_r, rm_reg14_r, rm_reg1_r, rm_reg13_r, rm_reg2_r, rm_reg12_r, rm_reg6_r, rm_reg11_r, rm_reg0_r, fra, rm_reg9_r, rm_reg8_r, rm_reg7_r, rm_reg4_r, rm_reg10_r) begin: rm_rfmux0_rfmux
+    if (fra[3]) begin
+        if (fra[2]) begin
+            if (fra[1]) begin
+                if (fra[0]) begin
+                    ra_val = rm_reg14_r;
+                end
+                else begin
+                    ra_val = rm_reg13_r;
+                end
+            end
+            else if (fra[0]) begin
+                ra_val = rm_reg12_r;
+            end
+            else begin
+                ra_val = rm_reg11_r;
+            end
+        end
+        else if (fra[1]) begin
+            if (fra[0]) begin
+                ra_val = rm_reg10_r;
+            end
+            else begin
+                ra_val = rm_reg9_r;
+            end
+        end
+        else if (fra[0]) begin
+            ra_val = rm_reg8_r;
+        end
+        else begin
+            ra_val = rm_reg7_r;
+        end
+    end
+    else if (fra[2]) begin
+        if (fra[1]) begin
+            if (fra[0]) begin
+                ra_val = rm_reg6_r;
+            end
+            else begin
+                ra_val = rm_reg5_r;
+            end
+        end
+        else if (fra[0]) begin
+            ra_val = rm_reg4_r;
+        end
+        else begin
+            ra_val = rm_reg3_r;
+        end
+    end
+    else if (fra[1]) begin
+        if (fra[0]) begin
+            ra_val = rm_reg2_r;
+        end
+        else begin
+            ra_val = rm_reg1_r;
+        end
+    end
+    else if (fra[0]) begin
+        ra_val = rm_reg0_r;
+    end
+    else begin
+        ra_val = 0;
+    end
+end
+
+
+always @(rm_reg5_r, rm_reg3_r, rm_reg14_r, rm_reg1_r, rm_reg13_r, rm_reg2_r, rm_reg12_r, rm_reg6_r, rm_reg11_r, rm_reg0_r, frb, rm_reg9_r, rm_reg8_r, rm_reg7_r, rm_reg4_r, rm_reg10_r) begin: rm_rfmux1_rfmux
+    if (frb[3]) begin
+        if (frb[2]) begin
+            if (frb[1]) begin
+                if (frb[0]) begin
+                    rb_val = rm_reg14_r;
+                end
+                else begin
+                    rb_val = rm_reg13_r;
+                end
+            end
+            else if (frb[0]) begin
+                rb_val = rm_reg12_r;
+            end
+            else begin
+                rb_val = rm_reg11_r;
+            end
+        end
+        else if (frb[1]) begin
+            if (frb[0]) begin
+                rb_val = rm_reg10_r;
+            end
+            else begin
+                rb_val = rm_reg9_r;
+            end
+        end
+        else if (frb[0]) begin
+            rb_val = rm_reg8_r;
+        end
+        else begin
+            rb_val = rm_reg7_r;
+        end
+    end
+    else if (frb[2]) begin
+        if (frb[1]) begin
+            if (frb[0]) begin
+                rb_val = rm_reg6_r;
+            end
+            else begin
+                rb_val = rm_reg5_r;
+            end
+        end
+        else if (frb[0]) begin
+            rb_val = rm_reg4_r;
+        end
+        else begin
+            rb_val = rm_reg3_r;
+        end
+    end
+    else if (frb[1]) begin
+        if (frb[0]) begin
+            rb_val = rm_reg2_r;
+        end
+        else begin
+            rb_val = rm_reg1_r;
+        end
+    end
+    else if (frb[0]) begin
+        rb_val = rm_reg0_r;
+    end
+    else begin
+        rb_val = 0;
     end
 end
 
@@ -1139,114 +1271,6 @@ assign hdr_bad_c = ((ck_data[32-1:0] == 0) || (ck_data[32-1:0] > 255) || ((ck_da
 assign rf_we = ((state == 5) && ((op == 1) || (op == 2) || (op == 3)));
 assign rf_clr = ((state == 2) && (ph == 2) && (ctx_st == 0));
 assign ctx_we = (ck_valid && (state == 2) && (ph == 1));
-
-
-always @(r2, r4, r6, r15, r14, r3, r13, r7, r12, r1, r10, fra, r8, r9, r5, r11) begin: rf_rd
-    case (fra)
-        'h1: begin
-            ra_val = r1;
-        end
-        'h2: begin
-            ra_val = r2;
-        end
-        'h3: begin
-            ra_val = r3;
-        end
-        'h4: begin
-            ra_val = r4;
-        end
-        'h5: begin
-            ra_val = r5;
-        end
-        'h6: begin
-            ra_val = r6;
-        end
-        'h7: begin
-            ra_val = r7;
-        end
-        'h8: begin
-            ra_val = r8;
-        end
-        'h9: begin
-            ra_val = r9;
-        end
-        'ha: begin
-            ra_val = r10;
-        end
-        'hb: begin
-            ra_val = r11;
-        end
-        'hc: begin
-            ra_val = r12;
-        end
-        'hd: begin
-            ra_val = r13;
-        end
-        'he: begin
-            ra_val = r14;
-        end
-        'hf: begin
-            ra_val = r15;
-        end
-        default: begin
-            ra_val = 0;
-        end
-    endcase
-end
-
-
-always @(r2, r4, r6, r15, r14, r3, r13, r7, r12, r1, r10, r9, r8, frb, r5, r11) begin: rf_rdb
-    case (frb)
-        'h1: begin
-            rb_val = r1;
-        end
-        'h2: begin
-            rb_val = r2;
-        end
-        'h3: begin
-            rb_val = r3;
-        end
-        'h4: begin
-            rb_val = r4;
-        end
-        'h5: begin
-            rb_val = r5;
-        end
-        'h6: begin
-            rb_val = r6;
-        end
-        'h7: begin
-            rb_val = r7;
-        end
-        'h8: begin
-            rb_val = r8;
-        end
-        'h9: begin
-            rb_val = r9;
-        end
-        'ha: begin
-            rb_val = r10;
-        end
-        'hb: begin
-            rb_val = r11;
-        end
-        'hc: begin
-            rb_val = r12;
-        end
-        'hd: begin
-            rb_val = r13;
-        end
-        'he: begin
-            rb_val = r14;
-        end
-        'hf: begin
-            rb_val = r15;
-        end
-        default: begin
-            rb_val = 0;
-        end
-    endcase
-end
 
 
 always @(sub_busy, sidx) begin: sdec_c

@@ -259,21 +259,21 @@ signal am_end: unsigned(18 downto 0);
 signal amem_big: std_logic;
 signal ctx_sr: unsigned(1023 downto 0);
 signal st_v: std_logic;
-signal r1: unsigned(31 downto 0);
-signal r2: unsigned(31 downto 0);
-signal r3: unsigned(31 downto 0);
-signal r4: unsigned(31 downto 0);
-signal r5: unsigned(31 downto 0);
-signal r6: unsigned(31 downto 0);
-signal r7: unsigned(31 downto 0);
-signal r8: unsigned(31 downto 0);
-signal r9: unsigned(31 downto 0);
-signal r10: unsigned(31 downto 0);
-signal r11: unsigned(31 downto 0);
-signal r12: unsigned(31 downto 0);
-signal r13: unsigned(31 downto 0);
-signal r14: unsigned(31 downto 0);
-signal r15: unsigned(31 downto 0);
+signal rm_reg0_r: unsigned(31 downto 0);
+signal rm_reg1_r: unsigned(31 downto 0);
+signal rm_reg2_r: unsigned(31 downto 0);
+signal rm_reg3_r: unsigned(31 downto 0);
+signal rm_reg4_r: unsigned(31 downto 0);
+signal rm_reg5_r: unsigned(31 downto 0);
+signal rm_reg6_r: unsigned(31 downto 0);
+signal rm_reg7_r: unsigned(31 downto 0);
+signal rm_reg8_r: unsigned(31 downto 0);
+signal rm_reg9_r: unsigned(31 downto 0);
+signal rm_reg10_r: unsigned(31 downto 0);
+signal rm_reg11_r: unsigned(31 downto 0);
+signal rm_reg12_r: unsigned(31 downto 0);
+signal rm_reg13_r: unsigned(31 downto 0);
+signal rm_reg14_r: unsigned(31 downto 0);
 signal rm_channel0_ab_k: std_logic;
 signal rm_channel0_lnd_k: std_logic;
 signal rm_channel0_ln1_k: std_logic;
@@ -394,21 +394,21 @@ nib_nz(3) <= rm_channel3_nz_k;
 nib_nz(2) <= rm_channel2_nz_k;
 nib_nz(1) <= rm_channel1_nz_k;
 nib_nz(0) <= rm_channel0_nz_k;
-rf(480-1 downto 448) <= r15;
-rf(448-1 downto 416) <= r14;
-rf(416-1 downto 384) <= r13;
-rf(384-1 downto 352) <= r12;
-rf(352-1 downto 320) <= r11;
-rf(320-1 downto 288) <= r10;
-rf(288-1 downto 256) <= r9;
-rf(256-1 downto 224) <= r8;
-rf(224-1 downto 192) <= r7;
-rf(192-1 downto 160) <= r6;
-rf(160-1 downto 128) <= r5;
-rf(128-1 downto 96) <= r4;
-rf(96-1 downto 64) <= r3;
-rf(64-1 downto 32) <= r2;
-rf(32-1 downto 0) <= r1;
+rf(480-1 downto 448) <= rm_reg14_r;
+rf(448-1 downto 416) <= rm_reg13_r;
+rf(416-1 downto 384) <= rm_reg12_r;
+rf(384-1 downto 352) <= rm_reg11_r;
+rf(352-1 downto 320) <= rm_reg10_r;
+rf(320-1 downto 288) <= rm_reg9_r;
+rf(288-1 downto 256) <= rm_reg8_r;
+rf(256-1 downto 224) <= rm_reg7_r;
+rf(224-1 downto 192) <= rm_reg6_r;
+rf(192-1 downto 160) <= rm_reg5_r;
+rf(160-1 downto 128) <= rm_reg4_r;
+rf(128-1 downto 96) <= rm_reg3_r;
+rf(96-1 downto 64) <= rm_reg2_r;
+rf(64-1 downto 32) <= rm_reg1_r;
+rf(32-1 downto 0) <= rm_reg0_r;
 unz(3) <= rm_channel3_uz_k;
 unz(2) <= rm_channel2_uz_k;
 unz(1) <= rm_channel1_uz_k;
@@ -548,14 +548,14 @@ rm_reg0_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r1 <= to_unsigned(0, 32);
+            rm_reg0_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 1)) then
-                r1 <= add_res;
+                rm_reg0_r <= add_res;
             elsif bool(rf_clr) then
-                r1 <= to_unsigned(0, 32);
+                rm_reg0_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 0)) then
-                r1 <= ck_data((32 * (3 + 1))-1 downto (32 * 3));
+                rm_reg0_r <= ck_data((32 * (3 + 1))-1 downto (32 * 3));
             end if;
         end if;
     end if;
@@ -565,14 +565,14 @@ rm_reg1_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r2 <= to_unsigned(0, 32);
+            rm_reg1_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 2)) then
-                r2 <= add_res;
+                rm_reg1_r <= add_res;
             elsif bool(rf_clr) then
-                r2 <= to_unsigned(0, 32);
+                rm_reg1_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 0)) then
-                r2 <= ck_data((32 * (4 + 1))-1 downto (32 * 4));
+                rm_reg1_r <= ck_data((32 * (4 + 1))-1 downto (32 * 4));
             end if;
         end if;
     end if;
@@ -582,14 +582,14 @@ rm_reg2_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r3 <= to_unsigned(0, 32);
+            rm_reg2_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 3)) then
-                r3 <= add_res;
+                rm_reg2_r <= add_res;
             elsif bool(rf_clr) then
-                r3 <= to_unsigned(0, 32);
+                rm_reg2_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 0)) then
-                r3 <= ck_data((32 * (5 + 1))-1 downto (32 * 5));
+                rm_reg2_r <= ck_data((32 * (5 + 1))-1 downto (32 * 5));
             end if;
         end if;
     end if;
@@ -599,14 +599,14 @@ rm_reg3_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r4 <= to_unsigned(0, 32);
+            rm_reg3_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 4)) then
-                r4 <= add_res;
+                rm_reg3_r <= add_res;
             elsif bool(rf_clr) then
-                r4 <= to_unsigned(0, 32);
+                rm_reg3_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 0)) then
-                r4 <= ck_data((32 * (6 + 1))-1 downto (32 * 6));
+                rm_reg3_r <= ck_data((32 * (6 + 1))-1 downto (32 * 6));
             end if;
         end if;
     end if;
@@ -616,14 +616,14 @@ rm_reg4_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r5 <= to_unsigned(0, 32);
+            rm_reg4_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 5)) then
-                r5 <= add_res;
+                rm_reg4_r <= add_res;
             elsif bool(rf_clr) then
-                r5 <= to_unsigned(0, 32);
+                rm_reg4_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 0)) then
-                r5 <= ck_data((32 * (7 + 1))-1 downto (32 * 7));
+                rm_reg4_r <= ck_data((32 * (7 + 1))-1 downto (32 * 7));
             end if;
         end if;
     end if;
@@ -633,14 +633,14 @@ rm_reg5_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r6 <= to_unsigned(0, 32);
+            rm_reg5_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 6)) then
-                r6 <= add_res;
+                rm_reg5_r <= add_res;
             elsif bool(rf_clr) then
-                r6 <= to_unsigned(0, 32);
+                rm_reg5_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 1)) then
-                r6 <= ck_data((32 * (0 + 1))-1 downto (32 * 0));
+                rm_reg5_r <= ck_data((32 * (0 + 1))-1 downto (32 * 0));
             end if;
         end if;
     end if;
@@ -650,14 +650,14 @@ rm_reg6_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r7 <= to_unsigned(0, 32);
+            rm_reg6_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 7)) then
-                r7 <= add_res;
+                rm_reg6_r <= add_res;
             elsif bool(rf_clr) then
-                r7 <= to_unsigned(0, 32);
+                rm_reg6_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 1)) then
-                r7 <= ck_data((32 * (1 + 1))-1 downto (32 * 1));
+                rm_reg6_r <= ck_data((32 * (1 + 1))-1 downto (32 * 1));
             end if;
         end if;
     end if;
@@ -667,14 +667,14 @@ rm_reg7_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r8 <= to_unsigned(0, 32);
+            rm_reg7_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 8)) then
-                r8 <= add_res;
+                rm_reg7_r <= add_res;
             elsif bool(rf_clr) then
-                r8 <= to_unsigned(0, 32);
+                rm_reg7_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 1)) then
-                r8 <= ck_data((32 * (2 + 1))-1 downto (32 * 2));
+                rm_reg7_r <= ck_data((32 * (2 + 1))-1 downto (32 * 2));
             end if;
         end if;
     end if;
@@ -684,14 +684,14 @@ rm_reg8_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r9 <= to_unsigned(0, 32);
+            rm_reg8_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 9)) then
-                r9 <= add_res;
+                rm_reg8_r <= add_res;
             elsif bool(rf_clr) then
-                r9 <= to_unsigned(0, 32);
+                rm_reg8_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 1)) then
-                r9 <= ck_data((32 * (3 + 1))-1 downto (32 * 3));
+                rm_reg8_r <= ck_data((32 * (3 + 1))-1 downto (32 * 3));
             end if;
         end if;
     end if;
@@ -701,14 +701,14 @@ rm_reg9_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r10 <= to_unsigned(0, 32);
+            rm_reg9_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 10)) then
-                r10 <= add_res;
+                rm_reg9_r <= add_res;
             elsif bool(rf_clr) then
-                r10 <= to_unsigned(0, 32);
+                rm_reg9_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 1)) then
-                r10 <= ck_data((32 * (4 + 1))-1 downto (32 * 4));
+                rm_reg9_r <= ck_data((32 * (4 + 1))-1 downto (32 * 4));
             end if;
         end if;
     end if;
@@ -718,14 +718,14 @@ rm_reg10_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r11 <= to_unsigned(0, 32);
+            rm_reg10_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 11)) then
-                r11 <= add_res;
+                rm_reg10_r <= add_res;
             elsif bool(rf_clr) then
-                r11 <= to_unsigned(0, 32);
+                rm_reg10_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 1)) then
-                r11 <= ck_data((32 * (5 + 1))-1 downto (32 * 5));
+                rm_reg10_r <= ck_data((32 * (5 + 1))-1 downto (32 * 5));
             end if;
         end if;
     end if;
@@ -735,14 +735,14 @@ rm_reg11_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r12 <= to_unsigned(0, 32);
+            rm_reg11_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 12)) then
-                r12 <= add_res;
+                rm_reg11_r <= add_res;
             elsif bool(rf_clr) then
-                r12 <= to_unsigned(0, 32);
+                rm_reg11_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 1)) then
-                r12 <= ck_data((32 * (6 + 1))-1 downto (32 * 6));
+                rm_reg11_r <= ck_data((32 * (6 + 1))-1 downto (32 * 6));
             end if;
         end if;
     end if;
@@ -752,14 +752,14 @@ rm_reg12_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r13 <= to_unsigned(0, 32);
+            rm_reg12_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 13)) then
-                r13 <= add_res;
+                rm_reg12_r <= add_res;
             elsif bool(rf_clr) then
-                r13 <= to_unsigned(0, 32);
+                rm_reg12_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 1)) then
-                r13 <= ck_data((32 * (7 + 1))-1 downto (32 * 7));
+                rm_reg12_r <= ck_data((32 * (7 + 1))-1 downto (32 * 7));
             end if;
         end if;
     end if;
@@ -769,14 +769,14 @@ rm_reg13_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r14 <= to_unsigned(0, 32);
+            rm_reg13_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 14)) then
-                r14 <= add_res;
+                rm_reg13_r <= add_res;
             elsif bool(rf_clr) then
-                r14 <= to_unsigned(0, 32);
+                rm_reg13_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 2)) then
-                r14 <= ck_data((32 * (0 + 1))-1 downto (32 * 0));
+                rm_reg13_r <= ck_data((32 * (0 + 1))-1 downto (32 * 0));
             end if;
         end if;
     end if;
@@ -786,18 +786,120 @@ rm_reg14_rproc: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            r15 <= to_unsigned(0, 32);
+            rm_reg14_r <= to_unsigned(0, 32);
         else
             if (bool(rf_we) and (frd = 15)) then
-                r15 <= add_res;
+                rm_reg14_r <= add_res;
             elsif bool(rf_clr) then
-                r15 <= to_unsigned(0, 32);
+                rm_reg14_r <= to_unsigned(0, 32);
             elsif (bool(ctx_we) and (ck_idx = 2)) then
-                r15 <= ck_data((32 * (1 + 1))-1 downto (32 * 1));
+                rm_reg14_r <= ck_data((32 * (1 + 1))-1 downto (32 * 1));
             end if;
         end if;
     end if;
 end process rm_reg14_rproc;
+
+rm_rfmux0_rfmux: process (rm_reg5_r, rm_reg3_r, rm_reg14_r, rm_reg1_r, rm_reg13_r, rm_reg2_r, rm_reg12_r, rm_reg6_r, rm_reg11_r, rm_reg0_r, fra, rm_reg9_r, rm_reg8_r, rm_reg7_r, rm_reg4_r, rm_reg10_r) is
+begin
+    if bool(fra(3)) then
+        if bool(fra(2)) then
+            if bool(fra(1)) then
+                if bool(fra(0)) then
+                    ra_val <= rm_reg14_r;
+                else
+                    ra_val <= rm_reg13_r;
+                end if;
+            elsif bool(fra(0)) then
+                ra_val <= rm_reg12_r;
+            else
+                ra_val <= rm_reg11_r;
+            end if;
+        elsif bool(fra(1)) then
+            if bool(fra(0)) then
+                ra_val <= rm_reg10_r;
+            else
+                ra_val <= rm_reg9_r;
+            end if;
+        elsif bool(fra(0)) then
+            ra_val <= rm_reg8_r;
+        else
+            ra_val <= rm_reg7_r;
+        end if;
+    elsif bool(fra(2)) then
+        if bool(fra(1)) then
+            if bool(fra(0)) then
+                ra_val <= rm_reg6_r;
+            else
+                ra_val <= rm_reg5_r;
+            end if;
+        elsif bool(fra(0)) then
+            ra_val <= rm_reg4_r;
+        else
+            ra_val <= rm_reg3_r;
+        end if;
+    elsif bool(fra(1)) then
+        if bool(fra(0)) then
+            ra_val <= rm_reg2_r;
+        else
+            ra_val <= rm_reg1_r;
+        end if;
+    elsif bool(fra(0)) then
+        ra_val <= rm_reg0_r;
+    else
+        ra_val <= to_unsigned(0, 32);
+    end if;
+end process rm_rfmux0_rfmux;
+
+rm_rfmux1_rfmux: process (rm_reg5_r, rm_reg3_r, rm_reg14_r, rm_reg1_r, rm_reg13_r, rm_reg2_r, rm_reg12_r, rm_reg6_r, rm_reg11_r, rm_reg0_r, frb, rm_reg9_r, rm_reg8_r, rm_reg7_r, rm_reg4_r, rm_reg10_r) is
+begin
+    if bool(frb(3)) then
+        if bool(frb(2)) then
+            if bool(frb(1)) then
+                if bool(frb(0)) then
+                    rb_val <= rm_reg14_r;
+                else
+                    rb_val <= rm_reg13_r;
+                end if;
+            elsif bool(frb(0)) then
+                rb_val <= rm_reg12_r;
+            else
+                rb_val <= rm_reg11_r;
+            end if;
+        elsif bool(frb(1)) then
+            if bool(frb(0)) then
+                rb_val <= rm_reg10_r;
+            else
+                rb_val <= rm_reg9_r;
+            end if;
+        elsif bool(frb(0)) then
+            rb_val <= rm_reg8_r;
+        else
+            rb_val <= rm_reg7_r;
+        end if;
+    elsif bool(frb(2)) then
+        if bool(frb(1)) then
+            if bool(frb(0)) then
+                rb_val <= rm_reg6_r;
+            else
+                rb_val <= rm_reg5_r;
+            end if;
+        elsif bool(frb(0)) then
+            rb_val <= rm_reg4_r;
+        else
+            rb_val <= rm_reg3_r;
+        end if;
+    elsif bool(frb(1)) then
+        if bool(frb(0)) then
+            rb_val <= rm_reg2_r;
+        else
+            rb_val <= rm_reg1_r;
+        end if;
+    elsif bool(frb(0)) then
+        rb_val <= rm_reg0_r;
+    else
+        rb_val <= to_unsigned(0, 32);
+    end if;
+end process rm_rfmux1_rfmux;
 
 
 rm_channel0_wk <= ir_r((32 * (0 + 3))-1 downto (32 * (0 + 2)));
@@ -1065,82 +1167,6 @@ hdr_bad_c <= stdl((ck_data(32-1 downto 0) = 0) or (ck_data(32-1 downto 0) > 255)
 rf_we <= stdl((state = 5) and ((op = 1) or (op = 2) or (op = 3)));
 rf_clr <= stdl((state = 2) and (ph = 2) and (ctx_st = 0));
 ctx_we <= stdl(bool(ck_valid) and (state = 2) and (ph = 1));
-
-rf_rd: process (r2, r4, r6, r15, r14, r3, r13, r7, r12, r1, r10, fra, r8, r9, r5, r11) is
-begin
-    case fra is
-        when "0001" =>
-            ra_val <= r1;
-        when "0010" =>
-            ra_val <= r2;
-        when "0011" =>
-            ra_val <= r3;
-        when "0100" =>
-            ra_val <= r4;
-        when "0101" =>
-            ra_val <= r5;
-        when "0110" =>
-            ra_val <= r6;
-        when "0111" =>
-            ra_val <= r7;
-        when "1000" =>
-            ra_val <= r8;
-        when "1001" =>
-            ra_val <= r9;
-        when "1010" =>
-            ra_val <= r10;
-        when "1011" =>
-            ra_val <= r11;
-        when "1100" =>
-            ra_val <= r12;
-        when "1101" =>
-            ra_val <= r13;
-        when "1110" =>
-            ra_val <= r14;
-        when "1111" =>
-            ra_val <= r15;
-        when others =>
-            ra_val <= to_unsigned(0, 32);
-    end case;
-end process rf_rd;
-
-rf_rdb: process (r2, r4, r6, r15, r14, r3, r13, r7, r12, r1, r10, r9, r8, frb, r5, r11) is
-begin
-    case frb is
-        when "0001" =>
-            rb_val <= r1;
-        when "0010" =>
-            rb_val <= r2;
-        when "0011" =>
-            rb_val <= r3;
-        when "0100" =>
-            rb_val <= r4;
-        when "0101" =>
-            rb_val <= r5;
-        when "0110" =>
-            rb_val <= r6;
-        when "0111" =>
-            rb_val <= r7;
-        when "1000" =>
-            rb_val <= r8;
-        when "1001" =>
-            rb_val <= r9;
-        when "1010" =>
-            rb_val <= r10;
-        when "1011" =>
-            rb_val <= r11;
-        when "1100" =>
-            rb_val <= r12;
-        when "1101" =>
-            rb_val <= r13;
-        when "1110" =>
-            rb_val <= r14;
-        when "1111" =>
-            rb_val <= r15;
-        when others =>
-            rb_val <= to_unsigned(0, 32);
-    end case;
-end process rf_rdb;
 
 sdec_c: process (sub_busy_num, sidx) is
 begin
