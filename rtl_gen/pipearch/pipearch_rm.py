@@ -340,7 +340,6 @@ def block_fn(p: dict):
     R_PER = 256 // LW if LW <= 256 else 1   # lines per chunk
     C_PER = LW // 256 if LW > 256 else 1    # chunks per line
     INFO = info_rom(SUBS)
-    SEPRI = tuple(((v & -v).bit_length() - 1) if v else 0 for v in range(128))
     SDEC = tuple((1 << i) & 0x7F for i in range(8))
     NREG_LIM = NREG if NREG < 16 else 16
     CONFIG_VAL = L | ((NREG % 16) << 8) | (log2(DEPTH) << 16) | (SUBS << 24)
@@ -892,10 +891,28 @@ def block_fn(p: dict):
             else:
                 w6_eff.next = w6
 
+        # the lowest set bit of sub_err as a priority chain (one arm per bit; it was a
+        # 128-entry case table with the same function: issue 14 code coverage
+        # counted every redundant mask combination as a separate arm)
         @always_comb
         def se_c():
             se_any.next = sub_err != 0
-            se_idx.next = SEPRI[sub_err]
+            if sub_err[0]:
+                se_idx.next = 0
+            elif sub_err[1]:
+                se_idx.next = 1
+            elif sub_err[2]:
+                se_idx.next = 2
+            elif sub_err[3]:
+                se_idx.next = 3
+            elif sub_err[4]:
+                se_idx.next = 4
+            elif sub_err[5]:
+                se_idx.next = 5
+            elif sub_err[6]:
+                se_idx.next = 6
+            else:
+                se_idx.next = 0
 
         @always_comb
         def se_rd():

@@ -8636,136 +8636,30 @@ end
 
 always @(pu_impl0_status_glue0_rm_sub_err) begin: pu_impl0_pipearch_rm0_se_c
     pu_impl0_pipearch_rm0_se_any = (pu_impl0_status_glue0_rm_sub_err != 0);
-    case (pu_impl0_status_glue0_rm_sub_err)
-        0: pu_impl0_pipearch_rm0_se_idx = 0;
-        1: pu_impl0_pipearch_rm0_se_idx = 0;
-        2: pu_impl0_pipearch_rm0_se_idx = 1;
-        3: pu_impl0_pipearch_rm0_se_idx = 0;
-        4: pu_impl0_pipearch_rm0_se_idx = 2;
-        5: pu_impl0_pipearch_rm0_se_idx = 0;
-        6: pu_impl0_pipearch_rm0_se_idx = 1;
-        7: pu_impl0_pipearch_rm0_se_idx = 0;
-        8: pu_impl0_pipearch_rm0_se_idx = 3;
-        9: pu_impl0_pipearch_rm0_se_idx = 0;
-        10: pu_impl0_pipearch_rm0_se_idx = 1;
-        11: pu_impl0_pipearch_rm0_se_idx = 0;
-        12: pu_impl0_pipearch_rm0_se_idx = 2;
-        13: pu_impl0_pipearch_rm0_se_idx = 0;
-        14: pu_impl0_pipearch_rm0_se_idx = 1;
-        15: pu_impl0_pipearch_rm0_se_idx = 0;
-        16: pu_impl0_pipearch_rm0_se_idx = 4;
-        17: pu_impl0_pipearch_rm0_se_idx = 0;
-        18: pu_impl0_pipearch_rm0_se_idx = 1;
-        19: pu_impl0_pipearch_rm0_se_idx = 0;
-        20: pu_impl0_pipearch_rm0_se_idx = 2;
-        21: pu_impl0_pipearch_rm0_se_idx = 0;
-        22: pu_impl0_pipearch_rm0_se_idx = 1;
-        23: pu_impl0_pipearch_rm0_se_idx = 0;
-        24: pu_impl0_pipearch_rm0_se_idx = 3;
-        25: pu_impl0_pipearch_rm0_se_idx = 0;
-        26: pu_impl0_pipearch_rm0_se_idx = 1;
-        27: pu_impl0_pipearch_rm0_se_idx = 0;
-        28: pu_impl0_pipearch_rm0_se_idx = 2;
-        29: pu_impl0_pipearch_rm0_se_idx = 0;
-        30: pu_impl0_pipearch_rm0_se_idx = 1;
-        31: pu_impl0_pipearch_rm0_se_idx = 0;
-        32: pu_impl0_pipearch_rm0_se_idx = 5;
-        33: pu_impl0_pipearch_rm0_se_idx = 0;
-        34: pu_impl0_pipearch_rm0_se_idx = 1;
-        35: pu_impl0_pipearch_rm0_se_idx = 0;
-        36: pu_impl0_pipearch_rm0_se_idx = 2;
-        37: pu_impl0_pipearch_rm0_se_idx = 0;
-        38: pu_impl0_pipearch_rm0_se_idx = 1;
-        39: pu_impl0_pipearch_rm0_se_idx = 0;
-        40: pu_impl0_pipearch_rm0_se_idx = 3;
-        41: pu_impl0_pipearch_rm0_se_idx = 0;
-        42: pu_impl0_pipearch_rm0_se_idx = 1;
-        43: pu_impl0_pipearch_rm0_se_idx = 0;
-        44: pu_impl0_pipearch_rm0_se_idx = 2;
-        45: pu_impl0_pipearch_rm0_se_idx = 0;
-        46: pu_impl0_pipearch_rm0_se_idx = 1;
-        47: pu_impl0_pipearch_rm0_se_idx = 0;
-        48: pu_impl0_pipearch_rm0_se_idx = 4;
-        49: pu_impl0_pipearch_rm0_se_idx = 0;
-        50: pu_impl0_pipearch_rm0_se_idx = 1;
-        51: pu_impl0_pipearch_rm0_se_idx = 0;
-        52: pu_impl0_pipearch_rm0_se_idx = 2;
-        53: pu_impl0_pipearch_rm0_se_idx = 0;
-        54: pu_impl0_pipearch_rm0_se_idx = 1;
-        55: pu_impl0_pipearch_rm0_se_idx = 0;
-        56: pu_impl0_pipearch_rm0_se_idx = 3;
-        57: pu_impl0_pipearch_rm0_se_idx = 0;
-        58: pu_impl0_pipearch_rm0_se_idx = 1;
-        59: pu_impl0_pipearch_rm0_se_idx = 0;
-        60: pu_impl0_pipearch_rm0_se_idx = 2;
-        61: pu_impl0_pipearch_rm0_se_idx = 0;
-        62: pu_impl0_pipearch_rm0_se_idx = 1;
-        63: pu_impl0_pipearch_rm0_se_idx = 0;
-        64: pu_impl0_pipearch_rm0_se_idx = 6;
-        65: pu_impl0_pipearch_rm0_se_idx = 0;
-        66: pu_impl0_pipearch_rm0_se_idx = 1;
-        67: pu_impl0_pipearch_rm0_se_idx = 0;
-        68: pu_impl0_pipearch_rm0_se_idx = 2;
-        69: pu_impl0_pipearch_rm0_se_idx = 0;
-        70: pu_impl0_pipearch_rm0_se_idx = 1;
-        71: pu_impl0_pipearch_rm0_se_idx = 0;
-        72: pu_impl0_pipearch_rm0_se_idx = 3;
-        73: pu_impl0_pipearch_rm0_se_idx = 0;
-        74: pu_impl0_pipearch_rm0_se_idx = 1;
-        75: pu_impl0_pipearch_rm0_se_idx = 0;
-        76: pu_impl0_pipearch_rm0_se_idx = 2;
-        77: pu_impl0_pipearch_rm0_se_idx = 0;
-        78: pu_impl0_pipearch_rm0_se_idx = 1;
-        79: pu_impl0_pipearch_rm0_se_idx = 0;
-        80: pu_impl0_pipearch_rm0_se_idx = 4;
-        81: pu_impl0_pipearch_rm0_se_idx = 0;
-        82: pu_impl0_pipearch_rm0_se_idx = 1;
-        83: pu_impl0_pipearch_rm0_se_idx = 0;
-        84: pu_impl0_pipearch_rm0_se_idx = 2;
-        85: pu_impl0_pipearch_rm0_se_idx = 0;
-        86: pu_impl0_pipearch_rm0_se_idx = 1;
-        87: pu_impl0_pipearch_rm0_se_idx = 0;
-        88: pu_impl0_pipearch_rm0_se_idx = 3;
-        89: pu_impl0_pipearch_rm0_se_idx = 0;
-        90: pu_impl0_pipearch_rm0_se_idx = 1;
-        91: pu_impl0_pipearch_rm0_se_idx = 0;
-        92: pu_impl0_pipearch_rm0_se_idx = 2;
-        93: pu_impl0_pipearch_rm0_se_idx = 0;
-        94: pu_impl0_pipearch_rm0_se_idx = 1;
-        95: pu_impl0_pipearch_rm0_se_idx = 0;
-        96: pu_impl0_pipearch_rm0_se_idx = 5;
-        97: pu_impl0_pipearch_rm0_se_idx = 0;
-        98: pu_impl0_pipearch_rm0_se_idx = 1;
-        99: pu_impl0_pipearch_rm0_se_idx = 0;
-        100: pu_impl0_pipearch_rm0_se_idx = 2;
-        101: pu_impl0_pipearch_rm0_se_idx = 0;
-        102: pu_impl0_pipearch_rm0_se_idx = 1;
-        103: pu_impl0_pipearch_rm0_se_idx = 0;
-        104: pu_impl0_pipearch_rm0_se_idx = 3;
-        105: pu_impl0_pipearch_rm0_se_idx = 0;
-        106: pu_impl0_pipearch_rm0_se_idx = 1;
-        107: pu_impl0_pipearch_rm0_se_idx = 0;
-        108: pu_impl0_pipearch_rm0_se_idx = 2;
-        109: pu_impl0_pipearch_rm0_se_idx = 0;
-        110: pu_impl0_pipearch_rm0_se_idx = 1;
-        111: pu_impl0_pipearch_rm0_se_idx = 0;
-        112: pu_impl0_pipearch_rm0_se_idx = 4;
-        113: pu_impl0_pipearch_rm0_se_idx = 0;
-        114: pu_impl0_pipearch_rm0_se_idx = 1;
-        115: pu_impl0_pipearch_rm0_se_idx = 0;
-        116: pu_impl0_pipearch_rm0_se_idx = 2;
-        117: pu_impl0_pipearch_rm0_se_idx = 0;
-        118: pu_impl0_pipearch_rm0_se_idx = 1;
-        119: pu_impl0_pipearch_rm0_se_idx = 0;
-        120: pu_impl0_pipearch_rm0_se_idx = 3;
-        121: pu_impl0_pipearch_rm0_se_idx = 0;
-        122: pu_impl0_pipearch_rm0_se_idx = 1;
-        123: pu_impl0_pipearch_rm0_se_idx = 0;
-        124: pu_impl0_pipearch_rm0_se_idx = 2;
-        125: pu_impl0_pipearch_rm0_se_idx = 0;
-        126: pu_impl0_pipearch_rm0_se_idx = 1;
-        default: pu_impl0_pipearch_rm0_se_idx = 0;
-    endcase
+    if (pu_impl0_status_glue0_rm_sub_err[0]) begin
+        pu_impl0_pipearch_rm0_se_idx = 0;
+    end
+    else if (pu_impl0_status_glue0_rm_sub_err[1]) begin
+        pu_impl0_pipearch_rm0_se_idx = 1;
+    end
+    else if (pu_impl0_status_glue0_rm_sub_err[2]) begin
+        pu_impl0_pipearch_rm0_se_idx = 2;
+    end
+    else if (pu_impl0_status_glue0_rm_sub_err[3]) begin
+        pu_impl0_pipearch_rm0_se_idx = 3;
+    end
+    else if (pu_impl0_status_glue0_rm_sub_err[4]) begin
+        pu_impl0_pipearch_rm0_se_idx = 4;
+    end
+    else if (pu_impl0_status_glue0_rm_sub_err[5]) begin
+        pu_impl0_pipearch_rm0_se_idx = 5;
+    end
+    else if (pu_impl0_status_glue0_rm_sub_err[6]) begin
+        pu_impl0_pipearch_rm0_se_idx = 6;
+    end
+    else begin
+        pu_impl0_pipearch_rm0_se_idx = 0;
+    end
 end
 
 

@@ -1498,136 +1498,30 @@ end
 
 always @(sub_err) begin: se_c
     se_any = (sub_err != 0);
-    case (sub_err)
-        0: se_idx = 0;
-        1: se_idx = 0;
-        2: se_idx = 1;
-        3: se_idx = 0;
-        4: se_idx = 2;
-        5: se_idx = 0;
-        6: se_idx = 1;
-        7: se_idx = 0;
-        8: se_idx = 3;
-        9: se_idx = 0;
-        10: se_idx = 1;
-        11: se_idx = 0;
-        12: se_idx = 2;
-        13: se_idx = 0;
-        14: se_idx = 1;
-        15: se_idx = 0;
-        16: se_idx = 4;
-        17: se_idx = 0;
-        18: se_idx = 1;
-        19: se_idx = 0;
-        20: se_idx = 2;
-        21: se_idx = 0;
-        22: se_idx = 1;
-        23: se_idx = 0;
-        24: se_idx = 3;
-        25: se_idx = 0;
-        26: se_idx = 1;
-        27: se_idx = 0;
-        28: se_idx = 2;
-        29: se_idx = 0;
-        30: se_idx = 1;
-        31: se_idx = 0;
-        32: se_idx = 5;
-        33: se_idx = 0;
-        34: se_idx = 1;
-        35: se_idx = 0;
-        36: se_idx = 2;
-        37: se_idx = 0;
-        38: se_idx = 1;
-        39: se_idx = 0;
-        40: se_idx = 3;
-        41: se_idx = 0;
-        42: se_idx = 1;
-        43: se_idx = 0;
-        44: se_idx = 2;
-        45: se_idx = 0;
-        46: se_idx = 1;
-        47: se_idx = 0;
-        48: se_idx = 4;
-        49: se_idx = 0;
-        50: se_idx = 1;
-        51: se_idx = 0;
-        52: se_idx = 2;
-        53: se_idx = 0;
-        54: se_idx = 1;
-        55: se_idx = 0;
-        56: se_idx = 3;
-        57: se_idx = 0;
-        58: se_idx = 1;
-        59: se_idx = 0;
-        60: se_idx = 2;
-        61: se_idx = 0;
-        62: se_idx = 1;
-        63: se_idx = 0;
-        64: se_idx = 6;
-        65: se_idx = 0;
-        66: se_idx = 1;
-        67: se_idx = 0;
-        68: se_idx = 2;
-        69: se_idx = 0;
-        70: se_idx = 1;
-        71: se_idx = 0;
-        72: se_idx = 3;
-        73: se_idx = 0;
-        74: se_idx = 1;
-        75: se_idx = 0;
-        76: se_idx = 2;
-        77: se_idx = 0;
-        78: se_idx = 1;
-        79: se_idx = 0;
-        80: se_idx = 4;
-        81: se_idx = 0;
-        82: se_idx = 1;
-        83: se_idx = 0;
-        84: se_idx = 2;
-        85: se_idx = 0;
-        86: se_idx = 1;
-        87: se_idx = 0;
-        88: se_idx = 3;
-        89: se_idx = 0;
-        90: se_idx = 1;
-        91: se_idx = 0;
-        92: se_idx = 2;
-        93: se_idx = 0;
-        94: se_idx = 1;
-        95: se_idx = 0;
-        96: se_idx = 5;
-        97: se_idx = 0;
-        98: se_idx = 1;
-        99: se_idx = 0;
-        100: se_idx = 2;
-        101: se_idx = 0;
-        102: se_idx = 1;
-        103: se_idx = 0;
-        104: se_idx = 3;
-        105: se_idx = 0;
-        106: se_idx = 1;
-        107: se_idx = 0;
-        108: se_idx = 2;
-        109: se_idx = 0;
-        110: se_idx = 1;
-        111: se_idx = 0;
-        112: se_idx = 4;
-        113: se_idx = 0;
-        114: se_idx = 1;
-        115: se_idx = 0;
-        116: se_idx = 2;
-        117: se_idx = 0;
-        118: se_idx = 1;
-        119: se_idx = 0;
-        120: se_idx = 3;
-        121: se_idx = 0;
-        122: se_idx = 1;
-        123: se_idx = 0;
-        124: se_idx = 2;
-        125: se_idx = 0;
-        126: se_idx = 1;
-        default: se_idx = 0;
-    endcase
+    if (sub_err[0]) begin
+        se_idx = 0;
+    end
+    else if (sub_err[1]) begin
+        se_idx = 1;
+    end
+    else if (sub_err[2]) begin
+        se_idx = 2;
+    end
+    else if (sub_err[3]) begin
+        se_idx = 3;
+    end
+    else if (sub_err[4]) begin
+        se_idx = 4;
+    end
+    else if (sub_err[5]) begin
+        se_idx = 5;
+    end
+    else if (sub_err[6]) begin
+        se_idx = 6;
+    end
+    else begin
+        se_idx = 0;
+    end
 end
 
 
