@@ -122,13 +122,16 @@ def better(av, ai, bv, bi, largest, out):
 
 
 @block
-def sl_cmp(x_pk, x_s, e, p, count, largest, out, W):
+def sl_cmp(x_pk, fill, thr_s, e, p, count, largest, out, W):
     """``out`` = sorted-list position ``p`` holds an entry (``p < count``) that the incoming
-    element ``x_pk`` (of slot ``x_s``) is strictly better than; an exact value+index tie is
-    broken by the slot (the higher slot is the better: the scanner kept the lower slot as
-    the threshold).  ``e`` = {slot, index, value}."""
+    element ``x_pk`` is strictly better than; an exact value+index tie is broken by the slot
+    (the higher slot is the better: the scanner kept the lower slot as the threshold).  The
+    newcomer's slot is ``count`` while the LIST fills (``fill``: above every entry's slot, so
+    it wins the tie) and the threshold's ``thr_s`` once full; the tie is taken from the fill
+    flag and ``thr_s`` directly, not through the slot multiplexer.  ``e`` = {slot, index,
+    value}."""
     WD = len(x_pk)
-    SW = len(x_s)
+    SW = len(thr_s)
     xv = sig_s(W)
     xi = sig_u(WD - W)
     ev = sig_s(W)
@@ -149,7 +152,7 @@ def sl_cmp(x_pk, x_s, e, p, count, largest, out, W):
             out.next = False
         elif xv == ev:
             if xi == ei:
-                out.next = x_s > es
+                out.next = fill or thr_s > es
             else:
                 out.next = xi < ei
         elif largest:
@@ -291,6 +294,7 @@ def build(p):
         rvalid_r = sig_b()
         rdata_r = sig_u(32)
         count = sig_u(DW)
+        not_full = sig_b(True)           # count < k_r, registered (updated with count and k_r)
         have = sig_b()
         min_pk = sig_u(WD)
         max_pk = sig_u(WD)
@@ -338,7 +342,7 @@ def build(p):
         thr_v = sig_s(W)
         thr_i = sig_u(IDXW)
         nb = sig_b()      # new element strictly better than the threshold
-        not_full = sig_b()
+        nf_inc = sig_b()  # count + 1 < k_r: not_full after this fill
         cnt_slot = sig_u(SW)
         lst_we = sig_b()
         lst_wa = sig_u(SW)
@@ -440,7 +444,7 @@ def build(p):
             s_axis_in_tready.next = state == S_RUN and not rmw_hold
             fire.next = s_axis_in_tvalid and state == S_RUN and not rmw_hold
             in_addr.next = s_axis_in_tdata[W + AW:W]
-            not_full.next = count < k_r
+            nf_inc.next = count + 1 < k_r
             cnt_slot.next = count[SW:]
 
         if IDXW > AW:
@@ -460,7 +464,7 @@ def build(p):
         sl = {q: sig_u(WD + SW) for q in range(KMAX)}   # dicts, not lists: no HDL arrays
         slc = {q: sig_b() for q in range(KMAX)}
         for q in range(KMAX):
-            insts.append(sl_cmp(s_axis_in_tdata, lst_wa, sl[q], q, count, cmp_r, slc[q], W))
+            insts.append(sl_cmp(s_axis_in_tdata, not_full, thr_s, sl[q], q, count, cmp_r, slc[q], W))
         for q in range(KMAX):
             insts.append(sl_pos(clk, lst_we, not_full, x_e, slc[q - 1] if q else None, slc[q],
                                 slc[q + 1] if q < KMAX - 1 else None, sl[q - 1] if q else None, sl[q],
@@ -577,6 +581,7 @@ def build(p):
                 if op_r == OP_SEL:
                     if not_full:
                         count.next = count + 1
+                        not_full.next = nf_inc
                         ins.next = ins + 1
                     elif nb:
                         ins.next = ins + 1
@@ -612,6 +617,7 @@ def build(p):
                         else:
                             smax.next = max_pk
                         count.next = 0
+                        not_full.next = True
                         have.next = False
                         ins.next = 0
                     else:
@@ -645,6 +651,7 @@ def build(p):
                     if rearm:
                         state.next = S_RUN
                         count.next = 0
+                        not_full.next = True
                         have.next = False
                         ins.next = 0
                     else:
@@ -702,6 +709,7 @@ def build(p):
                     bg.next = True
                     state.next = S_RUN
                     count.next = 0
+                    not_full.next = True
                     have.next = False
                     ins.next = 0
                 else:
@@ -733,6 +741,7 @@ def build(p):
                             clearing.next = True
                             clr_i.next = 0
                             count.next = 0
+                            not_full.next = True
                             have.next = False
                             ins.next = 0
                         else:
@@ -742,6 +751,7 @@ def build(p):
                         if idle_ok:
                             state.next = S_RUN
                             count.next = 0
+                            not_full.next = True
                             have.next = False
                             ins.next = 0
                         else:
@@ -796,6 +806,7 @@ def build(p):
                             err_code.next = E_K
                         else:
                             k_r.next = s_axil_wdata[DW:]
+                            not_full.next = count < s_axil_wdata[DW:]
                     elif waddr == R_CMP:
                         cmp_r.next = s_axil_wdata[0]
                     elif waddr == R_BASE:

@@ -268,9 +268,10 @@ reg maple_smart_memory0_lst_we;
 reg [47:0] maple_smart_memory0_max_pk;
 reg [47:0] maple_smart_memory0_min_pk;
 reg maple_smart_memory0_nb;
+wire maple_smart_memory0_nf_inc;
 reg maple_smart_memory0_nmax;
 reg maple_smart_memory0_nmin;
-wire maple_smart_memory0_not_full;
+reg maple_smart_memory0_not_full;
 reg signed [31:0] maple_smart_memory0_old;
 wire [31:0] maple_smart_memory0_op32;
 reg [1:0] maple_smart_memory0_op_r;
@@ -884,13 +885,13 @@ assign maple_smart_memory0_sl_cmp0_ei = maple_smart_memory0_sl0[48-1:32];
 assign maple_smart_memory0_sl_cmp0_es = maple_smart_memory0_sl0[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp0_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp0_ei, maple_smart_memory0_sl_cmp0_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp0_xi, maple_smart_memory0_sl_cmp0_xv) begin: maple_smart_memory0_sl_cmp0_c
+always @(maple_smart_memory0_sl_cmp0_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp0_ei, maple_smart_memory0_sl_cmp0_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp0_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp0_xv) begin: maple_smart_memory0_sl_cmp0_c
     if ((maple_smart_memory0_count <= 0)) begin
         maple_smart_memory0_sl_cmp0_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp0_xv == maple_smart_memory0_sl_cmp0_ev)) begin
         if ((maple_smart_memory0_sl_cmp0_xi == maple_smart_memory0_sl_cmp0_ei)) begin
-            maple_smart_memory0_sl_cmp0_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp0_es);
+            maple_smart_memory0_sl_cmp0_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp0_es));
         end
         else begin
             maple_smart_memory0_sl_cmp0_out = (maple_smart_memory0_sl_cmp0_xi < maple_smart_memory0_sl_cmp0_ei);
@@ -913,13 +914,13 @@ assign maple_smart_memory0_sl_cmp1_ei = maple_smart_memory0_sl_cmp1_e[48-1:32];
 assign maple_smart_memory0_sl_cmp1_es = maple_smart_memory0_sl_cmp1_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp1_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp1_ei, maple_smart_memory0_sl_cmp1_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp1_xi, maple_smart_memory0_sl_cmp1_xv) begin: maple_smart_memory0_sl_cmp1_c
+always @(maple_smart_memory0_sl_cmp1_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp1_ei, maple_smart_memory0_sl_cmp1_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp1_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp1_xv) begin: maple_smart_memory0_sl_cmp1_c
     if ((maple_smart_memory0_count <= 1)) begin
         maple_smart_memory0_sl_cmp1_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp1_xv == maple_smart_memory0_sl_cmp1_ev)) begin
         if ((maple_smart_memory0_sl_cmp1_xi == maple_smart_memory0_sl_cmp1_ei)) begin
-            maple_smart_memory0_sl_cmp1_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp1_es);
+            maple_smart_memory0_sl_cmp1_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp1_es));
         end
         else begin
             maple_smart_memory0_sl_cmp1_out = (maple_smart_memory0_sl_cmp1_xi < maple_smart_memory0_sl_cmp1_ei);
@@ -942,13 +943,13 @@ assign maple_smart_memory0_sl_cmp2_ei = maple_smart_memory0_sl_cmp2_e[48-1:32];
 assign maple_smart_memory0_sl_cmp2_es = maple_smart_memory0_sl_cmp2_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp2_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp2_ei, maple_smart_memory0_sl_cmp2_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp2_xi, maple_smart_memory0_sl_cmp2_xv) begin: maple_smart_memory0_sl_cmp2_c
+always @(maple_smart_memory0_sl_cmp2_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp2_ei, maple_smart_memory0_sl_cmp2_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp2_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp2_xv) begin: maple_smart_memory0_sl_cmp2_c
     if ((maple_smart_memory0_count <= 2)) begin
         maple_smart_memory0_sl_cmp2_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp2_xv == maple_smart_memory0_sl_cmp2_ev)) begin
         if ((maple_smart_memory0_sl_cmp2_xi == maple_smart_memory0_sl_cmp2_ei)) begin
-            maple_smart_memory0_sl_cmp2_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp2_es);
+            maple_smart_memory0_sl_cmp2_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp2_es));
         end
         else begin
             maple_smart_memory0_sl_cmp2_out = (maple_smart_memory0_sl_cmp2_xi < maple_smart_memory0_sl_cmp2_ei);
@@ -971,13 +972,13 @@ assign maple_smart_memory0_sl_cmp3_ei = maple_smart_memory0_sl_cmp3_e[48-1:32];
 assign maple_smart_memory0_sl_cmp3_es = maple_smart_memory0_sl_cmp3_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp3_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp3_ei, maple_smart_memory0_sl_cmp3_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp3_xi, maple_smart_memory0_sl_cmp3_xv) begin: maple_smart_memory0_sl_cmp3_c
+always @(maple_smart_memory0_sl_cmp3_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp3_ei, maple_smart_memory0_sl_cmp3_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp3_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp3_xv) begin: maple_smart_memory0_sl_cmp3_c
     if ((maple_smart_memory0_count <= 3)) begin
         maple_smart_memory0_sl_cmp3_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp3_xv == maple_smart_memory0_sl_cmp3_ev)) begin
         if ((maple_smart_memory0_sl_cmp3_xi == maple_smart_memory0_sl_cmp3_ei)) begin
-            maple_smart_memory0_sl_cmp3_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp3_es);
+            maple_smart_memory0_sl_cmp3_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp3_es));
         end
         else begin
             maple_smart_memory0_sl_cmp3_out = (maple_smart_memory0_sl_cmp3_xi < maple_smart_memory0_sl_cmp3_ei);
@@ -1000,13 +1001,13 @@ assign maple_smart_memory0_sl_cmp4_ei = maple_smart_memory0_sl_cmp4_e[48-1:32];
 assign maple_smart_memory0_sl_cmp4_es = maple_smart_memory0_sl_cmp4_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp4_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp4_ei, maple_smart_memory0_sl_cmp4_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp4_xi, maple_smart_memory0_sl_cmp4_xv) begin: maple_smart_memory0_sl_cmp4_c
+always @(maple_smart_memory0_sl_cmp4_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp4_ei, maple_smart_memory0_sl_cmp4_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp4_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp4_xv) begin: maple_smart_memory0_sl_cmp4_c
     if ((maple_smart_memory0_count <= 4)) begin
         maple_smart_memory0_sl_cmp4_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp4_xv == maple_smart_memory0_sl_cmp4_ev)) begin
         if ((maple_smart_memory0_sl_cmp4_xi == maple_smart_memory0_sl_cmp4_ei)) begin
-            maple_smart_memory0_sl_cmp4_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp4_es);
+            maple_smart_memory0_sl_cmp4_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp4_es));
         end
         else begin
             maple_smart_memory0_sl_cmp4_out = (maple_smart_memory0_sl_cmp4_xi < maple_smart_memory0_sl_cmp4_ei);
@@ -1029,13 +1030,13 @@ assign maple_smart_memory0_sl_cmp5_ei = maple_smart_memory0_sl_cmp5_e[48-1:32];
 assign maple_smart_memory0_sl_cmp5_es = maple_smart_memory0_sl_cmp5_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp5_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp5_ei, maple_smart_memory0_sl_cmp5_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp5_xi, maple_smart_memory0_sl_cmp5_xv) begin: maple_smart_memory0_sl_cmp5_c
+always @(maple_smart_memory0_sl_cmp5_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp5_ei, maple_smart_memory0_sl_cmp5_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp5_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp5_xv) begin: maple_smart_memory0_sl_cmp5_c
     if ((maple_smart_memory0_count <= 5)) begin
         maple_smart_memory0_sl_cmp5_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp5_xv == maple_smart_memory0_sl_cmp5_ev)) begin
         if ((maple_smart_memory0_sl_cmp5_xi == maple_smart_memory0_sl_cmp5_ei)) begin
-            maple_smart_memory0_sl_cmp5_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp5_es);
+            maple_smart_memory0_sl_cmp5_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp5_es));
         end
         else begin
             maple_smart_memory0_sl_cmp5_out = (maple_smart_memory0_sl_cmp5_xi < maple_smart_memory0_sl_cmp5_ei);
@@ -1058,13 +1059,13 @@ assign maple_smart_memory0_sl_cmp6_ei = maple_smart_memory0_sl_cmp6_e[48-1:32];
 assign maple_smart_memory0_sl_cmp6_es = maple_smart_memory0_sl_cmp6_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp6_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp6_ei, maple_smart_memory0_sl_cmp6_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp6_xi, maple_smart_memory0_sl_cmp6_xv) begin: maple_smart_memory0_sl_cmp6_c
+always @(maple_smart_memory0_sl_cmp6_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp6_ei, maple_smart_memory0_sl_cmp6_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp6_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp6_xv) begin: maple_smart_memory0_sl_cmp6_c
     if ((maple_smart_memory0_count <= 6)) begin
         maple_smart_memory0_sl_cmp6_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp6_xv == maple_smart_memory0_sl_cmp6_ev)) begin
         if ((maple_smart_memory0_sl_cmp6_xi == maple_smart_memory0_sl_cmp6_ei)) begin
-            maple_smart_memory0_sl_cmp6_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp6_es);
+            maple_smart_memory0_sl_cmp6_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp6_es));
         end
         else begin
             maple_smart_memory0_sl_cmp6_out = (maple_smart_memory0_sl_cmp6_xi < maple_smart_memory0_sl_cmp6_ei);
@@ -1087,13 +1088,13 @@ assign maple_smart_memory0_sl_cmp7_ei = maple_smart_memory0_sl_cmp7_e[48-1:32];
 assign maple_smart_memory0_sl_cmp7_es = maple_smart_memory0_sl_cmp7_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp7_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp7_ei, maple_smart_memory0_sl_cmp7_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp7_xi, maple_smart_memory0_sl_cmp7_xv) begin: maple_smart_memory0_sl_cmp7_c
+always @(maple_smart_memory0_sl_cmp7_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp7_ei, maple_smart_memory0_sl_cmp7_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp7_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp7_xv) begin: maple_smart_memory0_sl_cmp7_c
     if ((maple_smart_memory0_count <= 7)) begin
         maple_smart_memory0_sl_cmp7_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp7_xv == maple_smart_memory0_sl_cmp7_ev)) begin
         if ((maple_smart_memory0_sl_cmp7_xi == maple_smart_memory0_sl_cmp7_ei)) begin
-            maple_smart_memory0_sl_cmp7_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp7_es);
+            maple_smart_memory0_sl_cmp7_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp7_es));
         end
         else begin
             maple_smart_memory0_sl_cmp7_out = (maple_smart_memory0_sl_cmp7_xi < maple_smart_memory0_sl_cmp7_ei);
@@ -1116,13 +1117,13 @@ assign maple_smart_memory0_sl_cmp8_ei = maple_smart_memory0_sl_cmp8_e[48-1:32];
 assign maple_smart_memory0_sl_cmp8_es = maple_smart_memory0_sl_cmp8_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp8_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp8_ei, maple_smart_memory0_sl_cmp8_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp8_xi, maple_smart_memory0_sl_cmp8_xv) begin: maple_smart_memory0_sl_cmp8_c
+always @(maple_smart_memory0_sl_cmp8_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp8_ei, maple_smart_memory0_sl_cmp8_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp8_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp8_xv) begin: maple_smart_memory0_sl_cmp8_c
     if ((maple_smart_memory0_count <= 8)) begin
         maple_smart_memory0_sl_cmp8_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp8_xv == maple_smart_memory0_sl_cmp8_ev)) begin
         if ((maple_smart_memory0_sl_cmp8_xi == maple_smart_memory0_sl_cmp8_ei)) begin
-            maple_smart_memory0_sl_cmp8_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp8_es);
+            maple_smart_memory0_sl_cmp8_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp8_es));
         end
         else begin
             maple_smart_memory0_sl_cmp8_out = (maple_smart_memory0_sl_cmp8_xi < maple_smart_memory0_sl_cmp8_ei);
@@ -1145,13 +1146,13 @@ assign maple_smart_memory0_sl_cmp9_ei = maple_smart_memory0_sl_cmp9_e[48-1:32];
 assign maple_smart_memory0_sl_cmp9_es = maple_smart_memory0_sl_cmp9_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp9_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp9_ei, maple_smart_memory0_sl_cmp9_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp9_xi, maple_smart_memory0_sl_cmp9_xv) begin: maple_smart_memory0_sl_cmp9_c
+always @(maple_smart_memory0_sl_cmp9_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp9_ei, maple_smart_memory0_sl_cmp9_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp9_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp9_xv) begin: maple_smart_memory0_sl_cmp9_c
     if ((maple_smart_memory0_count <= 9)) begin
         maple_smart_memory0_sl_cmp9_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp9_xv == maple_smart_memory0_sl_cmp9_ev)) begin
         if ((maple_smart_memory0_sl_cmp9_xi == maple_smart_memory0_sl_cmp9_ei)) begin
-            maple_smart_memory0_sl_cmp9_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp9_es);
+            maple_smart_memory0_sl_cmp9_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp9_es));
         end
         else begin
             maple_smart_memory0_sl_cmp9_out = (maple_smart_memory0_sl_cmp9_xi < maple_smart_memory0_sl_cmp9_ei);
@@ -1174,13 +1175,13 @@ assign maple_smart_memory0_sl_cmp10_ei = maple_smart_memory0_sl_cmp10_e[48-1:32]
 assign maple_smart_memory0_sl_cmp10_es = maple_smart_memory0_sl_cmp10_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp10_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp10_ei, maple_smart_memory0_sl_cmp10_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp10_xi, maple_smart_memory0_sl_cmp10_xv) begin: maple_smart_memory0_sl_cmp10_c
+always @(maple_smart_memory0_sl_cmp10_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp10_ei, maple_smart_memory0_sl_cmp10_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp10_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp10_xv) begin: maple_smart_memory0_sl_cmp10_c
     if ((maple_smart_memory0_count <= 10)) begin
         maple_smart_memory0_sl_cmp10_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp10_xv == maple_smart_memory0_sl_cmp10_ev)) begin
         if ((maple_smart_memory0_sl_cmp10_xi == maple_smart_memory0_sl_cmp10_ei)) begin
-            maple_smart_memory0_sl_cmp10_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp10_es);
+            maple_smart_memory0_sl_cmp10_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp10_es));
         end
         else begin
             maple_smart_memory0_sl_cmp10_out = (maple_smart_memory0_sl_cmp10_xi < maple_smart_memory0_sl_cmp10_ei);
@@ -1203,13 +1204,13 @@ assign maple_smart_memory0_sl_cmp11_ei = maple_smart_memory0_sl_cmp11_e[48-1:32]
 assign maple_smart_memory0_sl_cmp11_es = maple_smart_memory0_sl_cmp11_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp11_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp11_ei, maple_smart_memory0_sl_cmp11_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp11_xi, maple_smart_memory0_sl_cmp11_xv) begin: maple_smart_memory0_sl_cmp11_c
+always @(maple_smart_memory0_sl_cmp11_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp11_ei, maple_smart_memory0_sl_cmp11_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp11_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp11_xv) begin: maple_smart_memory0_sl_cmp11_c
     if ((maple_smart_memory0_count <= 11)) begin
         maple_smart_memory0_sl_cmp11_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp11_xv == maple_smart_memory0_sl_cmp11_ev)) begin
         if ((maple_smart_memory0_sl_cmp11_xi == maple_smart_memory0_sl_cmp11_ei)) begin
-            maple_smart_memory0_sl_cmp11_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp11_es);
+            maple_smart_memory0_sl_cmp11_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp11_es));
         end
         else begin
             maple_smart_memory0_sl_cmp11_out = (maple_smart_memory0_sl_cmp11_xi < maple_smart_memory0_sl_cmp11_ei);
@@ -1232,13 +1233,13 @@ assign maple_smart_memory0_sl_cmp12_ei = maple_smart_memory0_sl_cmp12_e[48-1:32]
 assign maple_smart_memory0_sl_cmp12_es = maple_smart_memory0_sl_cmp12_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp12_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp12_ei, maple_smart_memory0_sl_cmp12_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp12_xi, maple_smart_memory0_sl_cmp12_xv) begin: maple_smart_memory0_sl_cmp12_c
+always @(maple_smart_memory0_sl_cmp12_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp12_ei, maple_smart_memory0_sl_cmp12_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp12_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp12_xv) begin: maple_smart_memory0_sl_cmp12_c
     if ((maple_smart_memory0_count <= 12)) begin
         maple_smart_memory0_sl_cmp12_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp12_xv == maple_smart_memory0_sl_cmp12_ev)) begin
         if ((maple_smart_memory0_sl_cmp12_xi == maple_smart_memory0_sl_cmp12_ei)) begin
-            maple_smart_memory0_sl_cmp12_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp12_es);
+            maple_smart_memory0_sl_cmp12_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp12_es));
         end
         else begin
             maple_smart_memory0_sl_cmp12_out = (maple_smart_memory0_sl_cmp12_xi < maple_smart_memory0_sl_cmp12_ei);
@@ -1261,13 +1262,13 @@ assign maple_smart_memory0_sl_cmp13_ei = maple_smart_memory0_sl_cmp13_e[48-1:32]
 assign maple_smart_memory0_sl_cmp13_es = maple_smart_memory0_sl_cmp13_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp13_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp13_ei, maple_smart_memory0_sl_cmp13_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp13_xi, maple_smart_memory0_sl_cmp13_xv) begin: maple_smart_memory0_sl_cmp13_c
+always @(maple_smart_memory0_sl_cmp13_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp13_ei, maple_smart_memory0_sl_cmp13_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp13_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp13_xv) begin: maple_smart_memory0_sl_cmp13_c
     if ((maple_smart_memory0_count <= 13)) begin
         maple_smart_memory0_sl_cmp13_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp13_xv == maple_smart_memory0_sl_cmp13_ev)) begin
         if ((maple_smart_memory0_sl_cmp13_xi == maple_smart_memory0_sl_cmp13_ei)) begin
-            maple_smart_memory0_sl_cmp13_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp13_es);
+            maple_smart_memory0_sl_cmp13_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp13_es));
         end
         else begin
             maple_smart_memory0_sl_cmp13_out = (maple_smart_memory0_sl_cmp13_xi < maple_smart_memory0_sl_cmp13_ei);
@@ -1290,13 +1291,13 @@ assign maple_smart_memory0_sl_cmp14_ei = maple_smart_memory0_sl_cmp14_e[48-1:32]
 assign maple_smart_memory0_sl_cmp14_es = maple_smart_memory0_sl_cmp14_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp14_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp14_ei, maple_smart_memory0_sl_cmp14_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp14_xi, maple_smart_memory0_sl_cmp14_xv) begin: maple_smart_memory0_sl_cmp14_c
+always @(maple_smart_memory0_sl_cmp14_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp14_ei, maple_smart_memory0_sl_cmp14_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp14_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp14_xv) begin: maple_smart_memory0_sl_cmp14_c
     if ((maple_smart_memory0_count <= 14)) begin
         maple_smart_memory0_sl_cmp14_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp14_xv == maple_smart_memory0_sl_cmp14_ev)) begin
         if ((maple_smart_memory0_sl_cmp14_xi == maple_smart_memory0_sl_cmp14_ei)) begin
-            maple_smart_memory0_sl_cmp14_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp14_es);
+            maple_smart_memory0_sl_cmp14_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp14_es));
         end
         else begin
             maple_smart_memory0_sl_cmp14_out = (maple_smart_memory0_sl_cmp14_xi < maple_smart_memory0_sl_cmp14_ei);
@@ -1319,13 +1320,13 @@ assign maple_smart_memory0_sl_cmp15_ei = maple_smart_memory0_sl_cmp15_e[48-1:32]
 assign maple_smart_memory0_sl_cmp15_es = maple_smart_memory0_sl_cmp15_e[48+:4];
 
 
-always @(maple_smart_memory0_sl_cmp15_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp15_ei, maple_smart_memory0_sl_cmp15_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp15_xi, maple_smart_memory0_sl_cmp15_xv) begin: maple_smart_memory0_sl_cmp15_c
+always @(maple_smart_memory0_sl_cmp15_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp15_ei, maple_smart_memory0_sl_cmp15_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp15_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp15_xv) begin: maple_smart_memory0_sl_cmp15_c
     if ((maple_smart_memory0_count <= 15)) begin
         maple_smart_memory0_sl_cmp15_out = 1'b0;
     end
     else if ((maple_smart_memory0_sl_cmp15_xv == maple_smart_memory0_sl_cmp15_ev)) begin
         if ((maple_smart_memory0_sl_cmp15_xi == maple_smart_memory0_sl_cmp15_ei)) begin
-            maple_smart_memory0_sl_cmp15_out = (maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp15_es);
+            maple_smart_memory0_sl_cmp15_out = (maple_smart_memory0_not_full || (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp15_es));
         end
         else begin
             maple_smart_memory0_sl_cmp15_out = (maple_smart_memory0_sl_cmp15_xi < maple_smart_memory0_sl_cmp15_ei);
@@ -1752,7 +1753,7 @@ assign maple_smart_memory0_status32 = {23'h0, maple_smart_memory0_pend, maple_sm
 assign sm_tready = ((maple_smart_memory0_state == 1) && (!maple_smart_memory0_rmw_hold));
 assign maple_smart_memory0_fire = (sm_tvalid && (maple_smart_memory0_state == 1) && (!maple_smart_memory0_rmw_hold));
 assign maple_smart_memory0_in_addr = sm_tdata[32+:8];
-assign maple_smart_memory0_not_full = (maple_smart_memory0_count < maple_smart_memory0_k_r);
+assign maple_smart_memory0_nf_inc = ((maple_smart_memory0_count + 1) < maple_smart_memory0_k_r);
 assign maple_smart_memory0_cnt_slot = maple_smart_memory0_count[4-1:0];
 
 
@@ -1883,6 +1884,7 @@ assign m_axis_out_tvalid = (maple_smart_memory0_fcnt != 0);
 always @(posedge clk) begin: maple_smart_memory0_main
     if (rst == 1) begin
         maple_smart_memory0_r2_valid <= 0;
+        maple_smart_memory0_not_full <= 1;
         maple_smart_memory0_r1_val <= 0;
         maple_smart_memory0_smin <= 0;
         maple_smart_memory0_p_idx <= 0;
@@ -1942,6 +1944,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                 'h0: begin
                     if (maple_smart_memory0_not_full) begin
                         maple_smart_memory0_count <= (maple_smart_memory0_count + 1);
+                        maple_smart_memory0_not_full <= maple_smart_memory0_nf_inc;
                         maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
                     end
                     else if (maple_smart_memory0_nb) begin
@@ -1990,6 +1993,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
                     end
                     maple_smart_memory0_count <= 0;
+                    maple_smart_memory0_not_full <= 1'b1;
                     maple_smart_memory0_have <= 1'b0;
                     maple_smart_memory0_ins <= 0;
                 end
@@ -2029,6 +2033,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                 if (maple_smart_memory0_rearm) begin
                     maple_smart_memory0_state <= 1;
                     maple_smart_memory0_count <= 0;
+                    maple_smart_memory0_not_full <= 1'b1;
                     maple_smart_memory0_have <= 1'b0;
                     maple_smart_memory0_ins <= 0;
                 end
@@ -2108,6 +2113,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                 maple_smart_memory0_bg <= 1'b1;
                 maple_smart_memory0_state <= 1;
                 maple_smart_memory0_count <= 0;
+                maple_smart_memory0_not_full <= 1'b1;
                 maple_smart_memory0_have <= 1'b0;
                 maple_smart_memory0_ins <= 0;
             end
@@ -2150,6 +2156,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         maple_smart_memory0_clearing <= 1'b1;
                         maple_smart_memory0_clr_i <= 0;
                         maple_smart_memory0_count <= 0;
+                        maple_smart_memory0_not_full <= 1'b1;
                         maple_smart_memory0_have <= 1'b0;
                         maple_smart_memory0_ins <= 0;
                     end
@@ -2162,6 +2169,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                     if (maple_smart_memory0_idle_ok) begin
                         maple_smart_memory0_state <= 1;
                         maple_smart_memory0_count <= 0;
+                        maple_smart_memory0_not_full <= 1'b1;
                         maple_smart_memory0_have <= 1'b0;
                         maple_smart_memory0_ins <= 0;
                     end
@@ -2239,6 +2247,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                     end
                     else begin
                         maple_smart_memory0_k_r <= wdata[9-1:0];
+                        maple_smart_memory0_not_full <= (maple_smart_memory0_count < wdata[9-1:0]);
                     end
                 end
                 else if ((maple_smart_memory0_waddr == 2)) begin

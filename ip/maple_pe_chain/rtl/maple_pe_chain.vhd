@@ -265,6 +265,7 @@ signal maple_smart_memory0_lst_we: std_logic;
 signal maple_smart_memory0_max_pk: unsigned(47 downto 0);
 signal maple_smart_memory0_min_pk: unsigned(47 downto 0);
 signal maple_smart_memory0_nb: std_logic;
+signal maple_smart_memory0_nf_inc: std_logic;
 signal maple_smart_memory0_nmax: std_logic;
 signal maple_smart_memory0_nmin: std_logic;
 signal maple_smart_memory0_not_full: std_logic;
@@ -879,13 +880,13 @@ maple_smart_memory0_sl_cmp0_ev <= signed(maple_smart_memory0_sl0(32-1 downto 0))
 maple_smart_memory0_sl_cmp0_ei <= maple_smart_memory0_sl0(48-1 downto 32);
 maple_smart_memory0_sl_cmp0_es <= maple_smart_memory0_sl0((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp0_c: process (maple_smart_memory0_sl_cmp0_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp0_ei, maple_smart_memory0_sl_cmp0_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp0_xi, maple_smart_memory0_sl_cmp0_xv) is
+maple_smart_memory0_sl_cmp0_c: process (maple_smart_memory0_sl_cmp0_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp0_ei, maple_smart_memory0_sl_cmp0_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp0_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp0_xv) is
 begin
     if (maple_smart_memory0_count <= 0) then
         maple_smart_memory0_sl_cmp0_out <= '0';
     elsif (maple_smart_memory0_sl_cmp0_xv = maple_smart_memory0_sl_cmp0_ev) then
         if (maple_smart_memory0_sl_cmp0_xi = maple_smart_memory0_sl_cmp0_ei) then
-            maple_smart_memory0_sl_cmp0_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp0_es);
+            maple_smart_memory0_sl_cmp0_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp0_es));
         else
             maple_smart_memory0_sl_cmp0_out <= stdl(maple_smart_memory0_sl_cmp0_xi < maple_smart_memory0_sl_cmp0_ei);
         end if;
@@ -903,13 +904,13 @@ maple_smart_memory0_sl_cmp1_ev <= signed(maple_smart_memory0_sl_cmp1_e(32-1 down
 maple_smart_memory0_sl_cmp1_ei <= maple_smart_memory0_sl_cmp1_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp1_es <= maple_smart_memory0_sl_cmp1_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp1_c: process (maple_smart_memory0_sl_cmp1_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp1_ei, maple_smart_memory0_sl_cmp1_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp1_xi, maple_smart_memory0_sl_cmp1_xv) is
+maple_smart_memory0_sl_cmp1_c: process (maple_smart_memory0_sl_cmp1_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp1_ei, maple_smart_memory0_sl_cmp1_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp1_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp1_xv) is
 begin
     if (maple_smart_memory0_count <= 1) then
         maple_smart_memory0_sl_cmp1_out <= '0';
     elsif (maple_smart_memory0_sl_cmp1_xv = maple_smart_memory0_sl_cmp1_ev) then
         if (maple_smart_memory0_sl_cmp1_xi = maple_smart_memory0_sl_cmp1_ei) then
-            maple_smart_memory0_sl_cmp1_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp1_es);
+            maple_smart_memory0_sl_cmp1_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp1_es));
         else
             maple_smart_memory0_sl_cmp1_out <= stdl(maple_smart_memory0_sl_cmp1_xi < maple_smart_memory0_sl_cmp1_ei);
         end if;
@@ -927,13 +928,13 @@ maple_smart_memory0_sl_cmp2_ev <= signed(maple_smart_memory0_sl_cmp2_e(32-1 down
 maple_smart_memory0_sl_cmp2_ei <= maple_smart_memory0_sl_cmp2_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp2_es <= maple_smart_memory0_sl_cmp2_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp2_c: process (maple_smart_memory0_sl_cmp2_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp2_ei, maple_smart_memory0_sl_cmp2_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp2_xi, maple_smart_memory0_sl_cmp2_xv) is
+maple_smart_memory0_sl_cmp2_c: process (maple_smart_memory0_sl_cmp2_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp2_ei, maple_smart_memory0_sl_cmp2_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp2_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp2_xv) is
 begin
     if (maple_smart_memory0_count <= 2) then
         maple_smart_memory0_sl_cmp2_out <= '0';
     elsif (maple_smart_memory0_sl_cmp2_xv = maple_smart_memory0_sl_cmp2_ev) then
         if (maple_smart_memory0_sl_cmp2_xi = maple_smart_memory0_sl_cmp2_ei) then
-            maple_smart_memory0_sl_cmp2_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp2_es);
+            maple_smart_memory0_sl_cmp2_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp2_es));
         else
             maple_smart_memory0_sl_cmp2_out <= stdl(maple_smart_memory0_sl_cmp2_xi < maple_smart_memory0_sl_cmp2_ei);
         end if;
@@ -951,13 +952,13 @@ maple_smart_memory0_sl_cmp3_ev <= signed(maple_smart_memory0_sl_cmp3_e(32-1 down
 maple_smart_memory0_sl_cmp3_ei <= maple_smart_memory0_sl_cmp3_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp3_es <= maple_smart_memory0_sl_cmp3_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp3_c: process (maple_smart_memory0_sl_cmp3_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp3_ei, maple_smart_memory0_sl_cmp3_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp3_xi, maple_smart_memory0_sl_cmp3_xv) is
+maple_smart_memory0_sl_cmp3_c: process (maple_smart_memory0_sl_cmp3_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp3_ei, maple_smart_memory0_sl_cmp3_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp3_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp3_xv) is
 begin
     if (maple_smart_memory0_count <= 3) then
         maple_smart_memory0_sl_cmp3_out <= '0';
     elsif (maple_smart_memory0_sl_cmp3_xv = maple_smart_memory0_sl_cmp3_ev) then
         if (maple_smart_memory0_sl_cmp3_xi = maple_smart_memory0_sl_cmp3_ei) then
-            maple_smart_memory0_sl_cmp3_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp3_es);
+            maple_smart_memory0_sl_cmp3_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp3_es));
         else
             maple_smart_memory0_sl_cmp3_out <= stdl(maple_smart_memory0_sl_cmp3_xi < maple_smart_memory0_sl_cmp3_ei);
         end if;
@@ -975,13 +976,13 @@ maple_smart_memory0_sl_cmp4_ev <= signed(maple_smart_memory0_sl_cmp4_e(32-1 down
 maple_smart_memory0_sl_cmp4_ei <= maple_smart_memory0_sl_cmp4_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp4_es <= maple_smart_memory0_sl_cmp4_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp4_c: process (maple_smart_memory0_sl_cmp4_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp4_ei, maple_smart_memory0_sl_cmp4_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp4_xi, maple_smart_memory0_sl_cmp4_xv) is
+maple_smart_memory0_sl_cmp4_c: process (maple_smart_memory0_sl_cmp4_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp4_ei, maple_smart_memory0_sl_cmp4_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp4_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp4_xv) is
 begin
     if (maple_smart_memory0_count <= 4) then
         maple_smart_memory0_sl_cmp4_out <= '0';
     elsif (maple_smart_memory0_sl_cmp4_xv = maple_smart_memory0_sl_cmp4_ev) then
         if (maple_smart_memory0_sl_cmp4_xi = maple_smart_memory0_sl_cmp4_ei) then
-            maple_smart_memory0_sl_cmp4_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp4_es);
+            maple_smart_memory0_sl_cmp4_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp4_es));
         else
             maple_smart_memory0_sl_cmp4_out <= stdl(maple_smart_memory0_sl_cmp4_xi < maple_smart_memory0_sl_cmp4_ei);
         end if;
@@ -999,13 +1000,13 @@ maple_smart_memory0_sl_cmp5_ev <= signed(maple_smart_memory0_sl_cmp5_e(32-1 down
 maple_smart_memory0_sl_cmp5_ei <= maple_smart_memory0_sl_cmp5_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp5_es <= maple_smart_memory0_sl_cmp5_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp5_c: process (maple_smart_memory0_sl_cmp5_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp5_ei, maple_smart_memory0_sl_cmp5_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp5_xi, maple_smart_memory0_sl_cmp5_xv) is
+maple_smart_memory0_sl_cmp5_c: process (maple_smart_memory0_sl_cmp5_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp5_ei, maple_smart_memory0_sl_cmp5_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp5_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp5_xv) is
 begin
     if (maple_smart_memory0_count <= 5) then
         maple_smart_memory0_sl_cmp5_out <= '0';
     elsif (maple_smart_memory0_sl_cmp5_xv = maple_smart_memory0_sl_cmp5_ev) then
         if (maple_smart_memory0_sl_cmp5_xi = maple_smart_memory0_sl_cmp5_ei) then
-            maple_smart_memory0_sl_cmp5_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp5_es);
+            maple_smart_memory0_sl_cmp5_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp5_es));
         else
             maple_smart_memory0_sl_cmp5_out <= stdl(maple_smart_memory0_sl_cmp5_xi < maple_smart_memory0_sl_cmp5_ei);
         end if;
@@ -1023,13 +1024,13 @@ maple_smart_memory0_sl_cmp6_ev <= signed(maple_smart_memory0_sl_cmp6_e(32-1 down
 maple_smart_memory0_sl_cmp6_ei <= maple_smart_memory0_sl_cmp6_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp6_es <= maple_smart_memory0_sl_cmp6_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp6_c: process (maple_smart_memory0_sl_cmp6_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp6_ei, maple_smart_memory0_sl_cmp6_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp6_xi, maple_smart_memory0_sl_cmp6_xv) is
+maple_smart_memory0_sl_cmp6_c: process (maple_smart_memory0_sl_cmp6_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp6_ei, maple_smart_memory0_sl_cmp6_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp6_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp6_xv) is
 begin
     if (maple_smart_memory0_count <= 6) then
         maple_smart_memory0_sl_cmp6_out <= '0';
     elsif (maple_smart_memory0_sl_cmp6_xv = maple_smart_memory0_sl_cmp6_ev) then
         if (maple_smart_memory0_sl_cmp6_xi = maple_smart_memory0_sl_cmp6_ei) then
-            maple_smart_memory0_sl_cmp6_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp6_es);
+            maple_smart_memory0_sl_cmp6_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp6_es));
         else
             maple_smart_memory0_sl_cmp6_out <= stdl(maple_smart_memory0_sl_cmp6_xi < maple_smart_memory0_sl_cmp6_ei);
         end if;
@@ -1047,13 +1048,13 @@ maple_smart_memory0_sl_cmp7_ev <= signed(maple_smart_memory0_sl_cmp7_e(32-1 down
 maple_smart_memory0_sl_cmp7_ei <= maple_smart_memory0_sl_cmp7_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp7_es <= maple_smart_memory0_sl_cmp7_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp7_c: process (maple_smart_memory0_sl_cmp7_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp7_ei, maple_smart_memory0_sl_cmp7_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp7_xi, maple_smart_memory0_sl_cmp7_xv) is
+maple_smart_memory0_sl_cmp7_c: process (maple_smart_memory0_sl_cmp7_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp7_ei, maple_smart_memory0_sl_cmp7_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp7_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp7_xv) is
 begin
     if (maple_smart_memory0_count <= 7) then
         maple_smart_memory0_sl_cmp7_out <= '0';
     elsif (maple_smart_memory0_sl_cmp7_xv = maple_smart_memory0_sl_cmp7_ev) then
         if (maple_smart_memory0_sl_cmp7_xi = maple_smart_memory0_sl_cmp7_ei) then
-            maple_smart_memory0_sl_cmp7_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp7_es);
+            maple_smart_memory0_sl_cmp7_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp7_es));
         else
             maple_smart_memory0_sl_cmp7_out <= stdl(maple_smart_memory0_sl_cmp7_xi < maple_smart_memory0_sl_cmp7_ei);
         end if;
@@ -1071,13 +1072,13 @@ maple_smart_memory0_sl_cmp8_ev <= signed(maple_smart_memory0_sl_cmp8_e(32-1 down
 maple_smart_memory0_sl_cmp8_ei <= maple_smart_memory0_sl_cmp8_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp8_es <= maple_smart_memory0_sl_cmp8_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp8_c: process (maple_smart_memory0_sl_cmp8_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp8_ei, maple_smart_memory0_sl_cmp8_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp8_xi, maple_smart_memory0_sl_cmp8_xv) is
+maple_smart_memory0_sl_cmp8_c: process (maple_smart_memory0_sl_cmp8_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp8_ei, maple_smart_memory0_sl_cmp8_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp8_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp8_xv) is
 begin
     if (maple_smart_memory0_count <= 8) then
         maple_smart_memory0_sl_cmp8_out <= '0';
     elsif (maple_smart_memory0_sl_cmp8_xv = maple_smart_memory0_sl_cmp8_ev) then
         if (maple_smart_memory0_sl_cmp8_xi = maple_smart_memory0_sl_cmp8_ei) then
-            maple_smart_memory0_sl_cmp8_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp8_es);
+            maple_smart_memory0_sl_cmp8_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp8_es));
         else
             maple_smart_memory0_sl_cmp8_out <= stdl(maple_smart_memory0_sl_cmp8_xi < maple_smart_memory0_sl_cmp8_ei);
         end if;
@@ -1095,13 +1096,13 @@ maple_smart_memory0_sl_cmp9_ev <= signed(maple_smart_memory0_sl_cmp9_e(32-1 down
 maple_smart_memory0_sl_cmp9_ei <= maple_smart_memory0_sl_cmp9_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp9_es <= maple_smart_memory0_sl_cmp9_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp9_c: process (maple_smart_memory0_sl_cmp9_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp9_ei, maple_smart_memory0_sl_cmp9_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp9_xi, maple_smart_memory0_sl_cmp9_xv) is
+maple_smart_memory0_sl_cmp9_c: process (maple_smart_memory0_sl_cmp9_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp9_ei, maple_smart_memory0_sl_cmp9_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp9_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp9_xv) is
 begin
     if (maple_smart_memory0_count <= 9) then
         maple_smart_memory0_sl_cmp9_out <= '0';
     elsif (maple_smart_memory0_sl_cmp9_xv = maple_smart_memory0_sl_cmp9_ev) then
         if (maple_smart_memory0_sl_cmp9_xi = maple_smart_memory0_sl_cmp9_ei) then
-            maple_smart_memory0_sl_cmp9_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp9_es);
+            maple_smart_memory0_sl_cmp9_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp9_es));
         else
             maple_smart_memory0_sl_cmp9_out <= stdl(maple_smart_memory0_sl_cmp9_xi < maple_smart_memory0_sl_cmp9_ei);
         end if;
@@ -1119,13 +1120,13 @@ maple_smart_memory0_sl_cmp10_ev <= signed(maple_smart_memory0_sl_cmp10_e(32-1 do
 maple_smart_memory0_sl_cmp10_ei <= maple_smart_memory0_sl_cmp10_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp10_es <= maple_smart_memory0_sl_cmp10_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp10_c: process (maple_smart_memory0_sl_cmp10_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp10_ei, maple_smart_memory0_sl_cmp10_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp10_xi, maple_smart_memory0_sl_cmp10_xv) is
+maple_smart_memory0_sl_cmp10_c: process (maple_smart_memory0_sl_cmp10_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp10_ei, maple_smart_memory0_sl_cmp10_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp10_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp10_xv) is
 begin
     if (maple_smart_memory0_count <= 10) then
         maple_smart_memory0_sl_cmp10_out <= '0';
     elsif (maple_smart_memory0_sl_cmp10_xv = maple_smart_memory0_sl_cmp10_ev) then
         if (maple_smart_memory0_sl_cmp10_xi = maple_smart_memory0_sl_cmp10_ei) then
-            maple_smart_memory0_sl_cmp10_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp10_es);
+            maple_smart_memory0_sl_cmp10_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp10_es));
         else
             maple_smart_memory0_sl_cmp10_out <= stdl(maple_smart_memory0_sl_cmp10_xi < maple_smart_memory0_sl_cmp10_ei);
         end if;
@@ -1143,13 +1144,13 @@ maple_smart_memory0_sl_cmp11_ev <= signed(maple_smart_memory0_sl_cmp11_e(32-1 do
 maple_smart_memory0_sl_cmp11_ei <= maple_smart_memory0_sl_cmp11_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp11_es <= maple_smart_memory0_sl_cmp11_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp11_c: process (maple_smart_memory0_sl_cmp11_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp11_ei, maple_smart_memory0_sl_cmp11_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp11_xi, maple_smart_memory0_sl_cmp11_xv) is
+maple_smart_memory0_sl_cmp11_c: process (maple_smart_memory0_sl_cmp11_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp11_ei, maple_smart_memory0_sl_cmp11_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp11_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp11_xv) is
 begin
     if (maple_smart_memory0_count <= 11) then
         maple_smart_memory0_sl_cmp11_out <= '0';
     elsif (maple_smart_memory0_sl_cmp11_xv = maple_smart_memory0_sl_cmp11_ev) then
         if (maple_smart_memory0_sl_cmp11_xi = maple_smart_memory0_sl_cmp11_ei) then
-            maple_smart_memory0_sl_cmp11_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp11_es);
+            maple_smart_memory0_sl_cmp11_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp11_es));
         else
             maple_smart_memory0_sl_cmp11_out <= stdl(maple_smart_memory0_sl_cmp11_xi < maple_smart_memory0_sl_cmp11_ei);
         end if;
@@ -1167,13 +1168,13 @@ maple_smart_memory0_sl_cmp12_ev <= signed(maple_smart_memory0_sl_cmp12_e(32-1 do
 maple_smart_memory0_sl_cmp12_ei <= maple_smart_memory0_sl_cmp12_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp12_es <= maple_smart_memory0_sl_cmp12_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp12_c: process (maple_smart_memory0_sl_cmp12_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp12_ei, maple_smart_memory0_sl_cmp12_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp12_xi, maple_smart_memory0_sl_cmp12_xv) is
+maple_smart_memory0_sl_cmp12_c: process (maple_smart_memory0_sl_cmp12_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp12_ei, maple_smart_memory0_sl_cmp12_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp12_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp12_xv) is
 begin
     if (maple_smart_memory0_count <= 12) then
         maple_smart_memory0_sl_cmp12_out <= '0';
     elsif (maple_smart_memory0_sl_cmp12_xv = maple_smart_memory0_sl_cmp12_ev) then
         if (maple_smart_memory0_sl_cmp12_xi = maple_smart_memory0_sl_cmp12_ei) then
-            maple_smart_memory0_sl_cmp12_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp12_es);
+            maple_smart_memory0_sl_cmp12_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp12_es));
         else
             maple_smart_memory0_sl_cmp12_out <= stdl(maple_smart_memory0_sl_cmp12_xi < maple_smart_memory0_sl_cmp12_ei);
         end if;
@@ -1191,13 +1192,13 @@ maple_smart_memory0_sl_cmp13_ev <= signed(maple_smart_memory0_sl_cmp13_e(32-1 do
 maple_smart_memory0_sl_cmp13_ei <= maple_smart_memory0_sl_cmp13_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp13_es <= maple_smart_memory0_sl_cmp13_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp13_c: process (maple_smart_memory0_sl_cmp13_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp13_ei, maple_smart_memory0_sl_cmp13_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp13_xi, maple_smart_memory0_sl_cmp13_xv) is
+maple_smart_memory0_sl_cmp13_c: process (maple_smart_memory0_sl_cmp13_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp13_ei, maple_smart_memory0_sl_cmp13_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp13_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp13_xv) is
 begin
     if (maple_smart_memory0_count <= 13) then
         maple_smart_memory0_sl_cmp13_out <= '0';
     elsif (maple_smart_memory0_sl_cmp13_xv = maple_smart_memory0_sl_cmp13_ev) then
         if (maple_smart_memory0_sl_cmp13_xi = maple_smart_memory0_sl_cmp13_ei) then
-            maple_smart_memory0_sl_cmp13_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp13_es);
+            maple_smart_memory0_sl_cmp13_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp13_es));
         else
             maple_smart_memory0_sl_cmp13_out <= stdl(maple_smart_memory0_sl_cmp13_xi < maple_smart_memory0_sl_cmp13_ei);
         end if;
@@ -1215,13 +1216,13 @@ maple_smart_memory0_sl_cmp14_ev <= signed(maple_smart_memory0_sl_cmp14_e(32-1 do
 maple_smart_memory0_sl_cmp14_ei <= maple_smart_memory0_sl_cmp14_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp14_es <= maple_smart_memory0_sl_cmp14_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp14_c: process (maple_smart_memory0_sl_cmp14_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp14_ei, maple_smart_memory0_sl_cmp14_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp14_xi, maple_smart_memory0_sl_cmp14_xv) is
+maple_smart_memory0_sl_cmp14_c: process (maple_smart_memory0_sl_cmp14_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp14_ei, maple_smart_memory0_sl_cmp14_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp14_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp14_xv) is
 begin
     if (maple_smart_memory0_count <= 14) then
         maple_smart_memory0_sl_cmp14_out <= '0';
     elsif (maple_smart_memory0_sl_cmp14_xv = maple_smart_memory0_sl_cmp14_ev) then
         if (maple_smart_memory0_sl_cmp14_xi = maple_smart_memory0_sl_cmp14_ei) then
-            maple_smart_memory0_sl_cmp14_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp14_es);
+            maple_smart_memory0_sl_cmp14_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp14_es));
         else
             maple_smart_memory0_sl_cmp14_out <= stdl(maple_smart_memory0_sl_cmp14_xi < maple_smart_memory0_sl_cmp14_ei);
         end if;
@@ -1239,13 +1240,13 @@ maple_smart_memory0_sl_cmp15_ev <= signed(maple_smart_memory0_sl_cmp15_e(32-1 do
 maple_smart_memory0_sl_cmp15_ei <= maple_smart_memory0_sl_cmp15_e(48-1 downto 32);
 maple_smart_memory0_sl_cmp15_es <= maple_smart_memory0_sl_cmp15_e((48 + 4)-1 downto 48);
 
-maple_smart_memory0_sl_cmp15_c: process (maple_smart_memory0_sl_cmp15_ev, maple_smart_memory0_count, maple_smart_memory0_lst_wa, maple_smart_memory0_sl_cmp15_ei, maple_smart_memory0_sl_cmp15_es, maple_smart_memory0_cmp_r, maple_smart_memory0_sl_cmp15_xi, maple_smart_memory0_sl_cmp15_xv) is
+maple_smart_memory0_sl_cmp15_c: process (maple_smart_memory0_sl_cmp15_ev, maple_smart_memory0_count, maple_smart_memory0_sl_cmp15_ei, maple_smart_memory0_sl_cmp15_es, maple_smart_memory0_cmp_r, maple_smart_memory0_thr_s, maple_smart_memory0_sl_cmp15_xi, maple_smart_memory0_not_full, maple_smart_memory0_sl_cmp15_xv) is
 begin
     if (maple_smart_memory0_count <= 15) then
         maple_smart_memory0_sl_cmp15_out <= '0';
     elsif (maple_smart_memory0_sl_cmp15_xv = maple_smart_memory0_sl_cmp15_ev) then
         if (maple_smart_memory0_sl_cmp15_xi = maple_smart_memory0_sl_cmp15_ei) then
-            maple_smart_memory0_sl_cmp15_out <= stdl(maple_smart_memory0_lst_wa > maple_smart_memory0_sl_cmp15_es);
+            maple_smart_memory0_sl_cmp15_out <= stdl(bool(maple_smart_memory0_not_full) or (maple_smart_memory0_thr_s > maple_smart_memory0_sl_cmp15_es));
         else
             maple_smart_memory0_sl_cmp15_out <= stdl(maple_smart_memory0_sl_cmp15_xi < maple_smart_memory0_sl_cmp15_ei);
         end if;
@@ -1650,7 +1651,7 @@ maple_smart_memory0_status32 <= unsigned'(to_unsigned(0, 23) & maple_smart_memor
 sm_tready <= stdl((maple_smart_memory0_state = 1) and (not bool(maple_smart_memory0_rmw_hold)));
 maple_smart_memory0_fire <= stdl(bool(sm_tvalid) and (maple_smart_memory0_state = 1) and (not bool(maple_smart_memory0_rmw_hold)));
 maple_smart_memory0_in_addr <= sm_tdata((32 + 8)-1 downto 32);
-maple_smart_memory0_not_full <= stdl(maple_smart_memory0_count < maple_smart_memory0_k_r);
+maple_smart_memory0_nf_inc <= stdl((maple_smart_memory0_count + 1) < maple_smart_memory0_k_r);
 maple_smart_memory0_cnt_slot <= maple_smart_memory0_count(4-1 downto 0);
 
 
@@ -1773,6 +1774,7 @@ begin
     if rising_edge(clk) then
         if (rst = '1') then
             maple_smart_memory0_r2_valid <= '0';
+            maple_smart_memory0_not_full <= '1';
             maple_smart_memory0_r1_val <= to_signed(0, 32);
             maple_smart_memory0_smin <= to_unsigned(0, 48);
             maple_smart_memory0_p_idx <= to_unsigned(0, 16);
@@ -1831,6 +1833,7 @@ begin
                     when "00" =>
                         if bool(maple_smart_memory0_not_full) then
                             maple_smart_memory0_count <= (maple_smart_memory0_count + 1);
+                            maple_smart_memory0_not_full <= maple_smart_memory0_nf_inc;
                             maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
                         elsif bool(maple_smart_memory0_nb) then
                             maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
@@ -1872,6 +1875,7 @@ begin
                             maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
                         end if;
                         maple_smart_memory0_count <= to_unsigned(0, 9);
+                        maple_smart_memory0_not_full <= '1';
                         maple_smart_memory0_have <= '0';
                         maple_smart_memory0_ins <= to_unsigned(0, 32);
                     else
@@ -1909,6 +1913,7 @@ begin
                     if bool(maple_smart_memory0_rearm) then
                         maple_smart_memory0_state <= to_unsigned(1, 3);
                         maple_smart_memory0_count <= to_unsigned(0, 9);
+                        maple_smart_memory0_not_full <= '1';
                         maple_smart_memory0_have <= '0';
                         maple_smart_memory0_ins <= to_unsigned(0, 32);
                     else
@@ -1973,6 +1978,7 @@ begin
                     maple_smart_memory0_bg <= '1';
                     maple_smart_memory0_state <= to_unsigned(1, 3);
                     maple_smart_memory0_count <= to_unsigned(0, 9);
+                    maple_smart_memory0_not_full <= '1';
                     maple_smart_memory0_have <= '0';
                     maple_smart_memory0_ins <= to_unsigned(0, 32);
                 else
@@ -2009,6 +2015,7 @@ begin
                             maple_smart_memory0_clearing <= '1';
                             maple_smart_memory0_clr_i <= to_unsigned(0, 8);
                             maple_smart_memory0_count <= to_unsigned(0, 9);
+                            maple_smart_memory0_not_full <= '1';
                             maple_smart_memory0_have <= '0';
                             maple_smart_memory0_ins <= to_unsigned(0, 32);
                         else
@@ -2019,6 +2026,7 @@ begin
                         if bool(maple_smart_memory0_idle_ok) then
                             maple_smart_memory0_state <= to_unsigned(1, 3);
                             maple_smart_memory0_count <= to_unsigned(0, 9);
+                            maple_smart_memory0_not_full <= '1';
                             maple_smart_memory0_have <= '0';
                             maple_smart_memory0_ins <= to_unsigned(0, 32);
                         else
@@ -2080,6 +2088,7 @@ begin
                             maple_smart_memory0_err_code <= to_unsigned(1, 4);
                         else
                             maple_smart_memory0_k_r <= wdata(9-1 downto 0);
+                            maple_smart_memory0_not_full <= stdl(maple_smart_memory0_count < wdata(9-1 downto 0));
                         end if;
                     elsif (maple_smart_memory0_waddr = 2) then
                         maple_smart_memory0_cmp_r <= wdata(0);

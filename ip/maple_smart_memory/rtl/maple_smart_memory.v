@@ -134,9 +134,10 @@ reg lst_we;
 reg [47:0] max_pk;
 reg [47:0] min_pk;
 reg nb;
+wire nf_inc;
 reg nmax;
 reg nmin;
-wire not_full;
+reg not_full;
 reg signed [31:0] old;
 wire [31:0] op32;
 reg [1:0] op_r;
@@ -440,13 +441,13 @@ assign sl_cmp0_ei = sl0[48-1:32];
 assign sl_cmp0_es = sl0[48+:4];
 
 
-always @(sl_cmp0_ev, count, lst_wa, sl_cmp0_ei, sl_cmp0_es, cmp_r, sl_cmp0_xi, sl_cmp0_xv) begin: sl_cmp0_c
+always @(sl_cmp0_ev, count, sl_cmp0_ei, sl_cmp0_es, cmp_r, thr_s, sl_cmp0_xi, not_full, sl_cmp0_xv) begin: sl_cmp0_c
     if ((count <= 0)) begin
         sl_cmp0_out = 1'b0;
     end
     else if ((sl_cmp0_xv == sl_cmp0_ev)) begin
         if ((sl_cmp0_xi == sl_cmp0_ei)) begin
-            sl_cmp0_out = (lst_wa > sl_cmp0_es);
+            sl_cmp0_out = (not_full || (thr_s > sl_cmp0_es));
         end
         else begin
             sl_cmp0_out = (sl_cmp0_xi < sl_cmp0_ei);
@@ -469,13 +470,13 @@ assign sl_cmp1_ei = sl_cmp1_e[48-1:32];
 assign sl_cmp1_es = sl_cmp1_e[48+:4];
 
 
-always @(sl_cmp1_ev, count, lst_wa, sl_cmp1_ei, sl_cmp1_es, cmp_r, sl_cmp1_xi, sl_cmp1_xv) begin: sl_cmp1_c
+always @(sl_cmp1_ev, count, sl_cmp1_ei, sl_cmp1_es, cmp_r, thr_s, sl_cmp1_xi, not_full, sl_cmp1_xv) begin: sl_cmp1_c
     if ((count <= 1)) begin
         sl_cmp1_out = 1'b0;
     end
     else if ((sl_cmp1_xv == sl_cmp1_ev)) begin
         if ((sl_cmp1_xi == sl_cmp1_ei)) begin
-            sl_cmp1_out = (lst_wa > sl_cmp1_es);
+            sl_cmp1_out = (not_full || (thr_s > sl_cmp1_es));
         end
         else begin
             sl_cmp1_out = (sl_cmp1_xi < sl_cmp1_ei);
@@ -498,13 +499,13 @@ assign sl_cmp2_ei = sl_cmp2_e[48-1:32];
 assign sl_cmp2_es = sl_cmp2_e[48+:4];
 
 
-always @(sl_cmp2_ev, count, lst_wa, sl_cmp2_ei, sl_cmp2_es, cmp_r, sl_cmp2_xi, sl_cmp2_xv) begin: sl_cmp2_c
+always @(sl_cmp2_ev, count, sl_cmp2_ei, sl_cmp2_es, cmp_r, thr_s, sl_cmp2_xi, not_full, sl_cmp2_xv) begin: sl_cmp2_c
     if ((count <= 2)) begin
         sl_cmp2_out = 1'b0;
     end
     else if ((sl_cmp2_xv == sl_cmp2_ev)) begin
         if ((sl_cmp2_xi == sl_cmp2_ei)) begin
-            sl_cmp2_out = (lst_wa > sl_cmp2_es);
+            sl_cmp2_out = (not_full || (thr_s > sl_cmp2_es));
         end
         else begin
             sl_cmp2_out = (sl_cmp2_xi < sl_cmp2_ei);
@@ -527,13 +528,13 @@ assign sl_cmp3_ei = sl_cmp3_e[48-1:32];
 assign sl_cmp3_es = sl_cmp3_e[48+:4];
 
 
-always @(sl_cmp3_ev, count, lst_wa, sl_cmp3_ei, sl_cmp3_es, cmp_r, sl_cmp3_xi, sl_cmp3_xv) begin: sl_cmp3_c
+always @(sl_cmp3_ev, count, sl_cmp3_ei, sl_cmp3_es, cmp_r, thr_s, sl_cmp3_xi, not_full, sl_cmp3_xv) begin: sl_cmp3_c
     if ((count <= 3)) begin
         sl_cmp3_out = 1'b0;
     end
     else if ((sl_cmp3_xv == sl_cmp3_ev)) begin
         if ((sl_cmp3_xi == sl_cmp3_ei)) begin
-            sl_cmp3_out = (lst_wa > sl_cmp3_es);
+            sl_cmp3_out = (not_full || (thr_s > sl_cmp3_es));
         end
         else begin
             sl_cmp3_out = (sl_cmp3_xi < sl_cmp3_ei);
@@ -556,13 +557,13 @@ assign sl_cmp4_ei = sl_cmp4_e[48-1:32];
 assign sl_cmp4_es = sl_cmp4_e[48+:4];
 
 
-always @(sl_cmp4_ev, count, lst_wa, sl_cmp4_ei, sl_cmp4_es, cmp_r, sl_cmp4_xi, sl_cmp4_xv) begin: sl_cmp4_c
+always @(sl_cmp4_ev, count, sl_cmp4_ei, sl_cmp4_es, cmp_r, thr_s, sl_cmp4_xi, not_full, sl_cmp4_xv) begin: sl_cmp4_c
     if ((count <= 4)) begin
         sl_cmp4_out = 1'b0;
     end
     else if ((sl_cmp4_xv == sl_cmp4_ev)) begin
         if ((sl_cmp4_xi == sl_cmp4_ei)) begin
-            sl_cmp4_out = (lst_wa > sl_cmp4_es);
+            sl_cmp4_out = (not_full || (thr_s > sl_cmp4_es));
         end
         else begin
             sl_cmp4_out = (sl_cmp4_xi < sl_cmp4_ei);
@@ -585,13 +586,13 @@ assign sl_cmp5_ei = sl_cmp5_e[48-1:32];
 assign sl_cmp5_es = sl_cmp5_e[48+:4];
 
 
-always @(sl_cmp5_ev, count, lst_wa, sl_cmp5_ei, sl_cmp5_es, cmp_r, sl_cmp5_xi, sl_cmp5_xv) begin: sl_cmp5_c
+always @(sl_cmp5_ev, count, sl_cmp5_ei, sl_cmp5_es, cmp_r, thr_s, sl_cmp5_xi, not_full, sl_cmp5_xv) begin: sl_cmp5_c
     if ((count <= 5)) begin
         sl_cmp5_out = 1'b0;
     end
     else if ((sl_cmp5_xv == sl_cmp5_ev)) begin
         if ((sl_cmp5_xi == sl_cmp5_ei)) begin
-            sl_cmp5_out = (lst_wa > sl_cmp5_es);
+            sl_cmp5_out = (not_full || (thr_s > sl_cmp5_es));
         end
         else begin
             sl_cmp5_out = (sl_cmp5_xi < sl_cmp5_ei);
@@ -614,13 +615,13 @@ assign sl_cmp6_ei = sl_cmp6_e[48-1:32];
 assign sl_cmp6_es = sl_cmp6_e[48+:4];
 
 
-always @(sl_cmp6_ev, count, lst_wa, sl_cmp6_ei, sl_cmp6_es, cmp_r, sl_cmp6_xi, sl_cmp6_xv) begin: sl_cmp6_c
+always @(sl_cmp6_ev, count, sl_cmp6_ei, sl_cmp6_es, cmp_r, thr_s, sl_cmp6_xi, not_full, sl_cmp6_xv) begin: sl_cmp6_c
     if ((count <= 6)) begin
         sl_cmp6_out = 1'b0;
     end
     else if ((sl_cmp6_xv == sl_cmp6_ev)) begin
         if ((sl_cmp6_xi == sl_cmp6_ei)) begin
-            sl_cmp6_out = (lst_wa > sl_cmp6_es);
+            sl_cmp6_out = (not_full || (thr_s > sl_cmp6_es));
         end
         else begin
             sl_cmp6_out = (sl_cmp6_xi < sl_cmp6_ei);
@@ -643,13 +644,13 @@ assign sl_cmp7_ei = sl_cmp7_e[48-1:32];
 assign sl_cmp7_es = sl_cmp7_e[48+:4];
 
 
-always @(sl_cmp7_ev, count, lst_wa, sl_cmp7_ei, sl_cmp7_es, cmp_r, sl_cmp7_xi, sl_cmp7_xv) begin: sl_cmp7_c
+always @(sl_cmp7_ev, count, sl_cmp7_ei, sl_cmp7_es, cmp_r, thr_s, sl_cmp7_xi, not_full, sl_cmp7_xv) begin: sl_cmp7_c
     if ((count <= 7)) begin
         sl_cmp7_out = 1'b0;
     end
     else if ((sl_cmp7_xv == sl_cmp7_ev)) begin
         if ((sl_cmp7_xi == sl_cmp7_ei)) begin
-            sl_cmp7_out = (lst_wa > sl_cmp7_es);
+            sl_cmp7_out = (not_full || (thr_s > sl_cmp7_es));
         end
         else begin
             sl_cmp7_out = (sl_cmp7_xi < sl_cmp7_ei);
@@ -672,13 +673,13 @@ assign sl_cmp8_ei = sl_cmp8_e[48-1:32];
 assign sl_cmp8_es = sl_cmp8_e[48+:4];
 
 
-always @(sl_cmp8_ev, count, lst_wa, sl_cmp8_ei, sl_cmp8_es, cmp_r, sl_cmp8_xi, sl_cmp8_xv) begin: sl_cmp8_c
+always @(sl_cmp8_ev, count, sl_cmp8_ei, sl_cmp8_es, cmp_r, thr_s, sl_cmp8_xi, not_full, sl_cmp8_xv) begin: sl_cmp8_c
     if ((count <= 8)) begin
         sl_cmp8_out = 1'b0;
     end
     else if ((sl_cmp8_xv == sl_cmp8_ev)) begin
         if ((sl_cmp8_xi == sl_cmp8_ei)) begin
-            sl_cmp8_out = (lst_wa > sl_cmp8_es);
+            sl_cmp8_out = (not_full || (thr_s > sl_cmp8_es));
         end
         else begin
             sl_cmp8_out = (sl_cmp8_xi < sl_cmp8_ei);
@@ -701,13 +702,13 @@ assign sl_cmp9_ei = sl_cmp9_e[48-1:32];
 assign sl_cmp9_es = sl_cmp9_e[48+:4];
 
 
-always @(sl_cmp9_ev, count, lst_wa, sl_cmp9_ei, sl_cmp9_es, cmp_r, sl_cmp9_xi, sl_cmp9_xv) begin: sl_cmp9_c
+always @(sl_cmp9_ev, count, sl_cmp9_ei, sl_cmp9_es, cmp_r, thr_s, sl_cmp9_xi, not_full, sl_cmp9_xv) begin: sl_cmp9_c
     if ((count <= 9)) begin
         sl_cmp9_out = 1'b0;
     end
     else if ((sl_cmp9_xv == sl_cmp9_ev)) begin
         if ((sl_cmp9_xi == sl_cmp9_ei)) begin
-            sl_cmp9_out = (lst_wa > sl_cmp9_es);
+            sl_cmp9_out = (not_full || (thr_s > sl_cmp9_es));
         end
         else begin
             sl_cmp9_out = (sl_cmp9_xi < sl_cmp9_ei);
@@ -730,13 +731,13 @@ assign sl_cmp10_ei = sl_cmp10_e[48-1:32];
 assign sl_cmp10_es = sl_cmp10_e[48+:4];
 
 
-always @(sl_cmp10_ev, count, lst_wa, sl_cmp10_ei, sl_cmp10_es, cmp_r, sl_cmp10_xi, sl_cmp10_xv) begin: sl_cmp10_c
+always @(sl_cmp10_ev, count, sl_cmp10_ei, sl_cmp10_es, cmp_r, thr_s, sl_cmp10_xi, not_full, sl_cmp10_xv) begin: sl_cmp10_c
     if ((count <= 10)) begin
         sl_cmp10_out = 1'b0;
     end
     else if ((sl_cmp10_xv == sl_cmp10_ev)) begin
         if ((sl_cmp10_xi == sl_cmp10_ei)) begin
-            sl_cmp10_out = (lst_wa > sl_cmp10_es);
+            sl_cmp10_out = (not_full || (thr_s > sl_cmp10_es));
         end
         else begin
             sl_cmp10_out = (sl_cmp10_xi < sl_cmp10_ei);
@@ -759,13 +760,13 @@ assign sl_cmp11_ei = sl_cmp11_e[48-1:32];
 assign sl_cmp11_es = sl_cmp11_e[48+:4];
 
 
-always @(sl_cmp11_ev, count, lst_wa, sl_cmp11_ei, sl_cmp11_es, cmp_r, sl_cmp11_xi, sl_cmp11_xv) begin: sl_cmp11_c
+always @(sl_cmp11_ev, count, sl_cmp11_ei, sl_cmp11_es, cmp_r, thr_s, sl_cmp11_xi, not_full, sl_cmp11_xv) begin: sl_cmp11_c
     if ((count <= 11)) begin
         sl_cmp11_out = 1'b0;
     end
     else if ((sl_cmp11_xv == sl_cmp11_ev)) begin
         if ((sl_cmp11_xi == sl_cmp11_ei)) begin
-            sl_cmp11_out = (lst_wa > sl_cmp11_es);
+            sl_cmp11_out = (not_full || (thr_s > sl_cmp11_es));
         end
         else begin
             sl_cmp11_out = (sl_cmp11_xi < sl_cmp11_ei);
@@ -788,13 +789,13 @@ assign sl_cmp12_ei = sl_cmp12_e[48-1:32];
 assign sl_cmp12_es = sl_cmp12_e[48+:4];
 
 
-always @(sl_cmp12_ev, count, lst_wa, sl_cmp12_ei, sl_cmp12_es, cmp_r, sl_cmp12_xi, sl_cmp12_xv) begin: sl_cmp12_c
+always @(sl_cmp12_ev, count, sl_cmp12_ei, sl_cmp12_es, cmp_r, thr_s, sl_cmp12_xi, not_full, sl_cmp12_xv) begin: sl_cmp12_c
     if ((count <= 12)) begin
         sl_cmp12_out = 1'b0;
     end
     else if ((sl_cmp12_xv == sl_cmp12_ev)) begin
         if ((sl_cmp12_xi == sl_cmp12_ei)) begin
-            sl_cmp12_out = (lst_wa > sl_cmp12_es);
+            sl_cmp12_out = (not_full || (thr_s > sl_cmp12_es));
         end
         else begin
             sl_cmp12_out = (sl_cmp12_xi < sl_cmp12_ei);
@@ -817,13 +818,13 @@ assign sl_cmp13_ei = sl_cmp13_e[48-1:32];
 assign sl_cmp13_es = sl_cmp13_e[48+:4];
 
 
-always @(sl_cmp13_ev, count, lst_wa, sl_cmp13_ei, sl_cmp13_es, cmp_r, sl_cmp13_xi, sl_cmp13_xv) begin: sl_cmp13_c
+always @(sl_cmp13_ev, count, sl_cmp13_ei, sl_cmp13_es, cmp_r, thr_s, sl_cmp13_xi, not_full, sl_cmp13_xv) begin: sl_cmp13_c
     if ((count <= 13)) begin
         sl_cmp13_out = 1'b0;
     end
     else if ((sl_cmp13_xv == sl_cmp13_ev)) begin
         if ((sl_cmp13_xi == sl_cmp13_ei)) begin
-            sl_cmp13_out = (lst_wa > sl_cmp13_es);
+            sl_cmp13_out = (not_full || (thr_s > sl_cmp13_es));
         end
         else begin
             sl_cmp13_out = (sl_cmp13_xi < sl_cmp13_ei);
@@ -846,13 +847,13 @@ assign sl_cmp14_ei = sl_cmp14_e[48-1:32];
 assign sl_cmp14_es = sl_cmp14_e[48+:4];
 
 
-always @(sl_cmp14_ev, count, lst_wa, sl_cmp14_ei, sl_cmp14_es, cmp_r, sl_cmp14_xi, sl_cmp14_xv) begin: sl_cmp14_c
+always @(sl_cmp14_ev, count, sl_cmp14_ei, sl_cmp14_es, cmp_r, thr_s, sl_cmp14_xi, not_full, sl_cmp14_xv) begin: sl_cmp14_c
     if ((count <= 14)) begin
         sl_cmp14_out = 1'b0;
     end
     else if ((sl_cmp14_xv == sl_cmp14_ev)) begin
         if ((sl_cmp14_xi == sl_cmp14_ei)) begin
-            sl_cmp14_out = (lst_wa > sl_cmp14_es);
+            sl_cmp14_out = (not_full || (thr_s > sl_cmp14_es));
         end
         else begin
             sl_cmp14_out = (sl_cmp14_xi < sl_cmp14_ei);
@@ -875,13 +876,13 @@ assign sl_cmp15_ei = sl_cmp15_e[48-1:32];
 assign sl_cmp15_es = sl_cmp15_e[48+:4];
 
 
-always @(sl_cmp15_ev, count, lst_wa, sl_cmp15_ei, sl_cmp15_es, cmp_r, sl_cmp15_xi, sl_cmp15_xv) begin: sl_cmp15_c
+always @(sl_cmp15_ev, count, sl_cmp15_ei, sl_cmp15_es, cmp_r, thr_s, sl_cmp15_xi, not_full, sl_cmp15_xv) begin: sl_cmp15_c
     if ((count <= 15)) begin
         sl_cmp15_out = 1'b0;
     end
     else if ((sl_cmp15_xv == sl_cmp15_ev)) begin
         if ((sl_cmp15_xi == sl_cmp15_ei)) begin
-            sl_cmp15_out = (lst_wa > sl_cmp15_es);
+            sl_cmp15_out = (not_full || (thr_s > sl_cmp15_es));
         end
         else begin
             sl_cmp15_out = (sl_cmp15_xi < sl_cmp15_ei);
@@ -1308,7 +1309,7 @@ assign status32 = {23'h0, pend, err_code, clearing, err, armed_s, busy_s};
 assign s_axis_in_tready = ((state == 1) && (!rmw_hold));
 assign fire = (s_axis_in_tvalid && (state == 1) && (!rmw_hold));
 assign in_addr = s_axis_in_tdata[32+:8];
-assign not_full = (count < k_r);
+assign nf_inc = ((count + 1) < k_r);
 assign cnt_slot = count[4-1:0];
 
 
@@ -1439,6 +1440,7 @@ assign m_axis_out_tvalid = (fcnt != 0);
 always @(posedge clk) begin: main
     if (rst == 1) begin
         r2_valid <= 0;
+        not_full <= 1;
         r1_val <= 0;
         smin <= 0;
         p_idx <= 0;
@@ -1498,6 +1500,7 @@ always @(posedge clk) begin: main
                 'h0: begin
                     if (not_full) begin
                         count <= (count + 1);
+                        not_full <= nf_inc;
                         ins <= (ins + 1);
                     end
                     else if (nb) begin
@@ -1546,6 +1549,7 @@ always @(posedge clk) begin: main
                         smax <= max_pk;
                     end
                     count <= 0;
+                    not_full <= 1'b1;
                     have <= 1'b0;
                     ins <= 0;
                 end
@@ -1585,6 +1589,7 @@ always @(posedge clk) begin: main
                 if (rearm) begin
                     state <= 1;
                     count <= 0;
+                    not_full <= 1'b1;
                     have <= 1'b0;
                     ins <= 0;
                 end
@@ -1664,6 +1669,7 @@ always @(posedge clk) begin: main
                 bg <= 1'b1;
                 state <= 1;
                 count <= 0;
+                not_full <= 1'b1;
                 have <= 1'b0;
                 ins <= 0;
             end
@@ -1706,6 +1712,7 @@ always @(posedge clk) begin: main
                         clearing <= 1'b1;
                         clr_i <= 0;
                         count <= 0;
+                        not_full <= 1'b1;
                         have <= 1'b0;
                         ins <= 0;
                     end
@@ -1718,6 +1725,7 @@ always @(posedge clk) begin: main
                     if (idle_ok) begin
                         state <= 1;
                         count <= 0;
+                        not_full <= 1'b1;
                         have <= 1'b0;
                         ins <= 0;
                     end
@@ -1795,6 +1803,7 @@ always @(posedge clk) begin: main
                     end
                     else begin
                         k_r <= s_axil_wdata[9-1:0];
+                        not_full <= (count < s_axil_wdata[9-1:0]);
                     end
                 end
                 else if ((waddr == 2)) begin

@@ -114,6 +114,7 @@ signal lst_we: std_logic;
 signal max_pk: unsigned(47 downto 0);
 signal min_pk: unsigned(47 downto 0);
 signal nb: std_logic;
+signal nf_inc: std_logic;
 signal nmax: std_logic;
 signal nmin: std_logic;
 signal not_full: std_logic;
@@ -416,13 +417,13 @@ sl_cmp0_ev <= signed(sl0(32-1 downto 0));
 sl_cmp0_ei <= sl0(48-1 downto 32);
 sl_cmp0_es <= sl0((48 + 4)-1 downto 48);
 
-sl_cmp0_c: process (sl_cmp0_ev, count, lst_wa, sl_cmp0_ei, sl_cmp0_es, cmp_r, sl_cmp0_xi, sl_cmp0_xv) is
+sl_cmp0_c: process (sl_cmp0_ev, count, sl_cmp0_ei, sl_cmp0_es, cmp_r, thr_s, sl_cmp0_xi, not_full, sl_cmp0_xv) is
 begin
     if (count <= 0) then
         sl_cmp0_out <= '0';
     elsif (sl_cmp0_xv = sl_cmp0_ev) then
         if (sl_cmp0_xi = sl_cmp0_ei) then
-            sl_cmp0_out <= stdl(lst_wa > sl_cmp0_es);
+            sl_cmp0_out <= stdl(bool(not_full) or (thr_s > sl_cmp0_es));
         else
             sl_cmp0_out <= stdl(sl_cmp0_xi < sl_cmp0_ei);
         end if;
@@ -440,13 +441,13 @@ sl_cmp1_ev <= signed(sl_cmp1_e(32-1 downto 0));
 sl_cmp1_ei <= sl_cmp1_e(48-1 downto 32);
 sl_cmp1_es <= sl_cmp1_e((48 + 4)-1 downto 48);
 
-sl_cmp1_c: process (sl_cmp1_ev, count, lst_wa, sl_cmp1_ei, sl_cmp1_es, cmp_r, sl_cmp1_xi, sl_cmp1_xv) is
+sl_cmp1_c: process (sl_cmp1_ev, count, sl_cmp1_ei, sl_cmp1_es, cmp_r, thr_s, sl_cmp1_xi, not_full, sl_cmp1_xv) is
 begin
     if (count <= 1) then
         sl_cmp1_out <= '0';
     elsif (sl_cmp1_xv = sl_cmp1_ev) then
         if (sl_cmp1_xi = sl_cmp1_ei) then
-            sl_cmp1_out <= stdl(lst_wa > sl_cmp1_es);
+            sl_cmp1_out <= stdl(bool(not_full) or (thr_s > sl_cmp1_es));
         else
             sl_cmp1_out <= stdl(sl_cmp1_xi < sl_cmp1_ei);
         end if;
@@ -464,13 +465,13 @@ sl_cmp2_ev <= signed(sl_cmp2_e(32-1 downto 0));
 sl_cmp2_ei <= sl_cmp2_e(48-1 downto 32);
 sl_cmp2_es <= sl_cmp2_e((48 + 4)-1 downto 48);
 
-sl_cmp2_c: process (sl_cmp2_ev, count, lst_wa, sl_cmp2_ei, sl_cmp2_es, cmp_r, sl_cmp2_xi, sl_cmp2_xv) is
+sl_cmp2_c: process (sl_cmp2_ev, count, sl_cmp2_ei, sl_cmp2_es, cmp_r, thr_s, sl_cmp2_xi, not_full, sl_cmp2_xv) is
 begin
     if (count <= 2) then
         sl_cmp2_out <= '0';
     elsif (sl_cmp2_xv = sl_cmp2_ev) then
         if (sl_cmp2_xi = sl_cmp2_ei) then
-            sl_cmp2_out <= stdl(lst_wa > sl_cmp2_es);
+            sl_cmp2_out <= stdl(bool(not_full) or (thr_s > sl_cmp2_es));
         else
             sl_cmp2_out <= stdl(sl_cmp2_xi < sl_cmp2_ei);
         end if;
@@ -488,13 +489,13 @@ sl_cmp3_ev <= signed(sl_cmp3_e(32-1 downto 0));
 sl_cmp3_ei <= sl_cmp3_e(48-1 downto 32);
 sl_cmp3_es <= sl_cmp3_e((48 + 4)-1 downto 48);
 
-sl_cmp3_c: process (sl_cmp3_ev, count, lst_wa, sl_cmp3_ei, sl_cmp3_es, cmp_r, sl_cmp3_xi, sl_cmp3_xv) is
+sl_cmp3_c: process (sl_cmp3_ev, count, sl_cmp3_ei, sl_cmp3_es, cmp_r, thr_s, sl_cmp3_xi, not_full, sl_cmp3_xv) is
 begin
     if (count <= 3) then
         sl_cmp3_out <= '0';
     elsif (sl_cmp3_xv = sl_cmp3_ev) then
         if (sl_cmp3_xi = sl_cmp3_ei) then
-            sl_cmp3_out <= stdl(lst_wa > sl_cmp3_es);
+            sl_cmp3_out <= stdl(bool(not_full) or (thr_s > sl_cmp3_es));
         else
             sl_cmp3_out <= stdl(sl_cmp3_xi < sl_cmp3_ei);
         end if;
@@ -512,13 +513,13 @@ sl_cmp4_ev <= signed(sl_cmp4_e(32-1 downto 0));
 sl_cmp4_ei <= sl_cmp4_e(48-1 downto 32);
 sl_cmp4_es <= sl_cmp4_e((48 + 4)-1 downto 48);
 
-sl_cmp4_c: process (sl_cmp4_ev, count, lst_wa, sl_cmp4_ei, sl_cmp4_es, cmp_r, sl_cmp4_xi, sl_cmp4_xv) is
+sl_cmp4_c: process (sl_cmp4_ev, count, sl_cmp4_ei, sl_cmp4_es, cmp_r, thr_s, sl_cmp4_xi, not_full, sl_cmp4_xv) is
 begin
     if (count <= 4) then
         sl_cmp4_out <= '0';
     elsif (sl_cmp4_xv = sl_cmp4_ev) then
         if (sl_cmp4_xi = sl_cmp4_ei) then
-            sl_cmp4_out <= stdl(lst_wa > sl_cmp4_es);
+            sl_cmp4_out <= stdl(bool(not_full) or (thr_s > sl_cmp4_es));
         else
             sl_cmp4_out <= stdl(sl_cmp4_xi < sl_cmp4_ei);
         end if;
@@ -536,13 +537,13 @@ sl_cmp5_ev <= signed(sl_cmp5_e(32-1 downto 0));
 sl_cmp5_ei <= sl_cmp5_e(48-1 downto 32);
 sl_cmp5_es <= sl_cmp5_e((48 + 4)-1 downto 48);
 
-sl_cmp5_c: process (sl_cmp5_ev, count, lst_wa, sl_cmp5_ei, sl_cmp5_es, cmp_r, sl_cmp5_xi, sl_cmp5_xv) is
+sl_cmp5_c: process (sl_cmp5_ev, count, sl_cmp5_ei, sl_cmp5_es, cmp_r, thr_s, sl_cmp5_xi, not_full, sl_cmp5_xv) is
 begin
     if (count <= 5) then
         sl_cmp5_out <= '0';
     elsif (sl_cmp5_xv = sl_cmp5_ev) then
         if (sl_cmp5_xi = sl_cmp5_ei) then
-            sl_cmp5_out <= stdl(lst_wa > sl_cmp5_es);
+            sl_cmp5_out <= stdl(bool(not_full) or (thr_s > sl_cmp5_es));
         else
             sl_cmp5_out <= stdl(sl_cmp5_xi < sl_cmp5_ei);
         end if;
@@ -560,13 +561,13 @@ sl_cmp6_ev <= signed(sl_cmp6_e(32-1 downto 0));
 sl_cmp6_ei <= sl_cmp6_e(48-1 downto 32);
 sl_cmp6_es <= sl_cmp6_e((48 + 4)-1 downto 48);
 
-sl_cmp6_c: process (sl_cmp6_ev, count, lst_wa, sl_cmp6_ei, sl_cmp6_es, cmp_r, sl_cmp6_xi, sl_cmp6_xv) is
+sl_cmp6_c: process (sl_cmp6_ev, count, sl_cmp6_ei, sl_cmp6_es, cmp_r, thr_s, sl_cmp6_xi, not_full, sl_cmp6_xv) is
 begin
     if (count <= 6) then
         sl_cmp6_out <= '0';
     elsif (sl_cmp6_xv = sl_cmp6_ev) then
         if (sl_cmp6_xi = sl_cmp6_ei) then
-            sl_cmp6_out <= stdl(lst_wa > sl_cmp6_es);
+            sl_cmp6_out <= stdl(bool(not_full) or (thr_s > sl_cmp6_es));
         else
             sl_cmp6_out <= stdl(sl_cmp6_xi < sl_cmp6_ei);
         end if;
@@ -584,13 +585,13 @@ sl_cmp7_ev <= signed(sl_cmp7_e(32-1 downto 0));
 sl_cmp7_ei <= sl_cmp7_e(48-1 downto 32);
 sl_cmp7_es <= sl_cmp7_e((48 + 4)-1 downto 48);
 
-sl_cmp7_c: process (sl_cmp7_ev, count, lst_wa, sl_cmp7_ei, sl_cmp7_es, cmp_r, sl_cmp7_xi, sl_cmp7_xv) is
+sl_cmp7_c: process (sl_cmp7_ev, count, sl_cmp7_ei, sl_cmp7_es, cmp_r, thr_s, sl_cmp7_xi, not_full, sl_cmp7_xv) is
 begin
     if (count <= 7) then
         sl_cmp7_out <= '0';
     elsif (sl_cmp7_xv = sl_cmp7_ev) then
         if (sl_cmp7_xi = sl_cmp7_ei) then
-            sl_cmp7_out <= stdl(lst_wa > sl_cmp7_es);
+            sl_cmp7_out <= stdl(bool(not_full) or (thr_s > sl_cmp7_es));
         else
             sl_cmp7_out <= stdl(sl_cmp7_xi < sl_cmp7_ei);
         end if;
@@ -608,13 +609,13 @@ sl_cmp8_ev <= signed(sl_cmp8_e(32-1 downto 0));
 sl_cmp8_ei <= sl_cmp8_e(48-1 downto 32);
 sl_cmp8_es <= sl_cmp8_e((48 + 4)-1 downto 48);
 
-sl_cmp8_c: process (sl_cmp8_ev, count, lst_wa, sl_cmp8_ei, sl_cmp8_es, cmp_r, sl_cmp8_xi, sl_cmp8_xv) is
+sl_cmp8_c: process (sl_cmp8_ev, count, sl_cmp8_ei, sl_cmp8_es, cmp_r, thr_s, sl_cmp8_xi, not_full, sl_cmp8_xv) is
 begin
     if (count <= 8) then
         sl_cmp8_out <= '0';
     elsif (sl_cmp8_xv = sl_cmp8_ev) then
         if (sl_cmp8_xi = sl_cmp8_ei) then
-            sl_cmp8_out <= stdl(lst_wa > sl_cmp8_es);
+            sl_cmp8_out <= stdl(bool(not_full) or (thr_s > sl_cmp8_es));
         else
             sl_cmp8_out <= stdl(sl_cmp8_xi < sl_cmp8_ei);
         end if;
@@ -632,13 +633,13 @@ sl_cmp9_ev <= signed(sl_cmp9_e(32-1 downto 0));
 sl_cmp9_ei <= sl_cmp9_e(48-1 downto 32);
 sl_cmp9_es <= sl_cmp9_e((48 + 4)-1 downto 48);
 
-sl_cmp9_c: process (sl_cmp9_ev, count, lst_wa, sl_cmp9_ei, sl_cmp9_es, cmp_r, sl_cmp9_xi, sl_cmp9_xv) is
+sl_cmp9_c: process (sl_cmp9_ev, count, sl_cmp9_ei, sl_cmp9_es, cmp_r, thr_s, sl_cmp9_xi, not_full, sl_cmp9_xv) is
 begin
     if (count <= 9) then
         sl_cmp9_out <= '0';
     elsif (sl_cmp9_xv = sl_cmp9_ev) then
         if (sl_cmp9_xi = sl_cmp9_ei) then
-            sl_cmp9_out <= stdl(lst_wa > sl_cmp9_es);
+            sl_cmp9_out <= stdl(bool(not_full) or (thr_s > sl_cmp9_es));
         else
             sl_cmp9_out <= stdl(sl_cmp9_xi < sl_cmp9_ei);
         end if;
@@ -656,13 +657,13 @@ sl_cmp10_ev <= signed(sl_cmp10_e(32-1 downto 0));
 sl_cmp10_ei <= sl_cmp10_e(48-1 downto 32);
 sl_cmp10_es <= sl_cmp10_e((48 + 4)-1 downto 48);
 
-sl_cmp10_c: process (sl_cmp10_ev, count, lst_wa, sl_cmp10_ei, sl_cmp10_es, cmp_r, sl_cmp10_xi, sl_cmp10_xv) is
+sl_cmp10_c: process (sl_cmp10_ev, count, sl_cmp10_ei, sl_cmp10_es, cmp_r, thr_s, sl_cmp10_xi, not_full, sl_cmp10_xv) is
 begin
     if (count <= 10) then
         sl_cmp10_out <= '0';
     elsif (sl_cmp10_xv = sl_cmp10_ev) then
         if (sl_cmp10_xi = sl_cmp10_ei) then
-            sl_cmp10_out <= stdl(lst_wa > sl_cmp10_es);
+            sl_cmp10_out <= stdl(bool(not_full) or (thr_s > sl_cmp10_es));
         else
             sl_cmp10_out <= stdl(sl_cmp10_xi < sl_cmp10_ei);
         end if;
@@ -680,13 +681,13 @@ sl_cmp11_ev <= signed(sl_cmp11_e(32-1 downto 0));
 sl_cmp11_ei <= sl_cmp11_e(48-1 downto 32);
 sl_cmp11_es <= sl_cmp11_e((48 + 4)-1 downto 48);
 
-sl_cmp11_c: process (sl_cmp11_ev, count, lst_wa, sl_cmp11_ei, sl_cmp11_es, cmp_r, sl_cmp11_xi, sl_cmp11_xv) is
+sl_cmp11_c: process (sl_cmp11_ev, count, sl_cmp11_ei, sl_cmp11_es, cmp_r, thr_s, sl_cmp11_xi, not_full, sl_cmp11_xv) is
 begin
     if (count <= 11) then
         sl_cmp11_out <= '0';
     elsif (sl_cmp11_xv = sl_cmp11_ev) then
         if (sl_cmp11_xi = sl_cmp11_ei) then
-            sl_cmp11_out <= stdl(lst_wa > sl_cmp11_es);
+            sl_cmp11_out <= stdl(bool(not_full) or (thr_s > sl_cmp11_es));
         else
             sl_cmp11_out <= stdl(sl_cmp11_xi < sl_cmp11_ei);
         end if;
@@ -704,13 +705,13 @@ sl_cmp12_ev <= signed(sl_cmp12_e(32-1 downto 0));
 sl_cmp12_ei <= sl_cmp12_e(48-1 downto 32);
 sl_cmp12_es <= sl_cmp12_e((48 + 4)-1 downto 48);
 
-sl_cmp12_c: process (sl_cmp12_ev, count, lst_wa, sl_cmp12_ei, sl_cmp12_es, cmp_r, sl_cmp12_xi, sl_cmp12_xv) is
+sl_cmp12_c: process (sl_cmp12_ev, count, sl_cmp12_ei, sl_cmp12_es, cmp_r, thr_s, sl_cmp12_xi, not_full, sl_cmp12_xv) is
 begin
     if (count <= 12) then
         sl_cmp12_out <= '0';
     elsif (sl_cmp12_xv = sl_cmp12_ev) then
         if (sl_cmp12_xi = sl_cmp12_ei) then
-            sl_cmp12_out <= stdl(lst_wa > sl_cmp12_es);
+            sl_cmp12_out <= stdl(bool(not_full) or (thr_s > sl_cmp12_es));
         else
             sl_cmp12_out <= stdl(sl_cmp12_xi < sl_cmp12_ei);
         end if;
@@ -728,13 +729,13 @@ sl_cmp13_ev <= signed(sl_cmp13_e(32-1 downto 0));
 sl_cmp13_ei <= sl_cmp13_e(48-1 downto 32);
 sl_cmp13_es <= sl_cmp13_e((48 + 4)-1 downto 48);
 
-sl_cmp13_c: process (sl_cmp13_ev, count, lst_wa, sl_cmp13_ei, sl_cmp13_es, cmp_r, sl_cmp13_xi, sl_cmp13_xv) is
+sl_cmp13_c: process (sl_cmp13_ev, count, sl_cmp13_ei, sl_cmp13_es, cmp_r, thr_s, sl_cmp13_xi, not_full, sl_cmp13_xv) is
 begin
     if (count <= 13) then
         sl_cmp13_out <= '0';
     elsif (sl_cmp13_xv = sl_cmp13_ev) then
         if (sl_cmp13_xi = sl_cmp13_ei) then
-            sl_cmp13_out <= stdl(lst_wa > sl_cmp13_es);
+            sl_cmp13_out <= stdl(bool(not_full) or (thr_s > sl_cmp13_es));
         else
             sl_cmp13_out <= stdl(sl_cmp13_xi < sl_cmp13_ei);
         end if;
@@ -752,13 +753,13 @@ sl_cmp14_ev <= signed(sl_cmp14_e(32-1 downto 0));
 sl_cmp14_ei <= sl_cmp14_e(48-1 downto 32);
 sl_cmp14_es <= sl_cmp14_e((48 + 4)-1 downto 48);
 
-sl_cmp14_c: process (sl_cmp14_ev, count, lst_wa, sl_cmp14_ei, sl_cmp14_es, cmp_r, sl_cmp14_xi, sl_cmp14_xv) is
+sl_cmp14_c: process (sl_cmp14_ev, count, sl_cmp14_ei, sl_cmp14_es, cmp_r, thr_s, sl_cmp14_xi, not_full, sl_cmp14_xv) is
 begin
     if (count <= 14) then
         sl_cmp14_out <= '0';
     elsif (sl_cmp14_xv = sl_cmp14_ev) then
         if (sl_cmp14_xi = sl_cmp14_ei) then
-            sl_cmp14_out <= stdl(lst_wa > sl_cmp14_es);
+            sl_cmp14_out <= stdl(bool(not_full) or (thr_s > sl_cmp14_es));
         else
             sl_cmp14_out <= stdl(sl_cmp14_xi < sl_cmp14_ei);
         end if;
@@ -776,13 +777,13 @@ sl_cmp15_ev <= signed(sl_cmp15_e(32-1 downto 0));
 sl_cmp15_ei <= sl_cmp15_e(48-1 downto 32);
 sl_cmp15_es <= sl_cmp15_e((48 + 4)-1 downto 48);
 
-sl_cmp15_c: process (sl_cmp15_ev, count, lst_wa, sl_cmp15_ei, sl_cmp15_es, cmp_r, sl_cmp15_xi, sl_cmp15_xv) is
+sl_cmp15_c: process (sl_cmp15_ev, count, sl_cmp15_ei, sl_cmp15_es, cmp_r, thr_s, sl_cmp15_xi, not_full, sl_cmp15_xv) is
 begin
     if (count <= 15) then
         sl_cmp15_out <= '0';
     elsif (sl_cmp15_xv = sl_cmp15_ev) then
         if (sl_cmp15_xi = sl_cmp15_ei) then
-            sl_cmp15_out <= stdl(lst_wa > sl_cmp15_es);
+            sl_cmp15_out <= stdl(bool(not_full) or (thr_s > sl_cmp15_es));
         else
             sl_cmp15_out <= stdl(sl_cmp15_xi < sl_cmp15_ei);
         end if;
@@ -1187,7 +1188,7 @@ status32 <= unsigned'(to_unsigned(0, 23) & pend & err_code & clearing & err & ar
 s_axis_in_tready <= stdl((state = 1) and (not bool(rmw_hold)));
 fire <= stdl(bool(s_axis_in_tvalid) and (state = 1) and (not bool(rmw_hold)));
 in_addr <= s_axis_in_tdata_num((32 + 8)-1 downto 32);
-not_full <= stdl(count < k_r);
+nf_inc <= stdl((count + 1) < k_r);
 cnt_slot <= count(4-1 downto 0);
 
 
@@ -1310,6 +1311,7 @@ begin
     if rising_edge(clk) then
         if (rst = '1') then
             r2_valid <= '0';
+            not_full <= '1';
             r1_val <= to_signed(0, 32);
             smin <= to_unsigned(0, 48);
             p_idx <= to_unsigned(0, 16);
@@ -1368,6 +1370,7 @@ begin
                     when "00" =>
                         if bool(not_full) then
                             count <= (count + 1);
+                            not_full <= nf_inc;
                             ins <= (ins + 1);
                         elsif bool(nb) then
                             ins <= (ins + 1);
@@ -1409,6 +1412,7 @@ begin
                             smax <= max_pk;
                         end if;
                         count <= to_unsigned(0, 9);
+                        not_full <= '1';
                         have <= '0';
                         ins <= to_unsigned(0, 32);
                     else
@@ -1446,6 +1450,7 @@ begin
                     if bool(rearm) then
                         state <= to_unsigned(1, 3);
                         count <= to_unsigned(0, 9);
+                        not_full <= '1';
                         have <= '0';
                         ins <= to_unsigned(0, 32);
                     else
@@ -1510,6 +1515,7 @@ begin
                     bg <= '1';
                     state <= to_unsigned(1, 3);
                     count <= to_unsigned(0, 9);
+                    not_full <= '1';
                     have <= '0';
                     ins <= to_unsigned(0, 32);
                 else
@@ -1546,6 +1552,7 @@ begin
                             clearing <= '1';
                             clr_i <= to_unsigned(0, 8);
                             count <= to_unsigned(0, 9);
+                            not_full <= '1';
                             have <= '0';
                             ins <= to_unsigned(0, 32);
                         else
@@ -1556,6 +1563,7 @@ begin
                         if bool(idle_ok) then
                             state <= to_unsigned(1, 3);
                             count <= to_unsigned(0, 9);
+                            not_full <= '1';
                             have <= '0';
                             ins <= to_unsigned(0, 32);
                         else
@@ -1617,6 +1625,7 @@ begin
                             err_code <= to_unsigned(1, 4);
                         else
                             k_r <= s_axil_wdata_num(9-1 downto 0);
+                            not_full <= stdl(count < s_axil_wdata_num(9-1 downto 0));
                         end if;
                     elsif (waddr = 2) then
                         cmp_r <= s_axil_wdata_num(0);
