@@ -233,6 +233,33 @@ async def saturation(dut):
     await tb.finish()
 
 
+@sim_test(timeout_us={"default": 40, "*": 160})
+async def min_times_min_products(dut):
+    """The one product that needs the full 2W-bit signed range: min_int * min_int = 2**(2W-2).
+    Errors all min_int, filter taps a checkerboard of min_int and max_int (and its inverse),
+    psum_out (first, not last: the exact sums, no saturation), pad 0 and K-1: every
+    multiplier sees min_int * min_int in one of the two runs, and the window sums stay far
+    from the PSUM_W rails, so a product register one bit narrower (which reads 2**(2W-2)
+    as -2**(2W-2)) changes the sum."""
+    tb = EbTB(dut, src_p=0.9, sink_p=0.8)
+    await tb.reset()
+    K, fmt = tb.K, tb.fmt
+    h, w = min(tb.p["MAX_HEIGHT"], K), min(tb.p["MAX_WIDTH"], K + 1)
+    par = np.indices((tb.S_OC, tb.S_IC, K, K)).sum(axis=0) % 2
+    hits = 0
+    for inv in (0, 1):
+        filt = np.where(par == inv, fmt.min_int, fmt.max_int).astype(np.int64)
+        e = np.full((tb.S_OC, h, w), fmt.min_int, dtype=np.int64)
+        for pad in (0, K - 1):
+            await tb.load(filt)
+            f, out = tb.job(e, filt, pad, True, False)
+            hits += int(np.count_nonzero(np.abs(out.astype(np.int64)) < (1 << (2 * tb.W - 1))))
+            assert int(np.max(np.abs(out.astype(np.int64)))) < (1 << (tb.PS - 1)) - 1, "psum saturated"
+            await tb.run(f)
+    assert hits > 0, "no window sum below one min*min product"
+    await tb.finish()
+
+
 @sim_test(timeout_us={"default": 40, "*": 160})  # measured 3.8 us on default
 async def chain_two_runs(dut):
     """System level: a layer with 2*S_OC output channels back-propagated in two runs -- run 0
