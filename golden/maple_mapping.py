@@ -638,6 +638,17 @@ class Plan:
                 # per-row reductions with DBEAT > 1: the block is loaded in 4 chunks of rows,
                 # chunk k+1 right after the first row of chunk k (it overlaps chunk k's rows)
                 ch = -(-(r1 - r0) // 4) if not rmw and self.cp.DBEAT > 1 and r1 - r0 >= 8 else r1 - r0
+                # rows loaded `ahead` rows ahead (the first `ahead` before row 0, row
+                # r+ahead behind row r's passes; `ahead` rows cover the chain's input read
+                # window of a pass, n*M words) when that load (SET_INPUT_LS_ADDR, WRITE_A, its
+                # beats) and the row's own words (MULT_ACC_*, SM_CTRL, SET_INPUT_LS_ADDR) fit
+                # in the row's MAC steps: the sequencer never waits on the stream between rows
+                ahead = -(-(bcs * M) // rowlen)
+                if not (not rmw and self.cp.DBEAT > 1 and r1 - r0 > ahead and
+                        5 + -(-rowlen // self.cp.DBEAT) <= nsets * bcs):
+                    ahead = 0
+                if ahead:
+                    ch = ahead
 
                 def wr_rows(a, b):
                     self._st["ila"] = ib + (a - r0) * rowlen
@@ -665,7 +676,10 @@ class Plan:
                         armed = not (r == nloc - 1 and b1 == self.m)
                         prog += self._passes(passes) + [enc(SM_CTRL, SM_DUMP | SM_START) if armed else i_dump()]
                         passes = []
-                    if (r - r0) % ch == 0 and r + ch < r1:
+                    if ahead:
+                        if r + ahead < r1:
+                            prog += wr_rows(r + ahead, r + ahead + 1)
+                    elif (r - r0) % ch == 0 and r + ch < r1:
                         prog += wr_rows(r + ch, min(r + 2 * ch, r1))
                 prog += self._passes(passes)
         if rmw and getattr(self, "_dump", True):

@@ -169,14 +169,17 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
     # queued min/max DUMP + START run in the tlast cycle (no gap between arrays) and the
     # K-means A block loaded in 4 chunks between its rows: default whole 1.681, K-means
     # 1.367; small 1.734, 1.383.  Then aggregation groups as one RMW array (one START, tlast
-    # on the last group): default whole 1.675, aggregation 2.078; small 1.725, 1.875.
-    "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 1.675),
-                                   _lo("cycles_per_mac_step_kmeans", 1.367),
+    # on the last group): default whole 1.675, aggregation 2.078; small 1.725, 1.875.  Then
+    # K-means rows loaded one at a time, as many rows ahead as a pass's input read window
+    # covers (no stream wait between rows): default whole 1.659, K-means 1.328; small
+    # 1.706, 1.336.
+    "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 1.659),
+                                   _lo("cycles_per_mac_step_kmeans", 1.328),
                                    _lo("cycles_per_mac_step_topk", 1.781),
                                    _lo("cycles_per_mac_step_aggregation", 2.078),
                                    _hi("steady_mac_steps_per_cycle", 0.976)],
-                       "small": [_lo("cycles_per_mac_step", 1.725),
-                                 _lo("cycles_per_mac_step_kmeans", 1.383),
+                       "small": [_lo("cycles_per_mac_step", 1.706),
+                                 _lo("cycles_per_mac_step_kmeans", 1.336),
                                  _lo("cycles_per_mac_step_topk", 2.109),
                                  _lo("cycles_per_mac_step_aggregation", 1.875),
                                  _hi("steady_mac_steps_per_cycle", 0.753)]},
