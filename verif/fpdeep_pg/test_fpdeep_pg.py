@@ -283,6 +283,32 @@ async def saturation(dut):
     await tb.finish()
 
 
+@sim_test(timeout_us={"default": 40, "*": 640})
+async def step_saturation_with_headroom(dut):
+    """The step saturates while w - step does not: a positive step clamped to max_int taken
+    from w = max_int (result 0), a negative step clamped to min_int taken from w = min_int
+    (result 0).  (`saturation` pairs each saturating step with a parameter at the rail
+    it moves towards, where a wrong step clamp still ends at the same rail.)"""
+    tb = PgTB(dut, sink_p=0.7)
+    await tb.reset()
+    K, fmt = tb.K, tb.fmt
+    mn, mx = fmt.min_int, fmt.max_int
+    h = w = min(tb.p["MAX_HEIGHT"], tb.p["MAX_WIDTH"], K + 1)
+    ho, wo = tb.out_shape(h, w, 0)
+    B = tb.p["MAX_BATCH"]
+    for ev, wv, lr in ((mx, mx, mx), (mn, mn, mx), (mx, mx, 2 * fmt.one), (mn, mn, 2 * fmt.one)):
+        xs = [np.full((tb.S_IC, h, w), mx) for _ in range(B)]
+        es = [np.full((tb.S_OC, ho, wo), ev) for _ in range(B)]
+        await tb.load(np.full((tb.S_OC, tb.S_IC, K, K), wv), np.full(tb.S_OC, wv))
+        gsum = sum(np.asarray(conv.param_gradient(x, e, K, 0, fmt)[0], dtype=object) for x, e in zip(xs, es))
+        raw = (gsum * lr + (1 << (fmt.F - 1))) // (1 << fmt.F)   # step before its clamp
+        assert (raw > mx).all() if ev == mx else (raw < mn).all(), "step does not saturate"
+        f, (wn, _) = tb.job(xs, es, 0, lr)
+        assert int(np.abs(np.asarray(wn, dtype=np.int64)).max()) <= 1, "w - step saturated"
+        await tb.run(f)
+    await tb.finish()
+
+
 @sim_test(timeout_us={"default": 30, "*": 480})  # measured 1.9 us on default
 async def back_to_back(dut):
     """Mini-batches started as soon as busy drops; no bubbles, always-ready sinks; the
