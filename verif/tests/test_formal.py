@@ -38,6 +38,21 @@ def test_fifo_sites_found_in_every_listed_core():
 def test_every_negative_variant_matches_its_committed_netlist():
     """Each mutant of the default set (committed netlists) finds its pattern exactly once
     there; a regenerated netlist that moved the text would otherwise error only in make formal."""
-    for job in formal.fifo_jobs() + formal.struct_jobs() + formal.axil_jobs() + formal.rm_live_jobs():
+    for job in (formal.fifo_jobs() + formal.struct_jobs() + formal.axil_jobs() + formal.rm_live_jobs()
+                + formal.pu_suberr_jobs()):
         if job.mutate and not job.params:
             formal.mutated(formal.netlist(job.core), job.mutate)
+
+
+def test_pu_suberr_sites_found_in_the_committed_netlist():
+    """The sub_err proof (pipearch_pu.suberr) finds the engine's seven issue-error registers
+    and the five compute cores' done/cfg_err/busy in ip/pipearch_pu; a netlist without
+    them is an error, not an empty (vacuous) property set."""
+    sites = formal.pu_suberr_sites(formal.netlist("pipearch_pu"))
+    assert len(sites.issue) == 7 and len(sites.cores) == 5
+    assert all(c[1].endswith("_cfg_err") for c in sites.cores)
+    with pytest.raises(ValueError, match="issue errors"):
+        formal.pu_suberr_sites("module m; endmodule")
+    jobs = {j.name: j for j in formal.pu_suberr_jobs()}
+    assert jobs["pipearch_pu.suberr"].cone and jobs["pipearch_pu.suberr"].rom_logic
+    assert jobs["pipearch_pu.suberr.neg"].expect == "FAIL"
