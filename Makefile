@@ -18,14 +18,17 @@ SIM ?=
 CORE ?=
 JOBS ?= auto
 
-.PHONY: all venv env gen check-gen sim test lint synth fmax bench formal coverage funcov mutate clean help
+.PHONY: all venv env gen check-gen sim nightly test lint synth fmax bench formal coverage funcov mutate clean help
 
 all: help
 
 help:
-	@echo "make sim        full regression (all cores, configs, simulators); SIM=verilator|icarus|ghdl CORE=<name>"
-	@echo "                CFG=<cfg> TESTCASE=<t,...> SEED=<n> (default: from the commit) SEEDS=<N> (N seeds, nightly)"
+	@echo "make sim        the regression within 15 min on 2 cores: every row but the nightly ones (every core x"
+	@echo "                simulator keeps at least one row; python -m verif.regress --plan lists the split);"
+	@echo "                SIM=verilator|icarus|ghdl CORE=<name> CFG=<cfg> (a named CFG runs its nightly rows too)"
+	@echo "                TESTCASE=<t,...> SEED=<n> (default: from the commit) SEEDS=<N> (N seeds) NIGHTLY=1 (= make nightly)"
 	@echo "                WAVES=1 (tracing build; every simulation writes a waveform, the summary prints its path)"
+	@echo "make nightly    every row of every core, config and simulator (make sim plus the long sweeps); same options"
 	@echo "make test       golden-model, generator and quick cocotb tests (what CI runs; seed from the commit)"
 	@echo "make gen        regenerate ip/ from rtl_gen/"
 	@echo "make check-gen  fail if ip/ is stale"
@@ -68,7 +71,7 @@ lint: $(STAMP)
 	$(PY) -m rtl_gen lint
 
 # SEED=<n> run seed (default: first 8 hex digits of the commit), CFG=<cfg>, TESTCASE=<t,...>;
-# make sim SEEDS=<N>: N distinct seeds (nightly).  A failing row prints its replay command.
+# make sim SEEDS=<N>: N distinct seeds.  A failing row prints its replay command.
 SELECT = $(if $(SIM),--sim $(SIM)) $(if $(CORE),--core $(CORE)) $(if $(CFG),--cfg $(CFG)) \
          $(if $(SEED),--seed $(SEED)) $(if $(TESTCASE),--testcase $(TESTCASE)) \
          $(if $(filter-out 0 no false off,$(WAVES)),--waves)
@@ -77,7 +80,12 @@ test: $(STAMP)
 	$(PY) -m verif.regress --quick $(SELECT)
 
 sim: $(STAMP)
-	$(PY) -m verif.regress --jobs $(JOBS) $(SELECT) $(if $(SEEDS),--seeds $(SEEDS))
+	$(PY) -m verif.regress --jobs $(JOBS) $(SELECT) $(if $(SEEDS),--seeds $(SEEDS)) \
+	  $(if $(filter-out 0 no false off,$(NIGHTLY)),--nightly)
+
+# every row: make sim plus the rows it leaves to the nightly run (verif/row_costs.json, verif.regress.plan)
+nightly: $(STAMP)
+	$(PY) -m verif.regress --nightly --jobs $(JOBS) $(SELECT) $(if $(SEEDS),--seeds $(SEEDS))
 
 synth: $(STAMP)
 	$(PY) -m rtl_gen.synth

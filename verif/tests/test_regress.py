@@ -177,3 +177,173 @@ def test_funcov_summary_fails_only_when_checked(tmp_path):
     assert "- x: 1 unhit" in lines and not any("FAIL" in ln for ln in lines) and problems == []
     lines = regress._funcov_report(fake, ["x"], tmp_path, True, "", problems)
     assert "- x: FAIL: 1 unhit" in lines and len(problems) == 1 and "x: FAIL: 1 unhit" in problems[0]
+
+
+# ---------------------------------------------------------------- make sim / make nightly split
+def _row(core, pid, name=None):
+    return f"verif/{core}/test_{core}.py::{name or 'test_' + core}[{pid}]"
+
+
+SPLIT = {"efficiency": 1.0, "unit_s": 100.0, "rows": {
+    _row("a", "default-verilator"): {"s": 100.0, "quick": True},
+    _row("a", "big-verilator"): {"s": 900.0},
+    _row("a", "mid-verilator"): {"s": 300.0},
+    _row("a", "default-ghdl"): {"s": 500.0},      # the only GHDL row: make sim keeps it
+    _row("a", "small-icarus"): {"s": 50.0},       # no quick Icarus row: the cheapest is kept
+    _row("a", "large-icarus"): {"s": 400.0},
+}}
+
+
+def test_row_of_reads_core_and_simulator_from_the_test_id():
+    assert regress.row_of(_row("l2reg", "small-icarus")) == ("l2reg", "icarus")
+    assert regress.row_of("verif/pipearch_rt/test_pipearch_rt.py::test_pipearch_rt[verilator-pipearch_system-units1]") \
+        == ("pipearch_rt", "verilator")
+    assert regress.row_of("verif/cosmic_accelerator/test_cosmic_resources.py::test_tiling_rule_on_lone_multipliers[16-16]") \
+        == ("cosmic_accelerator", "-")
+    assert regress.row_of("rtl_gen/tests/test_fusesoc_targets.py::test_sim_verilator[maple]") == ("rtl_gen", "-")
+
+
+def test_plan_moves_the_longest_slow_rows_until_make_sim_fits_and_keeps_every_core_simulator():
+    # all rows: (100 + 2250) / 2 = 1175 s; budget 525 s: big (900) moves, default-ghdl is kept,
+    # large-icarus (400) moves, and then (100 + 950) / 2 = 525 fits, so mid-verilator stays
+    p = regress.plan(SPLIT, budget_s=525.0)
+    assert p["nightly"] == sorted([_row("a", "big-verilator"), _row("a", "large-icarus")])
+    assert p["keepers"] == sorted([_row("a", "default-ghdl"), _row("a", "small-icarus")])
+    assert p["full_s"] == 1175.0 and p["sim_s"] == 525.0 and p["test_s"] == 100.0 and p["floor_s"] == 375.0
+    assert regress.split_problems(SPLIT, {n: not v.get("quick") for n, v in SPLIT["rows"].items()}, p) == []
+    # a budget under the floor: every row but the quick one and the keepers moves
+    p0 = regress.plan(SPLIT, budget_s=10.0)
+    assert set(p0["nightly"]) == set(SPLIT["rows"]) - {_row("a", "default-verilator")} - set(p0["keepers"])
+    assert p0["sim_s"] == p0["floor_s"] == 375.0   # (100 + 100 + 500 + 50) / 2
+    assert regress.split_problems(SPLIT, {n: not v.get("quick") for n, v in SPLIT["rows"].items()}, p0) == []
+    # a test naming no simulator (a Yosys check, a sweep launcher) needs no keeper
+    alone = {"efficiency": 1.0, "unit_s": 0.0, "rows": {"verif/a/test_r.py::test_synth[big]": {"s": 60.0}}}
+    assert regress.plan(alone, budget_s=0.0)["nightly"] == ["verif/a/test_r.py::test_synth[big]"]
+
+
+def test_split_problems_catch_each_broken_property():
+    collected = {n: not v.get("quick") for n, v in SPLIT["rows"].items()}
+    good = regress.plan(SPLIT, budget_s=525.0)
+    new = _row("a", "new-icarus")
+    probs = regress.split_problems(SPLIT, {**collected, new: True}, good)
+    assert probs == [f"no cost in verif/row_costs.json: {new}"]
+    gone = _row("a", "mid-verilator")
+    assert regress.split_problems(SPLIT, {k: v for k, v in collected.items() if k != gone}, good) == \
+        [f"cost of a row that is not collected: {gone}"]
+    assert regress.split_problems(SPLIT, {**collected, _row("a", "default-verilator"): True}, good) == \
+        [f"quick flag disagrees with the slow marker: {_row('a', 'default-verilator')}"]
+    bad = {**good, "nightly": good["nightly"] + [_row("a", "default-verilator")]}
+    assert regress.split_problems(SPLIT, collected, bad) == \
+        [f"quick row left to the nightly run: {_row('a', 'default-verilator')}"]
+    bad = {**good, "nightly": good["nightly"] + [_row("a", "default-ghdl")]}
+    assert regress.split_problems(SPLIT, collected, bad) == ["a/ghdl: no row in make sim"]
+    bad = {**good, "nightly": [_row("a", "large-icarus")], "sim_s": 975.0}   # big-verilator left in make sim
+    assert regress.split_problems(SPLIT, collected, bad) == \
+        [f"make sim estimated at 975 s > 525 s with 2 slow rows left that could move, e.g. {_row('a', 'big-verilator')}"]
+
+
+def _collected_rows() -> dict:
+    """Every test id pytest collects under verif/ (and the slow unit tests), -> marked slow."""
+    code = ("import sys, pytest\n"
+            "class P:\n"
+            "    def pytest_collection_modifyitems(self, items):\n"
+            "        for it in items:\n"
+            "            slow = it.get_closest_marker('slow') is not None\n"
+            "            n = it.nodeid\n"
+            "            if not n.startswith('verif/tests/') and n.startswith('verif/') or slow:\n"
+            "                print('ROW', int(slow), n)\n"
+            "sys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:xdist', '-p', 'no:cacheprovider', 'verif',\n"
+            "                      'rtl_gen/tests/test_fusesoc_targets.py'], plugins=[P()]))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLACCEL_", "PYTEST_", "VERIF_REGRESS"))}
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    rows = {}
+    for ln in r.stdout.splitlines():
+        if ln.startswith("ROW "):
+            _, slow, node = ln.split(" ", 2)
+            rows[node] = slow == "1"
+    return rows
+
+
+def test_committed_split_keeps_make_test_and_every_core_simulator_in_make_sim():
+    """The split of verif/row_costs.json for the rows pytest collects (verif/ and the slow
+    FuseSoC target tests): quick flags = the slow marker, no quick row is nightly, every (core,
+    simulator) pair keeps a row in make sim, and make sim is within budget unless only its
+    floor is left.  A row without a cost (a test added since the table was written) stays in
+    make sim and is only warned about; so is a cost of a row that no longer exists."""
+    import warnings
+    collected = _collected_rows()
+    assert len(collected) > 250, len(collected)
+    costs = regress.load_costs()
+    p = regress.plan(costs)
+    probs = regress.split_problems(costs, {n: s for n, s in collected.items() if n in costs["rows"]}, p)
+    stale = [x for x in probs if x.startswith("cost of a row that is not collected")]
+    for x in stale + [f"no cost in verif/row_costs.json (stays in make sim): {n}"
+                      for n in sorted(set(collected) - set(costs["rows"]))]:
+        warnings.warn(x)
+    assert [x for x in probs if x not in stale] == []
+    night, rows = set(p["nightly"]), set(costs["rows"])
+    assert night <= rows and not any(costs["rows"][n].get("quick") for n in night)
+    assert p["nightly"], "make sim runs every row: no nightly rows, yet it was over budget"
+
+
+def test_collection_hook_leaves_nightly_rows_out_of_make_sim_and_orders_longest_first(monkeypatch):
+    from types import SimpleNamespace
+    monkeypatch.setattr(regress, "load_costs", lambda path=None: SPLIT)
+    monkeypatch.setattr(regress, "BUDGET_S", 525.0)
+    monkeypatch.setattr(regress.plan, "__defaults__", (525.0,))
+    names = list(SPLIT["rows"]) + ["golden/tests/test_x.py::test_unit"]
+    dropped = []
+    config = SimpleNamespace(hook=SimpleNamespace(pytest_deselected=lambda items: dropped.extend(items)))
+    for mode, want_out in (("sim", {_row("a", "big-verilator"), _row("a", "large-icarus")}), ("nightly", set())):
+        monkeypatch.setenv(regress.MODE_ENV, mode)
+        dropped.clear()
+        items = [SimpleNamespace(nodeid=n) for n in names]
+        regress.pytest_collection_modifyitems(None, config, items)
+        assert {it.nodeid for it in dropped} == want_out
+        order = [it.nodeid for it in items]
+        assert set(order) == set(names) - want_out
+        costs = [SPLIT["rows"].get(n, {}).get("s", 0.0) for n in order]
+        assert costs == sorted(costs, reverse=True) and order[-1] == "golden/tests/test_x.py::test_unit"
+    monkeypatch.delenv(regress.MODE_ENV)
+    items = [SimpleNamespace(nodeid=n) for n in names]
+    regress.pytest_collection_modifyitems(None, config, items)   # plain pytest: untouched
+    assert [it.nodeid for it in items] == names
+
+
+# ---------------------------------------------------------------- time and the object cache
+def test_cpu_time_counts_child_processes_not_waiting():
+    c0 = regress._cpu_now()
+    subprocess.run([sys.executable, "-c", "x = 0\nfor i in range(4_000_000): x += i"], check=True)
+    spent = regress._cpu_now() - c0
+    assert spent >= 0.1, spent
+    c0 = regress._cpu_now()
+    subprocess.run([sys.executable, "-c", "import time; time.sleep(0.5)"], check=True)
+    assert regress._cpu_now() - c0 < 0.5 * spent + 0.15   # a sleeping child costs (almost) no CPU
+
+
+def test_rows_and_summary_show_build_and_cpu_time(tmp_path):
+    c = {**_call(NODE, _summary("pass", [("a", "passed", "")])), "total_s": 41.6, "cpu_s": 57.2}
+    (row,) = regress._rows([c], 42)
+    assert (row["wall"], row["total"], row["cpu"]) == ("3", "42", "57")
+    items = {NODE: {"wall_s": 42.0, "cpu_s": 57.0}, "golden/tests/test_x.py::test_a": {"wall_s": 0.5, "cpu_s": 0.4}}
+    lines = regress._time_lines(100.0, 180.0, items, tmp_path, top=1)
+    assert any("CPU 180 s" in ln and "CPU / 2 = 90 s" in ln for ln in lines)
+    assert any(NODE in ln and "57" in ln for ln in lines) and not any("test_x" in ln for ln in lines)
+    import json
+    saved = json.loads((tmp_path / "row_times.json").read_text())
+    assert saved["items"] == items and saved["cpu_s"] == 180.0
+
+
+def test_objcache_uses_ccache_from_path_only(tmp_path):
+    fake = tmp_path / "bin" / "ccache"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexec \"$@\"\n")
+    fake.chmod(0o755)
+    env = {"PATH": str(fake.parent)}
+    assert regress._objcache(env) == str(fake) and env["OBJCACHE"] == str(fake)
+    assert env["CCACHE_DIR"].endswith("ccache")
+    env = {"PATH": str(tmp_path)}                       # no ccache: Verilator compiles as before
+    assert regress._objcache(env) == "" and "OBJCACHE" not in env
+    env = {"PATH": str(fake.parent), "OBJCACHE": ""}     # turned off by the caller
+    assert regress._objcache(env) == "" and env["OBJCACHE"] == ""
