@@ -640,10 +640,10 @@ class Plan:
                 ch = -(-(r1 - r0) // 4) if not rmw and self.cp.DBEAT > 1 and r1 - r0 >= 8 else r1 - r0
                 # rows loaded `ahead` rows ahead (the first `ahead` before row 0, row
                 # r+ahead behind row r's passes; `ahead` rows cover the chain's input read
-                # window of a pass, n*M words) when that load (SET_INPUT_LS_ADDR, WRITE_A, its
+                # window of a pass, n*G words) when that load (SET_INPUT_LS_ADDR, WRITE_A, its
                 # beats) and the row's own words (MULT_ACC_*, SM_CTRL, SET_INPUT_LS_ADDR) fit
                 # in the row's MAC steps: the sequencer never waits on the stream between rows
-                ahead = -(-(bcs * M) // rowlen)
+                ahead = -(-(bcs * self.G) // rowlen)
                 if not (not rmw and self.cp.DBEAT > 1 and r1 - r0 > ahead and
                         5 + -(-rowlen // self.cp.DBEAT) <= nsets * bcs):
                     ahead = 0

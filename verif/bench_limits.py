@@ -172,14 +172,15 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
     # on the last group): default whole 1.675, aggregation 2.078; small 1.725, 1.875.  Then
     # K-means rows loaded one at a time, as many rows ahead as a pass's input read window
     # covers (no stream wait between rows): default whole 1.659, K-means 1.328; small
-    # 1.706, 1.336.
-    "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 1.659),
-                                   _lo("cycles_per_mac_step_kmeans", 1.328),
+    # 1.706, 1.336.  Then the chain's input read window n*G words (was n*M): one row ahead
+    # in column mode: default whole 1.65, K-means 1.305; small 1.684, 1.281.
+    "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 1.65),
+                                   _lo("cycles_per_mac_step_kmeans", 1.305),
                                    _lo("cycles_per_mac_step_topk", 1.781),
                                    _lo("cycles_per_mac_step_aggregation", 2.078),
                                    _hi("steady_mac_steps_per_cycle", 0.976)],
-                       "small": [_lo("cycles_per_mac_step", 1.706),
-                                 _lo("cycles_per_mac_step_kmeans", 1.336),
+                       "small": [_lo("cycles_per_mac_step", 1.684),
+                                 _lo("cycles_per_mac_step_kmeans", 1.281),
                                  _lo("cycles_per_mac_step_topk", 2.109),
                                  _lo("cycles_per_mac_step_aggregation", 1.875),
                                  _hi("steady_mac_steps_per_cycle", 0.753)]},

@@ -349,10 +349,10 @@ def test_overlapped_programs_equal_plain(dbeat):
 
 def test_kmeans_chunked_load_equals_plain():
     """A per-row (K-means) program with DBEAT > 1 loads its A block row by row ahead of the
-    passes: the rows the chain's input read window of a pass covers (n*M = 16 words = 4
-    rows of 4) before row 0, then row r+4 right behind row r's passes (8 MAC steps, room
-    for its 5 beats); same elements and dump as the DBEAT = 1 program that loads the block
-    at once.  With one pass of 4 steps per row (no room) it falls back to 4 chunks, each
+    passes: the rows the chain's input read window of a pass covers (n*G = 4 words, column
+    mode: one row of 4) before row 0, then row r+1 right behind row r's passes (8 MAC
+    steps, room for its 5 beats); same elements and dump as the DBEAT = 1 program that
+    loads the block at once.  With one pass of 4 steps per row (no room) it falls back to 4 chunks, each
     right after the first row of the previous chunk."""
     rng = np.random.default_rng(5)
     cp, plain = mm.ChainParams(DBEAT=4), mm.ChainParams(DBEAT=1)
@@ -363,14 +363,14 @@ def test_kmeans_chunked_load_equals_plain():
     assert a.run(progs[0]) == b.run(progs[1]) and a.elements == b.elements and len(a.beats) == 32
     ops = mm.mnemonics(progs[0], cp)
     loads = [o for o in ops if o.startswith("WRITE_A")]
-    assert loads == ["WRITE_A 0x10"] + ["WRITE_A 0x4"] * 12, loads
-    # the load of row r + 4 follows row r's MULT_ACC_RUN (and its DUMP + START)
+    assert loads == ["WRITE_A 0x4"] * 16, loads
+    # the load of row r + 1 follows row r's MULT_ACC_RUN (and its DUMP + START)
     macs = [i for i, o in enumerate(ops) if o.startswith("MULT_ACC")]
     wa = [i for i, o in enumerate(ops) if o.startswith("WRITE_A")]
     assert len(macs) == 16 and wa[0] < macs[0]
-    for r in range(12):
+    for r in range(15):
         assert macs[r] < wa[r + 1] < macs[r + 1]
-        assert ops[wa[r + 1] - 1] == f"SET_INPUT_LS_ADDR 0x{4 * (r + 4):x}"
+        assert ops[wa[r + 1] - 1] == f"SET_INPUT_LS_ADDR 0x{4 * (r + 1):x}"
     assert sum(o.startswith("WRITE_A") for o in mm.mnemonics(progs[1], plain)) == 1
     # one pass of 4 steps per row: 4 chunks of 4 rows
     B4 = rand(rng, (4, 4), f)

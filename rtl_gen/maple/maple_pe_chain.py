@@ -442,6 +442,7 @@ def build(p):
         gmask = sig_u(MW)
         smask = sig_u(MW)
         gval = sig_u(IAW, 1)
+        lgg_r = sig_u(4, 0)                # log2 G (the input read window: n*G words per pass)
         rall = sig_u(7, M)
         sma = sig_u(IDXW)
         lsa = sig_u(LAW)
@@ -558,6 +559,7 @@ def build(p):
         ils_conf = sig_b()                 # this WRITE_A beat would write a word the engine may still read
         ls_conf = sig_b()                  # this WRITE_B / WRITE_BV beat: a local-store word still read
         nsh = sig_u(16 + MW)
+        nsw = sig_u(16 + MW)               # nsteps, widened for the shift by log2 G
         all_idle = sig_b()
         res_plus = sig_u(8)
         credit_ok = sig_b()
@@ -711,7 +713,8 @@ def build(p):
 
         @always_comb
         def win_c():
-            nsh.next = concat(nsteps, intbv(0)[MW:])
+            nsw.next = concat(intbv(0)[MW:], nsteps)
+            nsh.next = nsw << lgg_r
             d_i.next = wptr - p_ila
             d_c.next = lptr - ls_lo
             d_p.next = lptr - pv_lo
@@ -972,6 +975,7 @@ def build(p):
                         if c_lgg <= MW and c_lgs <= c_lgg:
                             gmask.next = gm_c
                             gval.next = gv_c
+                            lgg_r.next = c_lgg
                             smask.next = sm_c2
                             rall.next = ra_c
                         else:
@@ -1215,7 +1219,9 @@ def datasheet(p):
             "still in use is held (s_axis_cmd_tready low) until it is free: MULT_ACC_DUMP until "
             "the engine issues its final step; a WRITE_A data beat while it would write a word "
             "of the engine's read window (input local store: from the current pass's first "
-            "word to the final pass's last, [p_ila, p_ila + (passes-1)*ila_stride + n*M - 1] "
+            "word to the final pass's last, [p_ila, p_ila + (passes-1)*ila_stride + n*G - 1] "
+            "(a step reads G words from w = ila + j*G on, never below w; n*M before issue 16's "
+            "K-means row loads) "
             "mod ILW, shrinking as the passes advance; the whole store in the two cycles after a "
             "hand-over); a WRITE_B / WRITE_BV beat while its local-store word is in the "
             "window of the engine's instruction ([lsa, lsa + (passes-1)*lsa_stride + n - 1] "

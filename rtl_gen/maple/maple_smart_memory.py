@@ -304,6 +304,7 @@ def build(p):
         rearm = sig_b()                  # this dump ends armed (DUMP + START, selection / RMW)
         pend = sig_b()                   # a DUMP + START waiting for the store to be idle
         ins = sig_u(32)
+        ins_p = sig_b()                  # an insertion of the last cycle, added to ins in this one
         clr_i = sig_u(AW)
         dump_i = sig_u(DW)
         dump_n = sig_u(DW)
@@ -392,6 +393,7 @@ def build(p):
         base32 = sig_u(32)
         len32 = sig_u(32)
         count32 = sig_u(32)
+        ins_view = sig_u(32)             # INS as read: ins plus the pending increment
 
         insts = [unpack(s_axis_in_tdata, in_v, in_i), unpack(thr_pk, thr_v, thr_i),
                  better(in_v, in_i, thr_v, thr_i, cmp_r, nb),
@@ -434,6 +436,13 @@ def build(p):
                 and not r2_valid and not bg
             fast_re.next = pend and op_r == OP_MINMAX and fcnt == 0 and not inflight and not bg
             blsum.next = base_r + len_r
+
+        @always_comb
+        def ins_c():
+            if ins_p:
+                ins_view.next = ins + 1
+            else:
+                ins_view.next = ins
 
         @always_comb
         def status_w():
@@ -577,28 +586,33 @@ def build(p):
             r2_addr.next = r1_addr
             r2_val.next = r1_val
             ram_q.next = ram_rd.signed()
+            # the insertion counter: the element's decision is registered first (no compare
+            # into the 32-bit increment); resets below clear the pending one
+            ins_p.next = False
+            if ins_p:
+                ins.next = ins + 1
             if fire:
                 if op_r == OP_SEL:
                     if not_full:
                         count.next = count + 1
                         not_full.next = nf_inc
-                        ins.next = ins + 1
+                        ins_p.next = True
                     elif nb:
-                        ins.next = ins + 1
+                        ins_p.next = True
                 elif op_r == OP_MINMAX:
                     if not have or nmin:
                         min_pk.next = s_axis_in_tdata
                     if not have or nmax:
                         max_pk.next = s_axis_in_tdata
                     if not have or nmin or nmax:
-                        ins.next = ins + 1
+                        ins_p.next = True
                     have.next = True
                 else:
                     if in_bad:
                         err.next = True
                         err_code.next = E_ADDR
                     else:
-                        ins.next = ins + 1
+                        ins_p.next = True
                 if s_axis_in_tlast:
                     if fast_re:
                         # the queued DUMP + START at once: the extremes (this element included)
@@ -620,6 +634,7 @@ def build(p):
                         not_full.next = True
                         have.next = False
                         ins.next = 0
+                        ins_p.next = False
                     else:
                         state.next = S_IDLE
             # RAM clear, in the background: one word per cycle the RMW write leaves free
@@ -654,6 +669,7 @@ def build(p):
                         not_full.next = True
                         have.next = False
                         ins.next = 0
+                        ins_p.next = False
                     else:
                         state.next = S_IDLE
             if inflight:
@@ -690,7 +706,7 @@ def build(p):
                 elif raddr == R_STALLS:
                     rdata_r.next = 0        # no scanner stalls (sorted insertion)
                 elif raddr == R_INS:
-                    rdata_r.next = ins
+                    rdata_r.next = ins_view
                 elif raddr == R_COUNT:
                     rdata_r.next = count32
                 else:
@@ -712,6 +728,7 @@ def build(p):
                     not_full.next = True
                     have.next = False
                     ins.next = 0
+                    ins_p.next = False
                 else:
                     state.next = S_DUMP
                 if op_r == OP_SEL:
@@ -744,6 +761,7 @@ def build(p):
                             not_full.next = True
                             have.next = False
                             ins.next = 0
+                            ins_p.next = False
                         else:
                             err.next = True
                             err_code.next = E_BUSY
@@ -754,6 +772,7 @@ def build(p):
                             not_full.next = True
                             have.next = False
                             ins.next = 0
+                            ins_p.next = False
                         else:
                             err.next = True
                             err_code.next = E_BUSY
@@ -827,7 +846,7 @@ def build(p):
             elif bvalid_r and s_axil_bready:
                 bvalid_r.next = False
 
-        return (insts, axil_c, axil_o, status_c, status_w, in_c, bad_c, hold_c, thr_c, sel_c, lst_ram, scan_idx,
+        return (insts, axil_c, axil_o, status_c, ins_c, status_w, in_c, bad_c, hold_c, thr_c, sel_c, lst_ram, scan_idx,
                 ram_c, rmw_ram, rmw_c, rmw_add, dump_c, push_c,
                 fifo_ram, fifo_rd, out_c, main)
 

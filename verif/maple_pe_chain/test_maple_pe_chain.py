@@ -645,6 +645,66 @@ async def double_buffer_windows(dut):
     await tb.finish()
 
 
+@sim_test(timeout_us={"default": 40, "*": 160})
+async def input_window_by_g(dut):
+    """The input local store's read window of a pass is n*G words (a step reads G words from
+    w = ila + j*G on, never below w): for G = 1 (column mode) and G = M (replicate), one
+    WRITE_A beat right past the window must be taken while the pass issues, and one on the
+    window's last words must wait for it; a second pass reads the rewritten words back
+    (against the instruction-level model: an early write would change its results)."""
+    tb = TB(dut, src_p=1.0, sink_p=1.0)
+    await tb.reset()
+    cp, M, L, W, D = tb.cp, tb.M, tb.cp.LSD, tb.W, tb.cp.DBEAT
+    IW = cp.ilw
+    from rtl_gen.maple import maple_pe_chain as mm_q
+
+    def data(vals):
+        return mm.pack_beats([mm.data_word(int(v), W) for v in np.asarray(vals).ravel()], D)
+
+    log = []            # per WRITE_A data beat after a pass: (taken while the engine ran, cycles held)
+    cur = {"held": 0, "on": False}
+
+    async def watch():
+        while True:
+            await RisingEdge(tb.clk)
+            if cur["on"] and int(dut.state.value) == mm_q.Q_WA and int(dut.s_axis_cmd_tvalid.value):
+                if int(dut.s_axis_cmd_tready.value):
+                    log.append((int(dut.e_act.value), cur["held"]))
+                    cur["held"] = 0
+                else:
+                    cur["held"] += 1
+
+    w = cocotb.start_soon(watch())
+    sma = 0
+    for lg in (0, M.bit_length() - 1):
+        G = 1 << lg
+        n = min(L, 12, (IW - D) // G)
+        prog = [mm.i_mode(G, 1), mm.i_reduction(mm.OP_RMW), mm.enc(mm.SM_CTRL, mm.SM_CLEAR),
+                mm.enc(mm.SM_CTRL, mm.SM_START), mm.enc(mm.SET_PE_LS_ADDR, 0), mm.enc(mm.WRITE_BV, n)] + \
+            data(tb.rand((n, M)))
+        prog += [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, IW)] + data(tb.rand(IW))
+        await tb.run(prog)
+        cur["on"] = True
+        prog = [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.SET_SM_ADDR, sma), mm.i_macc(n)]
+        prog += [mm.enc(mm.SET_INPUT_LS_ADDR, n * G), mm.enc(mm.WRITE_A, D)] + data(tb.rand(D))
+        prog += [mm.enc(mm.SET_INPUT_LS_ADDR, n * G - D), mm.enc(mm.WRITE_A, D)] + data(tb.rand(D))
+        prog += [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.SET_SM_ADDR, sma + M), mm.i_macc(n, last=True)]
+        prog += [mm.i_dump(sma, 2 * M)]
+        beats = await tb.run(prog)
+        cur["on"] = False
+        assert len(beats) == 2 * M and tb.model.errors == 0
+        assert len(log) == 2, log
+        (act0, held0), (act1, held1) = log
+        dut._log.info("G=%d n=%d: beat past the window taken %s the pass (held %d), beat on its end "
+                      "held %d cycles", G, n, "during" if act0 else "after", held0, held1)
+        assert act0 and held0 == 0, f"G={G}: the beat at word n*G={n * G} waited for the pass ({log})"
+        assert held1 > 0, f"G={G}: the beat at words {n * G - D}..{n * G - 1} did not wait ({log})"
+        log.clear()
+        sma += 2 * M
+    w.kill()
+    await tb.finish()
+
+
 def first_mac(prog, cp) -> int:
     """Stream position of a program's first MULT_ACC_DUMP / MULT_ACC_RUN (data beats skipped)."""
     pc = 0

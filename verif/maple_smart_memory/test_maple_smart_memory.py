@@ -716,6 +716,70 @@ async def raw_axil_read(tb, addr: int) -> tuple[int, int]:
     return got
 
 
+@sim_test(timeout_us={"default": 60, "*": 240})
+async def insertions_read_while_streaming(dut):
+    """INS read back to back while a min/max array streams in, one element a cycle (its
+    first half ascending: every element a new maximum, so reads land right after an
+    insertion): each read returns the insertions accepted before its AR handshake (the
+    counter's increment is registered a cycle after the decision and a read adds the
+    pending one), then the final count."""
+    from cocotb.triggers import ReadOnly
+    tb = TB(dut)
+    await tb.reset()
+    await tb.config(MINMAX)
+    await tb.wait_idle()
+    await tb.wr(CTRL, START)
+    n = 48
+    vals = np.concatenate([np.arange(n // 2) * 3 - 20, tb.rng.integers(-60, 60, n - n // 2)])
+    lo = hi = None
+    ins_of = []                      # per element: does it insert (indices ascend: a tie never does)
+    for v in vals:
+        ins_of.append(lo is None or v < lo or v > hi)
+        lo = v if lo is None else min(lo, v)
+        hi = v if hi is None else max(hi, v)
+    fires, ars, rd = [], [], []
+    done, rec = [False], [True]
+
+    async def watch():
+        e = 0
+        while not done[0]:
+            await ReadOnly()                  # the handshakes of the coming edge e + 1
+            d = dut
+            if int(d.s_axis_in_tvalid.value) and int(d.s_axis_in_tready.value):
+                fires.append(e + 1)
+            if rec[0] and int(d.s_axil_arvalid.value) and int(d.s_axil_arready.value):
+                ars.append(e + 1)
+            if rec[0] and int(d.s_axil_rvalid.value) and int(d.s_axil_rready.value):
+                rd.append(int(d.s_axil_rdata.value))
+            await RisingEdge(tb.clk)
+            e += 1
+
+    w = cocotb.start_soon(watch())
+    await RisingEdge(tb.clk)
+    tb.send(vals, np.arange(n))
+    for _ in range(4 * n):
+        await raw_axil_read(tb, INS)
+        if len(fires) == n:
+            break
+    rec[0] = False
+    await tb.wait_idle()
+    got_final = await tb.rd(INS)
+    await ClockCycles(tb.clk, 2)
+    done[0] = True
+    await w
+    assert len(fires) == n, f"{len(fires)} of {n} elements taken"
+    assert len(ars) == len(rd), (ars, rd)
+    pairs = list(zip(ars, rd))
+    during = 0
+    for h, v in pairs:
+        exp = sum(1 for f, ins in zip(fires, ins_of) if ins and f < h)
+        assert v == exp, f"INS read at edge {h}: {v}, expected {exp} (elements taken at {fires})"
+        during += fires[0] < h <= fires[-1]
+    assert during >= 3, f"only {during} INS reads while the array streamed"
+    assert got_final == sum(ins_of), f"final INS {got_final}, expected {sum(ins_of)}"
+    await tb.finish()
+
+
 @sim_test(timeout_us={"default": 40, "*": 160})
 async def misaligned_reads_return_zero(dut):
     """The map's rule "misaligned reads return 0" (OKAY response) at byte offsets 1, 2 and 3 of

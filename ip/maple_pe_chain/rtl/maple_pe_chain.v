@@ -112,7 +112,9 @@ wire cmd_free;
 reg cq_v;
 reg [7:0] aw_a;
 reg [31:0] aw_d;
+wire [17:0] nsw;
 wire [17:0] nsh;
+reg [3:0] lgg_r;
 wire [7:0] d_i;
 reg [7:0] wptr;
 wire [5:0] d_c;
@@ -258,6 +260,8 @@ wire maple_smart_memory0_in_bad;
 wire signed [31:0] maple_smart_memory0_in_v;
 reg maple_smart_memory0_inflight;
 reg [31:0] maple_smart_memory0_ins;
+reg maple_smart_memory0_ins_p;
+reg [31:0] maple_smart_memory0_ins_view;
 reg maple_smart_memory0_issue;
 wire [31:0] maple_smart_memory0_k32;
 reg [8:0] maple_smart_memory0_k_r;
@@ -1745,6 +1749,16 @@ assign maple_smart_memory0_fast_re = (maple_smart_memory0_pend && (maple_smart_m
 assign maple_smart_memory0_blsum = (maple_smart_memory0_base_r + maple_smart_memory0_len_r);
 
 
+always @(maple_smart_memory0_ins, maple_smart_memory0_ins_p) begin: maple_smart_memory0_ins_c
+    if (maple_smart_memory0_ins_p) begin
+        maple_smart_memory0_ins_view = (maple_smart_memory0_ins + 1);
+    end
+    else begin
+        maple_smart_memory0_ins_view = maple_smart_memory0_ins;
+    end
+end
+
+
 
 assign maple_smart_memory0_status32 = {23'h0, maple_smart_memory0_pend, maple_smart_memory0_err_code, maple_smart_memory0_clearing, maple_smart_memory0_err, maple_smart_memory0_armed_s, maple_smart_memory0_busy_s};
 
@@ -1902,6 +1916,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_r2_addr <= 0;
         maple_smart_memory0_fw_addr <= 0;
         maple_smart_memory0_smax <= 0;
+        maple_smart_memory0_ins_p <= 0;
         maple_smart_memory0_count <= 0;
         maple_smart_memory0_dump_n <= 0;
         maple_smart_memory0_rearm <= 0;
@@ -1939,16 +1954,20 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_r2_addr <= maple_smart_memory0_r1_addr;
         maple_smart_memory0_r2_val <= maple_smart_memory0_r1_val;
         maple_smart_memory0_ram_q <= $signed(maple_smart_memory0_ram_rd);
+        maple_smart_memory0_ins_p <= 1'b0;
+        if (maple_smart_memory0_ins_p) begin
+            maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
+        end
         if (maple_smart_memory0_fire) begin
             case (maple_smart_memory0_op_r)
                 'h0: begin
                     if (maple_smart_memory0_not_full) begin
                         maple_smart_memory0_count <= (maple_smart_memory0_count + 1);
                         maple_smart_memory0_not_full <= maple_smart_memory0_nf_inc;
-                        maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
+                        maple_smart_memory0_ins_p <= 1'b1;
                     end
                     else if (maple_smart_memory0_nb) begin
-                        maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
+                        maple_smart_memory0_ins_p <= 1'b1;
                     end
                 end
                 'h1: begin
@@ -1959,7 +1978,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         maple_smart_memory0_max_pk <= sm_tdata;
                     end
                     if (((!maple_smart_memory0_have) || maple_smart_memory0_nmin || maple_smart_memory0_nmax)) begin
-                        maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
+                        maple_smart_memory0_ins_p <= 1'b1;
                     end
                     maple_smart_memory0_have <= 1'b1;
                 end
@@ -1969,7 +1988,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         maple_smart_memory0_err_code <= 5;
                     end
                     else begin
-                        maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
+                        maple_smart_memory0_ins_p <= 1'b1;
                     end
                 end
             endcase
@@ -1996,6 +2015,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                     maple_smart_memory0_not_full <= 1'b1;
                     maple_smart_memory0_have <= 1'b0;
                     maple_smart_memory0_ins <= 0;
+                    maple_smart_memory0_ins_p <= 1'b0;
                 end
                 else begin
                     maple_smart_memory0_state <= 0;
@@ -2036,6 +2056,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                     maple_smart_memory0_not_full <= 1'b1;
                     maple_smart_memory0_have <= 1'b0;
                     maple_smart_memory0_ins <= 0;
+                    maple_smart_memory0_ins_p <= 1'b0;
                 end
                 else begin
                     maple_smart_memory0_state <= 0;
@@ -2091,7 +2112,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                 maple_smart_memory0_rdata_r <= 0;
             end
             else if ((maple_smart_memory0_raddr == 8)) begin
-                maple_smart_memory0_rdata_r <= maple_smart_memory0_ins;
+                maple_smart_memory0_rdata_r <= maple_smart_memory0_ins_view;
             end
             else if ((maple_smart_memory0_raddr == 9)) begin
                 maple_smart_memory0_rdata_r <= maple_smart_memory0_count32;
@@ -2116,6 +2137,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                 maple_smart_memory0_not_full <= 1'b1;
                 maple_smart_memory0_have <= 1'b0;
                 maple_smart_memory0_ins <= 0;
+                maple_smart_memory0_ins_p <= 1'b0;
             end
             else begin
                 maple_smart_memory0_state <= 3;
@@ -2159,6 +2181,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         maple_smart_memory0_not_full <= 1'b1;
                         maple_smart_memory0_have <= 1'b0;
                         maple_smart_memory0_ins <= 0;
+                        maple_smart_memory0_ins_p <= 1'b0;
                     end
                     else begin
                         maple_smart_memory0_err <= 1'b1;
@@ -2172,6 +2195,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         maple_smart_memory0_not_full <= 1'b1;
                         maple_smart_memory0_have <= 1'b0;
                         maple_smart_memory0_ins <= 0;
+                        maple_smart_memory0_ins_p <= 1'b0;
                     end
                     else begin
                         maple_smart_memory0_err <= 1'b1;
@@ -3636,7 +3660,8 @@ assign wdata = aw_d;
 
 
 
-assign nsh = {nsteps, 2'h0};
+assign nsw = {2'h0, nsteps};
+assign nsh = (nsw << lgg_r);
 assign d_i = (wptr - p_ila);
 assign d_c = (lptr - ls_lo);
 assign d_p = (lptr - pv_lo);
@@ -3871,81 +3896,82 @@ assign sm_tvalid = oh_v;
 always @(posedge clk) begin: main
     if (rst == 1) begin
         ist <= 0;
-        awvalid <= 0;
-        e_ist <= 0;
-        lptr <= 0;
-        sp <= 4;
-        prod_l <= 0;
-        ls_span <= 0;
-        rall <= 4;
-        lsa0 <= 0;
-        p_ila <= 0;
         rq_cnt <= 0;
-        r_i <= 0;
-        wk_nres <= 0;
-        quiet <= 10;
-        gsum <= 0;
-        sp_adv <= 0;
-        reserved <= 0;
         ir <= 0;
-        j <= 0;
-        gmask <= 0;
         s2_idx <= 0;
-        f0 <= 0;
-        d1_v <= 0;
-        d1_sma <= 0;
-        wk_act <= 0;
-        iw_span <= 0;
-        p_left <= 0;
-        rq_rp <= 0;
-        smask <= 0;
         wk_last <= 0;
-        ls_lo <= 0;
-        arvalid <= 0;
         pe_i <= 0;
         last_r <= 0;
-        ila <= 0;
         lane0 <= 0;
         wptr <= 0;
         vgrp <= 0;
         nsteps <= 0;
-        cs <= 0;
-        lst <= 0;
-        pv_lo <= 0;
-        d1_nres <= 0;
-        cnt <= 0;
         state <= 0;
-        prod_i <= 0;
-        pv_span <= 0;
+        v0 <= 0;
+        e_lst <= 0;
+        awvalid <= 0;
+        sp <= 4;
+        prod_l <= 0;
+        ls_span <= 0;
+        gsum <= 0;
+        reserved <= 0;
+        d1_v <= 0;
+        d1_sma <= 0;
+        ls_lo <= 0;
+        p_left <= 0;
+        ila <= 0;
+        pv_lo <= 0;
         sp_pend <= 0;
-        d1_last <= 0;
         lsa_c <= 0;
-        p_lsa <= 0;
-        nres <= 0;
         err_r <= 0;
-        e_sma <= 0;
-        cq <= 0;
         cir <= 0;
         h_np1 <= 0;
         cq_v <= 0;
-        pq <= 10;
-        gval <= 1;
-        lsa <= 0;
         oh_v <= 0;
-        s2_v <= 0;
-        sp_pend2 <= 0;
-        oh_d <= 0;
         wk_sma <= 0;
         wstep <= 0;
+        lpe <= 0;
+        sma <= 0;
+        lptr <= 0;
+        p_ila <= 0;
+        sp_adv <= 0;
+        j <= 0;
+        rq_rp <= 0;
+        arvalid <= 0;
+        cs <= 0;
+        lst <= 0;
+        cnt <= 0;
+        p_lsa <= 0;
+        nres <= 0;
+        pq <= 10;
+        gval <= 1;
+        sp_pend2 <= 0;
+        oh_d <= 0;
+        rq_wp <= 0;
+        w <= 0;
+        e_ist <= 0;
+        rall <= 4;
+        lsa0 <= 0;
+        r_i <= 0;
+        wk_nres <= 0;
+        quiet <= 10;
+        gmask <= 0;
+        wk_act <= 0;
+        f0 <= 0;
+        iw_span <= 0;
+        smask <= 0;
+        d1_nres <= 0;
+        prod_i <= 0;
+        pv_span <= 0;
+        d1_last <= 0;
+        cq <= 0;
+        e_sma <= 0;
+        lsa <= 0;
+        lgg_r <= 0;
+        s2_v <= 0;
         s2_last <= 0;
         e_act <= 0;
-        lpe <= 0;
-        rq_wp <= 0;
-        sma <= 0;
-        v0 <= 0;
         s2_acc <= 0;
-        w <= 0;
-        e_lst <= 0;
     end
     else begin
         v0 <= 1'b0;
@@ -4092,6 +4118,7 @@ always @(posedge clk) begin: main
                     if (((c_lgg <= 2) && (c_lgs <= c_lgg))) begin
                         gmask <= gm_c;
                         gval <= gv_c;
+                        lgg_r <= c_lgg;
                         smask <= sm_c2;
                         rall <= ra_c;
                     end

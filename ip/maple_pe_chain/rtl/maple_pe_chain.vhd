@@ -109,7 +109,9 @@ signal cmd_free: std_logic;
 signal cq_v: std_logic;
 signal aw_a: unsigned(7 downto 0);
 signal aw_d: unsigned(31 downto 0);
+signal nsw: unsigned(17 downto 0);
 signal nsh: unsigned(17 downto 0);
+signal lgg_r: unsigned(3 downto 0);
 signal d_i: unsigned(7 downto 0);
 signal wptr: unsigned(7 downto 0);
 signal d_c: unsigned(5 downto 0);
@@ -255,6 +257,8 @@ signal maple_smart_memory0_in_bad: std_logic;
 signal maple_smart_memory0_in_v: signed (31 downto 0);
 signal maple_smart_memory0_inflight: std_logic;
 signal maple_smart_memory0_ins: unsigned(31 downto 0);
+signal maple_smart_memory0_ins_p: std_logic;
+signal maple_smart_memory0_ins_view: unsigned(31 downto 0);
 signal maple_smart_memory0_issue: std_logic;
 signal maple_smart_memory0_k32: unsigned(31 downto 0);
 signal maple_smart_memory0_k_r: unsigned(8 downto 0);
@@ -1644,6 +1648,15 @@ maple_smart_memory0_pend_go <= stdl(bool(maple_smart_memory0_pend) and (maple_sm
 maple_smart_memory0_fast_re <= stdl(bool(maple_smart_memory0_pend) and (maple_smart_memory0_op_r = 1) and (maple_smart_memory0_fcnt = 0) and (not bool(maple_smart_memory0_inflight)) and (not bool(maple_smart_memory0_bg)));
 maple_smart_memory0_blsum <= (resize(maple_smart_memory0_base_r, 10) + maple_smart_memory0_len_r);
 
+maple_smart_memory0_ins_c: process (maple_smart_memory0_ins, maple_smart_memory0_ins_p) is
+begin
+    if bool(maple_smart_memory0_ins_p) then
+        maple_smart_memory0_ins_view <= (maple_smart_memory0_ins + 1);
+    else
+        maple_smart_memory0_ins_view <= maple_smart_memory0_ins;
+    end if;
+end process maple_smart_memory0_ins_c;
+
 
 maple_smart_memory0_status32 <= unsigned'(to_unsigned(0, 23) & maple_smart_memory0_pend & maple_smart_memory0_err_code & maple_smart_memory0_clearing & maple_smart_memory0_err & maple_smart_memory0_armed_s & maple_smart_memory0_busy_s);
 
@@ -1792,6 +1805,7 @@ begin
             maple_smart_memory0_r2_addr <= to_unsigned(0, 8);
             maple_smart_memory0_fw_addr <= to_unsigned(0, 8);
             maple_smart_memory0_smax <= to_unsigned(0, 48);
+            maple_smart_memory0_ins_p <= '0';
             maple_smart_memory0_count <= to_unsigned(0, 9);
             maple_smart_memory0_dump_n <= to_unsigned(0, 9);
             maple_smart_memory0_rearm <= '0';
@@ -1828,15 +1842,19 @@ begin
             maple_smart_memory0_r2_addr <= maple_smart_memory0_r1_addr;
             maple_smart_memory0_r2_val <= maple_smart_memory0_r1_val;
             maple_smart_memory0_ram_q <= signed(maple_smart_memory0_ram_rd);
+            maple_smart_memory0_ins_p <= '0';
+            if bool(maple_smart_memory0_ins_p) then
+                maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
+            end if;
             if bool(maple_smart_memory0_fire) then
                 case maple_smart_memory0_op_r is
                     when "00" =>
                         if bool(maple_smart_memory0_not_full) then
                             maple_smart_memory0_count <= (maple_smart_memory0_count + 1);
                             maple_smart_memory0_not_full <= maple_smart_memory0_nf_inc;
-                            maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
+                            maple_smart_memory0_ins_p <= '1';
                         elsif bool(maple_smart_memory0_nb) then
-                            maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
+                            maple_smart_memory0_ins_p <= '1';
                         end if;
                     when "01" =>
                         if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmin)) then
@@ -1846,7 +1864,7 @@ begin
                             maple_smart_memory0_max_pk <= sm_tdata;
                         end if;
                         if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmin) or bool(maple_smart_memory0_nmax)) then
-                            maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
+                            maple_smart_memory0_ins_p <= '1';
                         end if;
                         maple_smart_memory0_have <= '1';
                     when others =>
@@ -1854,7 +1872,7 @@ begin
                             maple_smart_memory0_err <= '1';
                             maple_smart_memory0_err_code <= to_unsigned(5, 4);
                         else
-                            maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
+                            maple_smart_memory0_ins_p <= '1';
                         end if;
                 end case;
                 if bool(sm_tlast) then
@@ -1878,6 +1896,7 @@ begin
                         maple_smart_memory0_not_full <= '1';
                         maple_smart_memory0_have <= '0';
                         maple_smart_memory0_ins <= to_unsigned(0, 32);
+                        maple_smart_memory0_ins_p <= '0';
                     else
                         maple_smart_memory0_state <= to_unsigned(0, 3);
                     end if;
@@ -1916,6 +1935,7 @@ begin
                         maple_smart_memory0_not_full <= '1';
                         maple_smart_memory0_have <= '0';
                         maple_smart_memory0_ins <= to_unsigned(0, 32);
+                        maple_smart_memory0_ins_p <= '0';
                     else
                         maple_smart_memory0_state <= to_unsigned(0, 3);
                     end if;
@@ -1959,7 +1979,7 @@ begin
                 elsif (maple_smart_memory0_raddr = 7) then
                     maple_smart_memory0_rdata_r <= to_unsigned(0, 32);
                 elsif (maple_smart_memory0_raddr = 8) then
-                    maple_smart_memory0_rdata_r <= maple_smart_memory0_ins;
+                    maple_smart_memory0_rdata_r <= maple_smart_memory0_ins_view;
                 elsif (maple_smart_memory0_raddr = 9) then
                     maple_smart_memory0_rdata_r <= maple_smart_memory0_count32;
                 else
@@ -1981,6 +2001,7 @@ begin
                     maple_smart_memory0_not_full <= '1';
                     maple_smart_memory0_have <= '0';
                     maple_smart_memory0_ins <= to_unsigned(0, 32);
+                    maple_smart_memory0_ins_p <= '0';
                 else
                     maple_smart_memory0_state <= to_unsigned(3, 3);
                 end if;
@@ -2018,6 +2039,7 @@ begin
                             maple_smart_memory0_not_full <= '1';
                             maple_smart_memory0_have <= '0';
                             maple_smart_memory0_ins <= to_unsigned(0, 32);
+                            maple_smart_memory0_ins_p <= '0';
                         else
                             maple_smart_memory0_err <= '1';
                             maple_smart_memory0_err_code <= to_unsigned(4, 4);
@@ -2029,6 +2051,7 @@ begin
                             maple_smart_memory0_not_full <= '1';
                             maple_smart_memory0_have <= '0';
                             maple_smart_memory0_ins <= to_unsigned(0, 32);
+                            maple_smart_memory0_ins_p <= '0';
                         else
                             maple_smart_memory0_err <= '1';
                             maple_smart_memory0_err_code <= to_unsigned(4, 4);
@@ -3384,7 +3407,8 @@ awaddr <= aw_a;
 wdata <= aw_d;
 
 
-nsh <= unsigned'(nsteps & to_unsigned(0, 2));
+nsw <= unsigned'(to_unsigned(0, 2) & nsteps);
+nsh <= shift_left(nsw, to_integer(lgg_r));
 d_i <= (wptr - p_ila);
 d_c <= (lptr - ls_lo);
 d_p <= (lptr - pv_lo);
@@ -3598,81 +3622,82 @@ begin
     if rising_edge(clk) then
         if (rst = '1') then
             ist <= to_unsigned(0, 8);
-            awvalid <= '0';
-            e_ist <= to_unsigned(0, 8);
-            lptr <= to_unsigned(0, 6);
-            sp <= to_unsigned(4, 3);
-            prod_l <= to_unsigned(0, 17);
-            ls_span <= to_unsigned(0, 17);
-            rall <= to_unsigned(4, 7);
-            lsa0 <= to_unsigned(0, 6);
-            p_ila <= to_unsigned(0, 8);
             rq_cnt <= to_unsigned(0, 5);
-            r_i <= to_unsigned(0, 7);
-            wk_nres <= to_unsigned(0, 7);
-            quiet <= to_unsigned(10, 4);
-            gsum <= to_signed(0, 73);
-            sp_adv <= '0';
-            reserved <= to_unsigned(0, 8);
             ir <= to_unsigned(0, 32);
-            j <= to_unsigned(0, 16);
-            gmask <= to_unsigned(0, 2);
             s2_idx <= to_unsigned(0, 16);
-            f0 <= '0';
-            d1_v <= '0';
-            d1_sma <= to_unsigned(0, 16);
-            wk_act <= '0';
-            iw_span <= to_unsigned(0, 19);
-            p_left <= to_unsigned(0, 7);
-            rq_rp <= to_unsigned(0, 4);
-            smask <= to_unsigned(0, 2);
             wk_last <= '0';
-            ls_lo <= to_unsigned(0, 6);
-            arvalid <= '0';
             pe_i <= to_unsigned(0, 2);
             last_r <= '0';
-            ila <= to_unsigned(0, 8);
             lane0 <= to_unsigned(0, 2);
             wptr <= to_unsigned(0, 8);
             vgrp <= to_unsigned(0, 1);
             nsteps <= to_unsigned(0, 16);
-            cs <= to_unsigned(0, 3);
-            lst <= to_unsigned(0, 6);
-            pv_lo <= to_unsigned(0, 6);
-            d1_nres <= to_unsigned(0, 7);
-            cnt <= to_unsigned(0, 16);
             state <= to_unsigned(0, 4);
-            prod_i <= to_unsigned(0, 19);
-            pv_span <= to_unsigned(0, 17);
+            v0 <= '0';
+            e_lst <= to_unsigned(0, 6);
+            awvalid <= '0';
+            sp <= to_unsigned(4, 3);
+            prod_l <= to_unsigned(0, 17);
+            ls_span <= to_unsigned(0, 17);
+            gsum <= to_signed(0, 73);
+            reserved <= to_unsigned(0, 8);
+            d1_v <= '0';
+            d1_sma <= to_unsigned(0, 16);
+            ls_lo <= to_unsigned(0, 6);
+            p_left <= to_unsigned(0, 7);
+            ila <= to_unsigned(0, 8);
+            pv_lo <= to_unsigned(0, 6);
             sp_pend <= '0';
-            d1_last <= '0';
             lsa_c <= to_unsigned(0, 6);
-            p_lsa <= to_unsigned(0, 6);
-            nres <= to_unsigned(0, 7);
             err_r <= '0';
-            e_sma <= to_unsigned(0, 16);
-            cq <= to_unsigned(0, 32);
             cir <= to_unsigned(0, 32);
             h_np1 <= to_unsigned(0, 7);
             cq_v <= '0';
-            pq <= to_unsigned(10, 4);
-            gval <= to_unsigned(1, 8);
-            lsa <= to_unsigned(0, 6);
             oh_v <= '0';
-            s2_v <= '0';
-            sp_pend2 <= '0';
-            oh_d <= to_unsigned(0, 49);
             wk_sma <= to_unsigned(0, 16);
             wstep <= to_unsigned(0, 2);
+            lpe <= to_unsigned(0, 8);
+            sma <= to_unsigned(0, 16);
+            lptr <= to_unsigned(0, 6);
+            p_ila <= to_unsigned(0, 8);
+            sp_adv <= '0';
+            j <= to_unsigned(0, 16);
+            rq_rp <= to_unsigned(0, 4);
+            arvalid <= '0';
+            cs <= to_unsigned(0, 3);
+            lst <= to_unsigned(0, 6);
+            cnt <= to_unsigned(0, 16);
+            p_lsa <= to_unsigned(0, 6);
+            nres <= to_unsigned(0, 7);
+            pq <= to_unsigned(10, 4);
+            gval <= to_unsigned(1, 8);
+            sp_pend2 <= '0';
+            oh_d <= to_unsigned(0, 49);
+            rq_wp <= to_unsigned(0, 4);
+            w <= to_unsigned(0, 8);
+            e_ist <= to_unsigned(0, 8);
+            rall <= to_unsigned(4, 7);
+            lsa0 <= to_unsigned(0, 6);
+            r_i <= to_unsigned(0, 7);
+            wk_nres <= to_unsigned(0, 7);
+            quiet <= to_unsigned(10, 4);
+            gmask <= to_unsigned(0, 2);
+            wk_act <= '0';
+            f0 <= '0';
+            iw_span <= to_unsigned(0, 19);
+            smask <= to_unsigned(0, 2);
+            d1_nres <= to_unsigned(0, 7);
+            prod_i <= to_unsigned(0, 19);
+            pv_span <= to_unsigned(0, 17);
+            d1_last <= '0';
+            cq <= to_unsigned(0, 32);
+            e_sma <= to_unsigned(0, 16);
+            lsa <= to_unsigned(0, 6);
+            lgg_r <= to_unsigned(0, 4);
+            s2_v <= '0';
             s2_last <= '0';
             e_act <= '0';
-            lpe <= to_unsigned(0, 8);
-            rq_wp <= to_unsigned(0, 4);
-            sma <= to_unsigned(0, 16);
-            v0 <= '0';
             s2_acc <= to_signed(0, 73);
-            w <= to_unsigned(0, 8);
-            e_lst <= to_unsigned(0, 6);
         else
             v0 <= '0';
             f0 <= '0';
@@ -3803,6 +3828,7 @@ begin
                         if ((c_lgg <= 2) and (c_lgs <= c_lgg)) then
                             gmask <= gm_c;
                             gval <= gv_c;
+                            lgg_r <= c_lgg;
                             smask <= sm_c2;
                             rall <= ra_c;
                         else

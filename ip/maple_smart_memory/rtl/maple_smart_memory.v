@@ -124,6 +124,8 @@ wire in_bad;
 wire signed [31:0] in_v;
 reg inflight;
 reg [31:0] ins;
+reg ins_p;
+reg [31:0] ins_view;
 reg issue;
 wire [31:0] k32;
 reg [8:0] k_r;
@@ -1301,6 +1303,16 @@ assign fast_re = (pend && (op_r == 1) && (fcnt == 0) && (!inflight) && (!bg));
 assign blsum = (base_r + len_r);
 
 
+always @(ins, ins_p) begin: ins_c
+    if (ins_p) begin
+        ins_view = (ins + 1);
+    end
+    else begin
+        ins_view = ins;
+    end
+end
+
+
 
 assign status32 = {23'h0, pend, err_code, clearing, err, armed_s, busy_s};
 
@@ -1458,6 +1470,7 @@ always @(posedge clk) begin: main
         r2_addr <= 0;
         fw_addr <= 0;
         smax <= 0;
+        ins_p <= 0;
         count <= 0;
         dump_n <= 0;
         rearm <= 0;
@@ -1495,16 +1508,20 @@ always @(posedge clk) begin: main
         r2_addr <= r1_addr;
         r2_val <= r1_val;
         ram_q <= $signed(ram_rd);
+        ins_p <= 1'b0;
+        if (ins_p) begin
+            ins <= (ins + 1);
+        end
         if (fire) begin
             case (op_r)
                 'h0: begin
                     if (not_full) begin
                         count <= (count + 1);
                         not_full <= nf_inc;
-                        ins <= (ins + 1);
+                        ins_p <= 1'b1;
                     end
                     else if (nb) begin
-                        ins <= (ins + 1);
+                        ins_p <= 1'b1;
                     end
                 end
                 'h1: begin
@@ -1515,7 +1532,7 @@ always @(posedge clk) begin: main
                         max_pk <= s_axis_in_tdata;
                     end
                     if (((!have) || nmin || nmax)) begin
-                        ins <= (ins + 1);
+                        ins_p <= 1'b1;
                     end
                     have <= 1'b1;
                 end
@@ -1525,7 +1542,7 @@ always @(posedge clk) begin: main
                         err_code <= 5;
                     end
                     else begin
-                        ins <= (ins + 1);
+                        ins_p <= 1'b1;
                     end
                 end
             endcase
@@ -1552,6 +1569,7 @@ always @(posedge clk) begin: main
                     not_full <= 1'b1;
                     have <= 1'b0;
                     ins <= 0;
+                    ins_p <= 1'b0;
                 end
                 else begin
                     state <= 0;
@@ -1592,6 +1610,7 @@ always @(posedge clk) begin: main
                     not_full <= 1'b1;
                     have <= 1'b0;
                     ins <= 0;
+                    ins_p <= 1'b0;
                 end
                 else begin
                     state <= 0;
@@ -1647,7 +1666,7 @@ always @(posedge clk) begin: main
                 rdata_r <= 0;
             end
             else if ((raddr == 8)) begin
-                rdata_r <= ins;
+                rdata_r <= ins_view;
             end
             else if ((raddr == 9)) begin
                 rdata_r <= count32;
@@ -1672,6 +1691,7 @@ always @(posedge clk) begin: main
                 not_full <= 1'b1;
                 have <= 1'b0;
                 ins <= 0;
+                ins_p <= 1'b0;
             end
             else begin
                 state <= 3;
@@ -1715,6 +1735,7 @@ always @(posedge clk) begin: main
                         not_full <= 1'b1;
                         have <= 1'b0;
                         ins <= 0;
+                        ins_p <= 1'b0;
                     end
                     else begin
                         err <= 1'b1;
@@ -1728,6 +1749,7 @@ always @(posedge clk) begin: main
                         not_full <= 1'b1;
                         have <= 1'b0;
                         ins <= 0;
+                        ins_p <= 1'b0;
                     end
                     else begin
                         err <= 1'b1;

@@ -104,6 +104,8 @@ signal in_bad: std_logic;
 signal in_v: signed (31 downto 0);
 signal inflight: std_logic;
 signal ins: unsigned(31 downto 0);
+signal ins_p: std_logic;
+signal ins_view: unsigned(31 downto 0);
 signal issue: std_logic;
 signal k32: unsigned(31 downto 0);
 signal k_r: unsigned(8 downto 0);
@@ -1181,6 +1183,15 @@ pend_go <= stdl(bool(pend) and (state = 0) and (fcnt = 0) and (not bool(inflight
 fast_re <= stdl(bool(pend) and (op_r = 1) and (fcnt = 0) and (not bool(inflight)) and (not bool(bg)));
 blsum <= (resize(base_r, 10) + len_r);
 
+ins_c: process (ins, ins_p) is
+begin
+    if bool(ins_p) then
+        ins_view <= (ins + 1);
+    else
+        ins_view <= ins;
+    end if;
+end process ins_c;
+
 
 status32 <= unsigned'(to_unsigned(0, 23) & pend & err_code & clearing & err & armed_s & busy_s);
 
@@ -1329,6 +1340,7 @@ begin
             r2_addr <= to_unsigned(0, 8);
             fw_addr <= to_unsigned(0, 8);
             smax <= to_unsigned(0, 48);
+            ins_p <= '0';
             count <= to_unsigned(0, 9);
             dump_n <= to_unsigned(0, 9);
             rearm <= '0';
@@ -1365,15 +1377,19 @@ begin
             r2_addr <= r1_addr;
             r2_val <= r1_val;
             ram_q <= signed(ram_rd);
+            ins_p <= '0';
+            if bool(ins_p) then
+                ins <= (ins + 1);
+            end if;
             if bool(fire) then
                 case op_r is
                     when "00" =>
                         if bool(not_full) then
                             count <= (count + 1);
                             not_full <= nf_inc;
-                            ins <= (ins + 1);
+                            ins_p <= '1';
                         elsif bool(nb) then
-                            ins <= (ins + 1);
+                            ins_p <= '1';
                         end if;
                     when "01" =>
                         if ((not bool(have)) or bool(nmin)) then
@@ -1383,7 +1399,7 @@ begin
                             max_pk <= s_axis_in_tdata_num;
                         end if;
                         if ((not bool(have)) or bool(nmin) or bool(nmax)) then
-                            ins <= (ins + 1);
+                            ins_p <= '1';
                         end if;
                         have <= '1';
                     when others =>
@@ -1391,7 +1407,7 @@ begin
                             err <= '1';
                             err_code <= to_unsigned(5, 4);
                         else
-                            ins <= (ins + 1);
+                            ins_p <= '1';
                         end if;
                 end case;
                 if bool(s_axis_in_tlast) then
@@ -1415,6 +1431,7 @@ begin
                         not_full <= '1';
                         have <= '0';
                         ins <= to_unsigned(0, 32);
+                        ins_p <= '0';
                     else
                         state <= to_unsigned(0, 3);
                     end if;
@@ -1453,6 +1470,7 @@ begin
                         not_full <= '1';
                         have <= '0';
                         ins <= to_unsigned(0, 32);
+                        ins_p <= '0';
                     else
                         state <= to_unsigned(0, 3);
                     end if;
@@ -1496,7 +1514,7 @@ begin
                 elsif (raddr = 7) then
                     rdata_r <= to_unsigned(0, 32);
                 elsif (raddr = 8) then
-                    rdata_r <= ins;
+                    rdata_r <= ins_view;
                 elsif (raddr = 9) then
                     rdata_r <= count32;
                 else
@@ -1518,6 +1536,7 @@ begin
                     not_full <= '1';
                     have <= '0';
                     ins <= to_unsigned(0, 32);
+                    ins_p <= '0';
                 else
                     state <= to_unsigned(3, 3);
                 end if;
@@ -1555,6 +1574,7 @@ begin
                             not_full <= '1';
                             have <= '0';
                             ins <= to_unsigned(0, 32);
+                            ins_p <= '0';
                         else
                             err <= '1';
                             err_code <= to_unsigned(4, 4);
@@ -1566,6 +1586,7 @@ begin
                             not_full <= '1';
                             have <= '0';
                             ins <= to_unsigned(0, 32);
+                            ins_p <= '0';
                         else
                             err <= '1';
                             err_code <= to_unsigned(4, 4);
