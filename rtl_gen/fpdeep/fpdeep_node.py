@@ -869,6 +869,9 @@ CORE = CoreDef(
     params=PARAMS, build=build, datasheet=datasheet,
     configs={"default": {},
              "k2": {"W": 8, "F": 4, "K": 2, "S_IC": 1, "S_OC": 3, "MAX_WIDTH": 5, "MAX_HEIGHT": 4,
-                    "MAX_BATCH": 3, "PSUM_W": 32}},
+                    "MAX_BATCH": 3, "PSUM_W": 32},
+             # bench shape (issue 16): the 32x32 map of fpdeep_fp/eb/pg's b32 and a 16-sample
+             # mini-batch; run by make bench (bench_throughput) only, not by the test matrix
+             "b32": {"MAX_WIDTH": 32, "MAX_HEIGHT": 32, "MAX_BATCH": 16}},
     generator="rtl_gen/fpdeep/fpdeep_node.py",
 )

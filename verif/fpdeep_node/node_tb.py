@@ -13,6 +13,8 @@ chain); every output stream is scoreboarded bit-exactly.
 from __future__ import annotations
 
 import importlib
+import json
+import os
 
 import cocotb
 import numpy as np
@@ -67,6 +69,12 @@ class NodeTB:
             self.exp_be = stream("m_axis_berr", [("e", self.S_OC, W, F)], 41)
         for s in ("fwd_start", "bwd_start"):
             getattr(dut, s).value = 0
+        # a chain wrapper with per-node BWD starts (n<i>_bwd_go, OR-ed with the shared bwd_start):
+        # the ``stream`` schedule then starts each node's next BWD op as soon as that node is free
+        self.pernode = self.N > 1 and hasattr(dut, "n0_bwd_go")
+        if self.pernode:
+            for i in range(self.N):
+                getattr(dut, f"n{i}_bwd_go").value = 0
         self.w = np.zeros((self.S_OC, self.C, self.K, self.K), dtype=np.int64)   # reset value
         self.b = np.zeros(self.S_OC, dtype=np.int64)
         self.fdone = [0] * self.N
@@ -249,8 +257,9 @@ class NodeTB:
         return r
 
     # ---- control ---------------------------------------------------------------------
-    async def start(self, fwd=None, bwd=None, fields=None):
-        """Pulse fwd_start (sample ``fwd``) and/or bwd_start (sample ``bwd``) in one cycle."""
+    async def start(self, fwd=None, bwd=None, fields=None, nodes=None):
+        """Pulse fwd_start (sample ``fwd``) and/or bwd_start (sample ``bwd``) in one cycle;
+        with ``nodes`` the BWD start goes to those nodes only (n<i>_bwd_go)."""
         d = self.dut
         for k, v in (fields or {}).items():
             s = getattr(d, f"cfg_{k}")
@@ -260,10 +269,16 @@ class NodeTB:
             d.fwd_start.value = 1
         if bwd is not None:
             d.cfg_bsample.value = bwd
-            d.bwd_start.value = 1
+            if nodes is None:
+                d.bwd_start.value = 1
+            else:
+                for i in nodes:
+                    getattr(d, f"n{i}_bwd_go").value = 1
         await RisingEdge(self.clk)
         d.fwd_start.value = 0
         d.bwd_start.value = 0
+        for i in nodes or ():
+            getattr(d, f"n{i}_bwd_go").value = 0
 
     async def wait_counts(self, f=None, b=None, timeout=20000):
         try:
@@ -308,7 +323,28 @@ class NodeTB:
             for s in range(B):
                 await self.start(bwd=s, fields=fields)
                 await self.wait_counts(b=b0 + s + 1)
-        elif schedule == "stream":
+        elif schedule == "stream" and self.pernode:
+            # per-node BWD starts: node i takes BWD op s once it is free and every node has
+            # started op s-1 (cfg_bsample is shared: the laggards start s before anyone s+1)
+            fs, bs = 0, [0] * self.N
+            for _ in range(B * 20000):            # bounded: every op of the batch started
+                if min(bs) >= B:
+                    break
+                await FallingEdge(self.clk)
+                fidle = all(int(self.sig(i, "fwd_busy").value) == 0 for i in range(self.N))
+                nf = fs if fs < B and fidle else None
+                s = min(bs)
+                go = [i for i in range(self.N) if bs[i] == s and s < min(self.fdone) - f0
+                      and int(self.sig(i, "bwd_busy").value) == 0]
+                if nf is None and not go:
+                    continue
+                await self.start(fwd=nf, bwd=s if go else None, fields=fields, nodes=go)
+                fs += nf is not None
+                for i in go:
+                    bs[i] += 1
+            assert min(bs) >= B, f"stream schedule: only {fs} FWD / {bs} BWD ops started"
+            await self.wait_counts(f=f0 + B, b=b0 + B)
+        elif schedule in ("stream", "stream_shared"):
             fs = bs = 0
             for _ in range(B * 20000):            # bounded: every op of the batch started
                 if bs >= B:
@@ -349,7 +385,10 @@ class NodeTB:
         update (PG), from the nodes' stage_busy outputs.  Steady state (MAX_BATCH >= 3): the
         cycles between the first and the second-to-last sample's bwd_done (every node's) per
         sample, and the idle fractions within that window (the first sample's FWD, which
-        nothing overlaps, and the last sample's update excluded)."""
+        nothing overlaps, and the last sample's update excluded).  Issue 16's measure,
+        ``idle_after_first_<stage>``: the idle fraction from the cycle the first sample's
+        fwd_done has come from every node to the last done of the mini-batch (the update
+        included), averaged over the nodes."""
         h, w, B = self.p["MAX_HEIGHT"], self.p["MAX_WIDTH"], self.p["MAX_BATCH"]
         xs, es = self.rand_batch(B, h, w, pad)
         lr = self.rand_lr()
@@ -361,6 +400,9 @@ class NodeTB:
         cyc = len(log)
         idle = {st: [sum(1 for c in log if not (c[i] >> bit) & 1) / cyc for i in range(self.N)]
                 for bit, st in enumerate(("fp", "eb", "pg"))}
+        if os.environ.get("FPDEEP_BUSY_LOG"):      # debug aid: the per-cycle log for offline study
+            with open(f"{os.environ['FPDEEP_BUSY_LOG']}-pad{pad}.json", "w") as fh:
+                json.dump({"busy": log, "done": dl}, fh)
         steady = {}
         if B >= 3:
             # cycle at which the k-th sample's bwd_done has come from every node
@@ -372,7 +414,15 @@ class NodeTB:
                           **{f"steady_idle_{st}": round(sum(sum(1 for c in win if not (c[i] >> bit) & 1)
                                                             for i in range(self.N)) / (self.N * len(win)), 4)
                              for bit, st in enumerate(("fp", "eb", "pg"))})
-        return dict(cycles=cyc, samples=B, cycles_per_sample=cyc / B, schedule=schedule, **steady,
+        # issue 16's measure: idle fraction of each stage over the mini-batch after the first
+        # sample, i.e. from the cycle the first sample's fwd_done has come from every node (the
+        # first FWD, which nothing can overlap, excluded) to the last done of the mini-batch
+        tf0 = max(min(c for c, i, k in dl if i == n and k == "f") for n in range(self.N))
+        after = log[tf0:]
+        after_first = {f"idle_after_first_{st}": round(sum(sum(1 for c in after if not (c[i] >> bit) & 1)
+                                                           for i in range(self.N)) / (self.N * len(after)), 4)
+                       for bit, st in enumerate(("fp", "eb", "pg"))}
+        return dict(cycles=cyc, samples=B, cycles_per_sample=cyc / B, schedule=schedule, **steady, **after_first,
                     # lower bound: FP and PG take H*W input beats and EB gives H*W outputs, one per cycle
                     ideal_cycles_per_sample=h * w,
                     **{f"idle_{st}": round(sum(v) / len(v), 4) for st, v in idle.items()},

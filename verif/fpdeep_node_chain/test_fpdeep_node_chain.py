@@ -53,6 +53,10 @@ def chain_verilog(n: int, p: dict) -> str:
 
     io = [decl("in", "clk", 1), decl("in", "rst", 1), decl("in", "stall", 2 * (n - 1))]
     io += [decl("in", s, ports[s].width) for s in SHARED_IN]
+    # per-node BWD start, OR-ed with the shared bwd_start (the stream schedule of the bench
+    # starts each node's next BWD op as soon as that node is free, as each controller of a
+    # 1-D array of separate devices would); the other schedules leave it low
+    io += [decl("in", f"n{i}_bwd_go", 1) for i in range(n)]
     for s in ("s_axis_berr", "m_axis_act"):
         for suf in ("tdata", "tvalid", "tready", "tlast"):
             q = ports[f"{s}_{suf}"]
@@ -90,7 +94,8 @@ def chain_verilog(n: int, p: dict) -> str:
     for i in range(n - 1):
         body.append(f"    assign act{i}_r = 1'b1;")
     for i in range(n):
-        conn = [".clk(clk)", ".rst(rst)"] + [f".{s}({s})" for s in SHARED_IN]
+        conn = [".clk(clk)", ".rst(rst)"] + [f".{s}({s} | n{i}_bwd_go)" if s == "bwd_start" else f".{s}({s})"
+                                              for s in SHARED_IN]
         conn += [f".cfg_first(1'b{int(i == 0)})", f".cfg_last(1'b{int(i == n - 1)})", f".cfg_bend(1'b{int(i == 0)})"]
         conn += [f".{s}(n{i}_{s})" for s in STATUS]
         for s in PER_NODE:
@@ -255,19 +260,26 @@ async def checker_catches_corruption(dut):
 async def bench_throughput(dut):
     """Benchmark (reported): idle-stage fraction of the chain -- per node and stage (FP, EB,
     PG) the fraction of cycles from the first start to the last done in which the stage has
-    no map (FP, EB) or no sample / update (PG) -- for one maximum-size mini-batch of
-    MAX_BATCH samples under the overlapped schedule (FWD b+1 with BWD b), no stalls, no
-    bubbles, always-ready sinks."""
+    no map (FP, EB) or no sample / update (PG) -- and the cycles per sample (whole batch,
+    steady state) for one maximum-size mini-batch of MAX_BATCH samples under the ``stream``
+    schedule with per-node BWD starts (pad 0 and K//2) and with the shared bwd_start (pad
+    K//2, ``pad<K//2>_shared_start``), no stalls, no bubbles, always-ready sinks; every output
+    scoreboarded bit-exactly."""
     tb = NodeTB(dut, n_nodes())
     await tb.reset()
     await tb.load(*tb.rand_params())
     h, w, B = tb.p["MAX_HEIGHT"], tb.p["MAX_WIDTH"], tb.p["MAX_BATCH"]
     rec = {f"pad{pad}": await tb.measure_idle(pad) for pad in (0, tb.K // 2)}
+    # the same with one shared bwd_start (the next BWD op waits for the slowest node: the
+    # error map reaches each node further down the chain 2 cycles later)
+    rec[f"pad{tb.K // 2}_shared_start"] = await tb.measure_idle(tb.K // 2, "stream_shared")
     await tb.finish()
-    p0 = rec["pad0"]
+    p0, p1 = rec["pad0"], rec[f"pad{tb.K // 2}"]
     out = record_bench(NAME, nodes=tb.N, map=f"{h}x{w}", samples=B, cycles_per_sample=p0["cycles_per_sample"],
                        ideal=p0["ideal_cycles_per_sample"], idle_fp=p0["idle_fp"], idle_eb=p0["idle_eb"],
-                       idle_pg=p0["idle_pg"], idle_any_stage=p0["idle_any_stage"], runs=rec)
+                       idle_pg=p0["idle_pg"], idle_any_stage=p0["idle_any_stage"],
+                       **{k: p1[k] for k in ("idle_after_first_fp", "idle_after_first_eb", "idle_after_first_pg")},
+                       runs=rec)
     dut._log.info("bench: %s", out)
 
 
