@@ -17,6 +17,11 @@ RTL computes.
   (rot + k) mod NREGIONS and every channel in FIFO mode, for each rotation.
 * :func:`bad_opcode`, :func:`every_register` -- each undefined opcode, every register on
   both ALU ports, SUB and BEQ.
+* :func:`step_sweep` -- iterations >= 2 on every (region, channel) pair in BRAM mode
+  (keep-count on and off), LOAD/STORE with 2 iterations on every region.
+* :func:`stall_deep` -- stall_sweep with enough results (and full-range operands) that
+  every producer waits on the full FIFO with data in each pipeline stage.
+* :func:`large_w7` -- L2REG c and SCD alpha*lambda1 of integer part 18..31 (saturation).
 * :func:`stall_sweep` -- every compute subroutine pushes its results (FIFO mode) into a
   region whose FIFO is full while a non-blocking STORE drains it (the FIFO in region
   i mod NREGIONS for the i-th subroutine).
@@ -273,5 +278,117 @@ def axi_error(cfg: PUConfig, rng, mem_bytes: int, case: str) -> tuple[Job, Memor
     return _job(cfg, p, al, f"axi_error_{case}", {src: _words(rng, (n, L))})
 
 
+def step_sweep(cfg: PUConfig, rng) -> tuple[Job, Memory]:
+    """Iterations >= 2 on every (region, global channel) pair in BRAM mode: every compute
+    subroutine with channel k in region (rot + k) mod NREGIONS for each rotation, reads
+    alternating keep-count on/off (the position advancing across iterations or every
+    iteration re-reading its first ``length`` lines), writes with keep-count on; LOAD and
+    STORE with 2 iterations into / out of every region (issue 14: each channel module's
+    iteration counter steps)."""
+    L, NRG = cfg.lanes, cfg.nregions
+    dim, it = 4, 2
+    al = _Alloc(cfg, 0)
+    data = {}
+    p = Program(cfg, "step_sweep")
+    for rot in range(NRG):
+        for j, op in enumerate(COMPUTE):
+            chans = I.CHANNELS[op]
+            regs = [(rot + k) % NRG for k in range(len(chans))]
+            cs = []
+            for k, (_, rw, kind) in enumerate(chans):
+                ln = _length(kind, dim)
+                keep = rw == "w" or (j + k + rot) % 2 == 0
+                if rw == "r":
+                    n = ln * (it if keep else 1)
+                    a = al.area(f"in{rot}_{op}_{k}", n)
+                    data[a] = _words(rng, (n, L))
+                    p.load(ch(regs[k], n, 0), a)
+                cs.append(ch(regs[k], ln, 0, keep=keep))
+            compute(p, cfg, op, cs, dim=dim, it=it, flag=bool((op + rot) & 1))
+            n = _length(chans[-1][2], dim) * it
+            p.store(ch(regs[-1], n, 0), al.area(f"out{rot}_{op}", n))
+    for r in range(NRG):
+        a = al.area(f"ld{r}", 2 * 3)
+        data[a] = _words(rng, (2 * 3, L))
+        p.load(ch(r, 3, 8, keep=True), a, iterations=2)
+        p.store(ch(r, 3, 8, keep=True), al.area(f"st{r}", 2 * 3), iterations=2)
+    p.end()
+    return _job(cfg, p, al, "step_sweep", data)
+
+
+def stall_deep(cfg: PUConfig, rng) -> tuple[Job, Memory]:
+    """Like :func:`stall_sweep`, with enough results to outrun the drain: every compute
+    subroutine pushes ``it`` results (DOTSIG with dim 1: one per line) into a full FIFO
+    while a non-blocking STORE drains it through slow memory; once the Store data FIFO has
+    filled, the STORE frees slots at the memory's rate and the producer waits with data in
+    every pipeline stage (its output FIFO full, the stage enables low).  Inputs re-read
+    the same ``dim`` lines every iteration (keep-count off) and span the whole Q32.F range
+    (saturating products and differences)."""
+    L, NRG, D = cfg.lanes, cfg.nregions, cfg.depth
+    it = min(64, cfg.max_iter, D)
+    al = _Alloc(cfg, 0)
+    data = {}
+    p = Program(cfg, "stall_deep")
+    for i, op in enumerate(COMPUTE):
+        dim = 1 if op == I.DOTSIG else 2
+        rot = i % NRG
+        chans = I.CHANNELS[op]
+        kw = len(chans) - 1
+        regs = [(rot + 1 + k) % NRG for k in range(kw)] + [rot]
+        ins = []
+        for k in range(kw):
+            n = _length(chans[k][2], dim)
+            a = al.area(f"in{rot}_{op}_{k}", n)
+            data[a] = _words(rng, (n, L), scale=1 << (cfg.w - 1))
+            p.load(ch(regs[k], n, 0), a)
+            ins.append(ch(regs[k], n, 0))
+        a = al.area(f"fill{rot}_{op}", D)
+        data[a] = _words(rng, (D, L))
+        p.load(ch(rot, D, 0, fifo=True), a)
+        p.store(ch(rot, D, 0, fifo=True), al.area(f"drain{rot}_{op}", D), nb=True)
+        nw = _length(chans[kw][2], dim)
+        compute(p, cfg, op, ins + [ch(rot, nw, 0, fifo=True)], dim=dim, it=it, nb=True, flag=bool(op & 1))
+        p.store(ch(rot, nw * it, 0, fifo=True), al.area(f"out{rot}_{op}", nw * it))
+    p.end()
+    return _job(cfg, p, al, "stall_deep", data)
+
+
+def large_w7(cfg: PUConfig, rng) -> tuple[Job, Memory]:
+    """L2REG with c and SCALAR (SCD mode) with alpha*lambda1 of integer part 18..31 (Q.F
+    words 18.x..31.x): L2REG's c * x far beyond the format (its products saturate both
+    ways) and the soft threshold larger than every operand; both leave a w7 with bits
+    20:16 = 18..31 on the engine's held issue word (the amem channel id field of LOAD)."""
+    L, F = cfg.lanes, cfg.f
+    dim = 4
+    al = _Alloc(cfg, 0)
+    data = {}
+    p = Program(cfg, "large_w7")
+    big = 1 << (cfg.w - 2)
+    x = rng.integers(-big, big, size=(dim, L), dtype=np.int64)
+    xo = rng.integers(-big, big, size=(dim, L), dtype=np.int64)
+    x[0, 0], x[1, 0], xo[0, 0], xo[1, 0] = big - 1, -big, -big, big - 1
+    ax, axo = al.area("x", dim), al.area("xold", dim)
+    data[ax], data[axo] = x, xo
+    ga, gx = al.area("g", 1), al.area("xs", 1)
+    data[ga], data[gx] = _words(rng, (1, L)), _words(rng, (1, L))
+    p.load(ch(0, dim), ax)
+    p.load(ch(1, dim), axo)
+    p.load(ch(3, 1, 8), ga)
+    p.load(ch(3, 1, 9), gx)
+    for k in range(18, 32):
+        w7 = (k << F) | int(rng.integers(0, 1 << F))
+        if k % 2 == 0:
+            p.l2reg(ch(0, dim), ch(1, dim), ch(2, dim), dim=dim, c=w7)
+            p.store(ch(2, dim), al.area(f"l2reg{k}", dim))
+        else:
+            p.scalar(ch(3, 1, 8), ch(3, 1, 9), ch(3, 1, 10), alpha=int(cfg.fmt.to_fixed(0.5)), al=w7,
+                     mode="scd")
+            p.store(ch(3, 1, 10), al.area(f"scalar{k}", 1))
+    p.end()
+    return _job(cfg, p, al, "large_w7", data)
+
+
 BUILDERS = {"sigmoid_sweep": sigmoid_sweep, "amem_sweep": amem_sweep, "fifo_sweep": fifo_sweep,
-            "stall_sweep": stall_sweep, "every_register": every_register}
+            "stall_sweep": stall_sweep, "every_register": every_register,
+            "step_sweep": step_sweep, "large_w7": large_w7,
+            "stall_deep": stall_deep}

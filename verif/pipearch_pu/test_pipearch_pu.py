@@ -918,6 +918,37 @@ async def producers_stall_on_full_fifo(dut):
     await run_directed(tb, "stall_sweep")
 
 
+@sim_test(timeout_us={"default": 600, "*": 9600})
+async def producers_wait_in_every_stage(dut):
+    """Every compute subroutine produces more results into a full FIFO than the draining
+    STORE frees through slow memory, so it waits with data in every pipeline stage (its
+    output FIFO full); full-range operands (cov_programs.stall_deep), against the ISS."""
+    tb = TB(dut, mem_p=0.5)
+    await tb.reset()
+    await run_directed(tb, "stall_deep")
+
+
+@sim_test(timeout_us={"default": 400, "*": 6400})
+async def iteration_stepping_every_channel(dut):
+    """Two iterations on every (region, global channel) pair in BRAM mode, reads with and
+    without keep-count, and LOAD/STORE with two iterations on every region
+    (cov_programs.step_sweep), against the ISS (issue 14: each channel module's
+    iteration counter)."""
+    tb = TB(dut)
+    await tb.reset()
+    await run_directed(tb, "step_sweep")
+
+
+@sim_test(timeout_us={"default": 100, "*": 1600})
+async def large_w7_saturation(dut):
+    """L2REG with c and SCD with alpha*lambda1 of integer part 18..31 on operands near both
+    ends of the format (cov_programs.large_w7): saturating products and a threshold above
+    every operand, against the ISS."""
+    tb = TB(dut)
+    await tb.reset()
+    await run_directed(tb, "large_w7")
+
+
 BENCH_P = 4     # samples per partition in the SGD bench (the same for every model size)
 BENCH_M = (2 * BENCH_P, 10 * BENCH_P)
 
