@@ -95,6 +95,7 @@ class TB:
         self.cycle = 0
         self.violations = []
         self.fifo_clr_pulses = 0
+        self.ld_addrs = []                            # fw_ld_addr of every fw_ld_start
         self.reset_obs()
         # firmware load / store servers
         self.ld = None
@@ -235,6 +236,7 @@ class TB:
                 if self.ld is not None or int(d.fw_ld_busy.value) or self.fake_ld_busy:
                     self.violations.append(f"cycle {self.cycle}: fw_ld_start while busy")
                 a, n = int(d.fw_ld_addr.value), int(d.fw_ld_lines.value)
+                self.ld_addrs.append(a)
                 self.ld_err_lvl = False
                 lo, hi = a * self.LB, (a + n) * self.LB
                 bad = ("pulse" if self.rng.integers(0, 2) else "level") if hi > MEM_BYTES else ""
@@ -900,6 +902,31 @@ async def axi_and_subroutine_errors(dut):
         code = I.E_AXI if op == I.STORE else I.E_ACCESS
         _, errw, r = await tb.run(p.assemble().image, sub_err=(0, code, 1), expect=code)
         assert errw & 0xFF == 1
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 60, "*": 480})
+async def program_address_top_bits(dut):
+    """PROG with its top address bit (ADDR_W - 1) and three random bits from 16 up set: the
+    firmware load asks for that line address (fw_ld_addr * line bytes == PROG), which
+    lies beyond the memory model, so the run ends in E_AXI -- a valid program sits at the
+    address with that bit cleared, so an address register that drops the bit runs it."""
+    tb = TB(dut)
+    await tb.reset()
+    ok = Program(tb.cfg)
+    ok.li(1, 1)
+    ok.end()
+    tb.put(PROG, ok.assemble().image)
+    lsb = (tb.LB - 1).bit_length()
+    top = tb.p["ADDR_W"] - 1
+    for bit in [top] + [int(b) for b in tb.rng.choice(range(max(lsb, 16), top), size=3, replace=False)]:
+        prog = PROG | (1 << bit)
+        n0 = len(tb.ld_addrs)
+        await tb.run(None, prog=prog, iss=False, expect=I.E_AXI)
+        assert len(tb.ld_addrs) > n0 and tb.ld_addrs[n0] * tb.LB == prog, \
+            f"program load asked for line {tb.ld_addrs[n0:]} (x {tb.LB} B), PROG {prog:#x}"
+    tb.put_ctx([0] * 32)
+    await tb.run(ok.assemble().image)     # the same program at PROG runs
     await tb.finish()
 
 
