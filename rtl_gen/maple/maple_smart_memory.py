@@ -336,6 +336,7 @@ def build(p):
 
         # ---- combinational ------------------------------------------------------------
         fire = sig_b()
+        fire_nr = sig_b()               # fire without the RMW clear hold (equal outside RMW)
         in_v = sig_s(W)
         in_i = sig_u(IDXW)
         in_addr = sig_u(AW)
@@ -452,6 +453,7 @@ def build(p):
         def in_c():
             s_axis_in_tready.next = state == S_RUN and not rmw_hold
             fire.next = s_axis_in_tvalid and state == S_RUN and not rmw_hold
+            fire_nr.next = s_axis_in_tvalid and state == S_RUN
             in_addr.next = s_axis_in_tdata[W + AW:W]
             nf_inc.next = count + 1 < k_r
             cnt_slot.next = count[SW:]
@@ -488,7 +490,7 @@ def build(p):
 
         @always_comb
         def sel_c():
-            lst_we.next = fire and op_r == OP_SEL and (not_full or nb)
+            lst_we.next = fire_nr and op_r == OP_SEL and (not_full or nb)
             if not_full:
                 lst_wa.next = cnt_slot
             else:
@@ -591,7 +593,9 @@ def build(p):
             ins_p.next = False
             if ins_p:
                 ins.next = ins + 1
-            if fire:
+            # selection and min/max take fire_nr (fire without the RMW clear hold, which is
+            # false outside RMW): the clear pointer's compare stays off their registers
+            if fire_nr and op_r != OP_RMW:
                 if op_r == OP_SEL:
                     if not_full:
                         count.next = count + 1
@@ -607,36 +611,36 @@ def build(p):
                     if not have or nmin or nmax:
                         ins_p.next = True
                     have.next = True
+            if fire and op_r == OP_RMW:
+                if in_bad:
+                    err.next = True
+                    err_code.next = E_ADDR
                 else:
-                    if in_bad:
-                        err.next = True
-                        err_code.next = E_ADDR
+                    ins_p.next = True
+            if fire and s_axis_in_tlast and not fast_re:
+                state.next = S_IDLE
+            if fire_nr and s_axis_in_tlast:
+                if fast_re:         # (min/max only: fire_nr is fire)
+                    # the queued DUMP + START at once: the extremes (this element included)
+                    # copied for the background dump, the store stays armed
+                    pend.next = False
+                    dump_i.next = 0
+                    dump_n.next = 2
+                    rearm.next = True
+                    bg.next = True
+                    if not have or nmin:
+                        smin.next = s_axis_in_tdata
                     else:
-                        ins_p.next = True
-                if s_axis_in_tlast:
-                    if fast_re:
-                        # the queued DUMP + START at once: the extremes (this element included)
-                        # copied for the background dump, the store stays armed
-                        pend.next = False
-                        dump_i.next = 0
-                        dump_n.next = 2
-                        rearm.next = True
-                        bg.next = True
-                        if not have or nmin:
-                            smin.next = s_axis_in_tdata
-                        else:
-                            smin.next = min_pk
-                        if not have or nmax:
-                            smax.next = s_axis_in_tdata
-                        else:
-                            smax.next = max_pk
-                        count.next = 0
-                        not_full.next = True
-                        have.next = False
-                        ins.next = 0
-                        ins_p.next = False
+                        smin.next = min_pk
+                    if not have or nmax:
+                        smax.next = s_axis_in_tdata
                     else:
-                        state.next = S_IDLE
+                        smax.next = max_pk
+                    count.next = 0
+                    not_full.next = True
+                    have.next = False
+                    ins.next = 0
+                    ins_p.next = False
             # RAM clear, in the background: one word per cycle the RMW write leaves free
             if clr_go:
                 if clr_i == DEPTH - 1:

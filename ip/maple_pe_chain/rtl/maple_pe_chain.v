@@ -246,6 +246,7 @@ reg [3:0] maple_smart_memory0_err_code;
 wire maple_smart_memory0_fast_re;
 reg [2:0] maple_smart_memory0_fcnt;
 wire maple_smart_memory0_fire;
+wire maple_smart_memory0_fire_nr;
 reg [7:0] maple_smart_memory0_fw2_addr;
 reg signed [31:0] maple_smart_memory0_fw2_data;
 reg maple_smart_memory0_fw2_valid;
@@ -1766,6 +1767,7 @@ assign maple_smart_memory0_status32 = {23'h0, maple_smart_memory0_pend, maple_sm
 
 assign sm_tready = ((maple_smart_memory0_state == 1) && (!maple_smart_memory0_rmw_hold));
 assign maple_smart_memory0_fire = (sm_tvalid && (maple_smart_memory0_state == 1) && (!maple_smart_memory0_rmw_hold));
+assign maple_smart_memory0_fire_nr = (sm_tvalid && (maple_smart_memory0_state == 1));
 assign maple_smart_memory0_in_addr = sm_tdata[32+:8];
 assign maple_smart_memory0_nf_inc = ((maple_smart_memory0_count + 1) < maple_smart_memory0_k_r);
 assign maple_smart_memory0_cnt_slot = maple_smart_memory0_count[4-1:0];
@@ -1785,8 +1787,8 @@ assign maple_smart_memory0_thr_s = maple_smart_memory0_sl0[48+:4];
 assign maple_smart_memory0_x_e = {maple_smart_memory0_lst_wa, sm_tdata};
 
 
-always @(maple_smart_memory0_not_full, maple_smart_memory0_fire, maple_smart_memory0_cnt_slot, maple_smart_memory0_thr_s, maple_smart_memory0_op_r, maple_smart_memory0_nb) begin: maple_smart_memory0_sel_c
-    maple_smart_memory0_lst_we = (maple_smart_memory0_fire && (maple_smart_memory0_op_r == 0) && (maple_smart_memory0_not_full || maple_smart_memory0_nb));
+always @(maple_smart_memory0_not_full, maple_smart_memory0_cnt_slot, maple_smart_memory0_fire_nr, maple_smart_memory0_thr_s, maple_smart_memory0_op_r, maple_smart_memory0_nb) begin: maple_smart_memory0_sel_c
+    maple_smart_memory0_lst_we = (maple_smart_memory0_fire_nr && (maple_smart_memory0_op_r == 0) && (maple_smart_memory0_not_full || maple_smart_memory0_nb));
     if (maple_smart_memory0_not_full) begin
         maple_smart_memory0_lst_wa = maple_smart_memory0_cnt_slot;
     end
@@ -1958,7 +1960,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
         if (maple_smart_memory0_ins_p) begin
             maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
         end
-        if (maple_smart_memory0_fire) begin
+        if ((maple_smart_memory0_fire_nr && (maple_smart_memory0_op_r != 2))) begin
             case (maple_smart_memory0_op_r)
                 'h0: begin
                     if (maple_smart_memory0_not_full) begin
@@ -1982,44 +1984,44 @@ always @(posedge clk) begin: maple_smart_memory0_main
                     end
                     maple_smart_memory0_have <= 1'b1;
                 end
-                default: begin
-                    if (maple_smart_memory0_in_bad) begin
-                        maple_smart_memory0_err <= 1'b1;
-                        maple_smart_memory0_err_code <= 5;
-                    end
-                    else begin
-                        maple_smart_memory0_ins_p <= 1'b1;
-                    end
-                end
             endcase
-            if (sm_tlast) begin
-                if (maple_smart_memory0_fast_re) begin
-                    maple_smart_memory0_pend <= 1'b0;
-                    maple_smart_memory0_dump_i <= 0;
-                    maple_smart_memory0_dump_n <= 2;
-                    maple_smart_memory0_rearm <= 1'b1;
-                    maple_smart_memory0_bg <= 1'b1;
-                    if (((!maple_smart_memory0_have) || maple_smart_memory0_nmin)) begin
-                        maple_smart_memory0_smin <= sm_tdata;
-                    end
-                    else begin
-                        maple_smart_memory0_smin <= maple_smart_memory0_min_pk;
-                    end
-                    if (((!maple_smart_memory0_have) || maple_smart_memory0_nmax)) begin
-                        maple_smart_memory0_smax <= sm_tdata;
-                    end
-                    else begin
-                        maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
-                    end
-                    maple_smart_memory0_count <= 0;
-                    maple_smart_memory0_not_full <= 1'b1;
-                    maple_smart_memory0_have <= 1'b0;
-                    maple_smart_memory0_ins <= 0;
-                    maple_smart_memory0_ins_p <= 1'b0;
+        end
+        if ((maple_smart_memory0_fire && (maple_smart_memory0_op_r == 2))) begin
+            if (maple_smart_memory0_in_bad) begin
+                maple_smart_memory0_err <= 1'b1;
+                maple_smart_memory0_err_code <= 5;
+            end
+            else begin
+                maple_smart_memory0_ins_p <= 1'b1;
+            end
+        end
+        if ((maple_smart_memory0_fire && sm_tlast && (!maple_smart_memory0_fast_re))) begin
+            maple_smart_memory0_state <= 0;
+        end
+        if ((maple_smart_memory0_fire_nr && sm_tlast)) begin
+            if (maple_smart_memory0_fast_re) begin
+                maple_smart_memory0_pend <= 1'b0;
+                maple_smart_memory0_dump_i <= 0;
+                maple_smart_memory0_dump_n <= 2;
+                maple_smart_memory0_rearm <= 1'b1;
+                maple_smart_memory0_bg <= 1'b1;
+                if (((!maple_smart_memory0_have) || maple_smart_memory0_nmin)) begin
+                    maple_smart_memory0_smin <= sm_tdata;
                 end
                 else begin
-                    maple_smart_memory0_state <= 0;
+                    maple_smart_memory0_smin <= maple_smart_memory0_min_pk;
                 end
+                if (((!maple_smart_memory0_have) || maple_smart_memory0_nmax)) begin
+                    maple_smart_memory0_smax <= sm_tdata;
+                end
+                else begin
+                    maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
+                end
+                maple_smart_memory0_count <= 0;
+                maple_smart_memory0_not_full <= 1'b1;
+                maple_smart_memory0_have <= 1'b0;
+                maple_smart_memory0_ins <= 0;
+                maple_smart_memory0_ins_p <= 1'b0;
             end
         end
         if (maple_smart_memory0_clr_go) begin

@@ -243,6 +243,7 @@ signal maple_smart_memory0_err_code: unsigned(3 downto 0);
 signal maple_smart_memory0_fast_re: std_logic;
 signal maple_smart_memory0_fcnt: unsigned(2 downto 0);
 signal maple_smart_memory0_fire: std_logic;
+signal maple_smart_memory0_fire_nr: std_logic;
 signal maple_smart_memory0_fw2_addr: unsigned(7 downto 0);
 signal maple_smart_memory0_fw2_data: signed (31 downto 0);
 signal maple_smart_memory0_fw2_valid: std_logic;
@@ -1663,6 +1664,7 @@ maple_smart_memory0_status32 <= unsigned'(to_unsigned(0, 23) & maple_smart_memor
 
 sm_tready <= stdl((maple_smart_memory0_state = 1) and (not bool(maple_smart_memory0_rmw_hold)));
 maple_smart_memory0_fire <= stdl(bool(sm_tvalid) and (maple_smart_memory0_state = 1) and (not bool(maple_smart_memory0_rmw_hold)));
+maple_smart_memory0_fire_nr <= stdl(bool(sm_tvalid) and (maple_smart_memory0_state = 1));
 maple_smart_memory0_in_addr <= sm_tdata((32 + 8)-1 downto 32);
 maple_smart_memory0_nf_inc <= stdl((maple_smart_memory0_count + 1) < maple_smart_memory0_k_r);
 maple_smart_memory0_cnt_slot <= maple_smart_memory0_count(4-1 downto 0);
@@ -1678,9 +1680,9 @@ maple_smart_memory0_thr_pk <= maple_smart_memory0_sl0(48-1 downto 0);
 maple_smart_memory0_thr_s <= maple_smart_memory0_sl0((48 + 4)-1 downto 48);
 maple_smart_memory0_x_e <= unsigned'(maple_smart_memory0_lst_wa & sm_tdata);
 
-maple_smart_memory0_sel_c: process (maple_smart_memory0_not_full, maple_smart_memory0_fire, maple_smart_memory0_cnt_slot, maple_smart_memory0_thr_s, maple_smart_memory0_op_r, maple_smart_memory0_nb) is
+maple_smart_memory0_sel_c: process (maple_smart_memory0_not_full, maple_smart_memory0_cnt_slot, maple_smart_memory0_fire_nr, maple_smart_memory0_thr_s, maple_smart_memory0_op_r, maple_smart_memory0_nb) is
 begin
-    maple_smart_memory0_lst_we <= stdl(bool(maple_smart_memory0_fire) and (maple_smart_memory0_op_r = 0) and (bool(maple_smart_memory0_not_full) or bool(maple_smart_memory0_nb)));
+    maple_smart_memory0_lst_we <= stdl(bool(maple_smart_memory0_fire_nr) and (maple_smart_memory0_op_r = 0) and (bool(maple_smart_memory0_not_full) or bool(maple_smart_memory0_nb)));
     if bool(maple_smart_memory0_not_full) then
         maple_smart_memory0_lst_wa <= maple_smart_memory0_cnt_slot;
     else
@@ -1846,60 +1848,61 @@ begin
             if bool(maple_smart_memory0_ins_p) then
                 maple_smart_memory0_ins <= (maple_smart_memory0_ins + 1);
             end if;
-            if bool(maple_smart_memory0_fire) then
-                case maple_smart_memory0_op_r is
-                    when "00" =>
-                        if bool(maple_smart_memory0_not_full) then
-                            maple_smart_memory0_count <= (maple_smart_memory0_count + 1);
-                            maple_smart_memory0_not_full <= maple_smart_memory0_nf_inc;
-                            maple_smart_memory0_ins_p <= '1';
-                        elsif bool(maple_smart_memory0_nb) then
-                            maple_smart_memory0_ins_p <= '1';
-                        end if;
-                    when "01" =>
-                        if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmin)) then
-                            maple_smart_memory0_min_pk <= sm_tdata;
-                        end if;
-                        if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmax)) then
-                            maple_smart_memory0_max_pk <= sm_tdata;
-                        end if;
-                        if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmin) or bool(maple_smart_memory0_nmax)) then
-                            maple_smart_memory0_ins_p <= '1';
-                        end if;
-                        maple_smart_memory0_have <= '1';
-                    when others =>
-                        if bool(maple_smart_memory0_in_bad) then
-                            maple_smart_memory0_err <= '1';
-                            maple_smart_memory0_err_code <= to_unsigned(5, 4);
-                        else
-                            maple_smart_memory0_ins_p <= '1';
-                        end if;
-                end case;
-                if bool(sm_tlast) then
-                    if bool(maple_smart_memory0_fast_re) then
-                        maple_smart_memory0_pend <= '0';
-                        maple_smart_memory0_dump_i <= to_unsigned(0, 9);
-                        maple_smart_memory0_dump_n <= to_unsigned(2, 9);
-                        maple_smart_memory0_rearm <= '1';
-                        maple_smart_memory0_bg <= '1';
-                        if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmin)) then
-                            maple_smart_memory0_smin <= sm_tdata;
-                        else
-                            maple_smart_memory0_smin <= maple_smart_memory0_min_pk;
-                        end if;
-                        if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmax)) then
-                            maple_smart_memory0_smax <= sm_tdata;
-                        else
-                            maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
-                        end if;
-                        maple_smart_memory0_count <= to_unsigned(0, 9);
-                        maple_smart_memory0_not_full <= '1';
-                        maple_smart_memory0_have <= '0';
-                        maple_smart_memory0_ins <= to_unsigned(0, 32);
-                        maple_smart_memory0_ins_p <= '0';
-                    else
-                        maple_smart_memory0_state <= to_unsigned(0, 3);
+            if (bool(maple_smart_memory0_fire_nr) and (maple_smart_memory0_op_r /= 2)) then
+                if (maple_smart_memory0_op_r = 0) then
+                    if bool(maple_smart_memory0_not_full) then
+                        maple_smart_memory0_count <= (maple_smart_memory0_count + 1);
+                        maple_smart_memory0_not_full <= maple_smart_memory0_nf_inc;
+                        maple_smart_memory0_ins_p <= '1';
+                    elsif bool(maple_smart_memory0_nb) then
+                        maple_smart_memory0_ins_p <= '1';
                     end if;
+                elsif (maple_smart_memory0_op_r = 1) then
+                    if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmin)) then
+                        maple_smart_memory0_min_pk <= sm_tdata;
+                    end if;
+                    if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmax)) then
+                        maple_smart_memory0_max_pk <= sm_tdata;
+                    end if;
+                    if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmin) or bool(maple_smart_memory0_nmax)) then
+                        maple_smart_memory0_ins_p <= '1';
+                    end if;
+                    maple_smart_memory0_have <= '1';
+                end if;
+            end if;
+            if (bool(maple_smart_memory0_fire) and (maple_smart_memory0_op_r = 2)) then
+                if bool(maple_smart_memory0_in_bad) then
+                    maple_smart_memory0_err <= '1';
+                    maple_smart_memory0_err_code <= to_unsigned(5, 4);
+                else
+                    maple_smart_memory0_ins_p <= '1';
+                end if;
+            end if;
+            if (bool(maple_smart_memory0_fire) and bool(sm_tlast) and (not bool(maple_smart_memory0_fast_re))) then
+                maple_smart_memory0_state <= to_unsigned(0, 3);
+            end if;
+            if (bool(maple_smart_memory0_fire_nr) and bool(sm_tlast)) then
+                if bool(maple_smart_memory0_fast_re) then
+                    maple_smart_memory0_pend <= '0';
+                    maple_smart_memory0_dump_i <= to_unsigned(0, 9);
+                    maple_smart_memory0_dump_n <= to_unsigned(2, 9);
+                    maple_smart_memory0_rearm <= '1';
+                    maple_smart_memory0_bg <= '1';
+                    if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmin)) then
+                        maple_smart_memory0_smin <= sm_tdata;
+                    else
+                        maple_smart_memory0_smin <= maple_smart_memory0_min_pk;
+                    end if;
+                    if ((not bool(maple_smart_memory0_have)) or bool(maple_smart_memory0_nmax)) then
+                        maple_smart_memory0_smax <= sm_tdata;
+                    else
+                        maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
+                    end if;
+                    maple_smart_memory0_count <= to_unsigned(0, 9);
+                    maple_smart_memory0_not_full <= '1';
+                    maple_smart_memory0_have <= '0';
+                    maple_smart_memory0_ins <= to_unsigned(0, 32);
+                    maple_smart_memory0_ins_p <= '0';
                 end if;
             end if;
             if bool(maple_smart_memory0_clr_go) then

@@ -110,6 +110,7 @@ reg [3:0] err_code;
 wire fast_re;
 reg [2:0] fcnt;
 wire fire;
+wire fire_nr;
 reg [7:0] fw2_addr;
 reg signed [31:0] fw2_data;
 reg fw2_valid;
@@ -1320,6 +1321,7 @@ assign status32 = {23'h0, pend, err_code, clearing, err, armed_s, busy_s};
 
 assign s_axis_in_tready = ((state == 1) && (!rmw_hold));
 assign fire = (s_axis_in_tvalid && (state == 1) && (!rmw_hold));
+assign fire_nr = (s_axis_in_tvalid && (state == 1));
 assign in_addr = s_axis_in_tdata[32+:8];
 assign nf_inc = ((count + 1) < k_r);
 assign cnt_slot = count[4-1:0];
@@ -1339,8 +1341,8 @@ assign thr_s = sl0[48+:4];
 assign x_e = {lst_wa, s_axis_in_tdata};
 
 
-always @(not_full, fire, cnt_slot, thr_s, op_r, nb) begin: sel_c
-    lst_we = (fire && (op_r == 0) && (not_full || nb));
+always @(not_full, cnt_slot, fire_nr, thr_s, op_r, nb) begin: sel_c
+    lst_we = (fire_nr && (op_r == 0) && (not_full || nb));
     if (not_full) begin
         lst_wa = cnt_slot;
     end
@@ -1512,7 +1514,7 @@ always @(posedge clk) begin: main
         if (ins_p) begin
             ins <= (ins + 1);
         end
-        if (fire) begin
+        if ((fire_nr && (op_r != 2))) begin
             case (op_r)
                 'h0: begin
                     if (not_full) begin
@@ -1536,44 +1538,44 @@ always @(posedge clk) begin: main
                     end
                     have <= 1'b1;
                 end
-                default: begin
-                    if (in_bad) begin
-                        err <= 1'b1;
-                        err_code <= 5;
-                    end
-                    else begin
-                        ins_p <= 1'b1;
-                    end
-                end
             endcase
-            if (s_axis_in_tlast) begin
-                if (fast_re) begin
-                    pend <= 1'b0;
-                    dump_i <= 0;
-                    dump_n <= 2;
-                    rearm <= 1'b1;
-                    bg <= 1'b1;
-                    if (((!have) || nmin)) begin
-                        smin <= s_axis_in_tdata;
-                    end
-                    else begin
-                        smin <= min_pk;
-                    end
-                    if (((!have) || nmax)) begin
-                        smax <= s_axis_in_tdata;
-                    end
-                    else begin
-                        smax <= max_pk;
-                    end
-                    count <= 0;
-                    not_full <= 1'b1;
-                    have <= 1'b0;
-                    ins <= 0;
-                    ins_p <= 1'b0;
+        end
+        if ((fire && (op_r == 2))) begin
+            if (in_bad) begin
+                err <= 1'b1;
+                err_code <= 5;
+            end
+            else begin
+                ins_p <= 1'b1;
+            end
+        end
+        if ((fire && s_axis_in_tlast && (!fast_re))) begin
+            state <= 0;
+        end
+        if ((fire_nr && s_axis_in_tlast)) begin
+            if (fast_re) begin
+                pend <= 1'b0;
+                dump_i <= 0;
+                dump_n <= 2;
+                rearm <= 1'b1;
+                bg <= 1'b1;
+                if (((!have) || nmin)) begin
+                    smin <= s_axis_in_tdata;
                 end
                 else begin
-                    state <= 0;
+                    smin <= min_pk;
                 end
+                if (((!have) || nmax)) begin
+                    smax <= s_axis_in_tdata;
+                end
+                else begin
+                    smax <= max_pk;
+                end
+                count <= 0;
+                not_full <= 1'b1;
+                have <= 1'b0;
+                ins <= 0;
+                ins_p <= 1'b0;
             end
         end
         if (clr_go) begin

@@ -90,6 +90,7 @@ signal err_code: unsigned(3 downto 0);
 signal fast_re: std_logic;
 signal fcnt: unsigned(2 downto 0);
 signal fire: std_logic;
+signal fire_nr: std_logic;
 signal fw2_addr: unsigned(7 downto 0);
 signal fw2_data: signed (31 downto 0);
 signal fw2_valid: std_logic;
@@ -1198,6 +1199,7 @@ status32 <= unsigned'(to_unsigned(0, 23) & pend & err_code & clearing & err & ar
 
 s_axis_in_tready <= stdl((state = 1) and (not bool(rmw_hold)));
 fire <= stdl(bool(s_axis_in_tvalid) and (state = 1) and (not bool(rmw_hold)));
+fire_nr <= stdl(bool(s_axis_in_tvalid) and (state = 1));
 in_addr <= s_axis_in_tdata_num((32 + 8)-1 downto 32);
 nf_inc <= stdl((count + 1) < k_r);
 cnt_slot <= count(4-1 downto 0);
@@ -1213,9 +1215,9 @@ thr_pk <= sl0(48-1 downto 0);
 thr_s <= sl0((48 + 4)-1 downto 48);
 x_e <= unsigned'(lst_wa & s_axis_in_tdata_num);
 
-sel_c: process (not_full, fire, cnt_slot, thr_s, op_r, nb) is
+sel_c: process (not_full, cnt_slot, fire_nr, thr_s, op_r, nb) is
 begin
-    lst_we <= stdl(bool(fire) and (op_r = 0) and (bool(not_full) or bool(nb)));
+    lst_we <= stdl(bool(fire_nr) and (op_r = 0) and (bool(not_full) or bool(nb)));
     if bool(not_full) then
         lst_wa <= cnt_slot;
     else
@@ -1381,60 +1383,61 @@ begin
             if bool(ins_p) then
                 ins <= (ins + 1);
             end if;
-            if bool(fire) then
-                case op_r is
-                    when "00" =>
-                        if bool(not_full) then
-                            count <= (count + 1);
-                            not_full <= nf_inc;
-                            ins_p <= '1';
-                        elsif bool(nb) then
-                            ins_p <= '1';
-                        end if;
-                    when "01" =>
-                        if ((not bool(have)) or bool(nmin)) then
-                            min_pk <= s_axis_in_tdata_num;
-                        end if;
-                        if ((not bool(have)) or bool(nmax)) then
-                            max_pk <= s_axis_in_tdata_num;
-                        end if;
-                        if ((not bool(have)) or bool(nmin) or bool(nmax)) then
-                            ins_p <= '1';
-                        end if;
-                        have <= '1';
-                    when others =>
-                        if bool(in_bad) then
-                            err <= '1';
-                            err_code <= to_unsigned(5, 4);
-                        else
-                            ins_p <= '1';
-                        end if;
-                end case;
-                if bool(s_axis_in_tlast) then
-                    if bool(fast_re) then
-                        pend <= '0';
-                        dump_i <= to_unsigned(0, 9);
-                        dump_n <= to_unsigned(2, 9);
-                        rearm <= '1';
-                        bg <= '1';
-                        if ((not bool(have)) or bool(nmin)) then
-                            smin <= s_axis_in_tdata_num;
-                        else
-                            smin <= min_pk;
-                        end if;
-                        if ((not bool(have)) or bool(nmax)) then
-                            smax <= s_axis_in_tdata_num;
-                        else
-                            smax <= max_pk;
-                        end if;
-                        count <= to_unsigned(0, 9);
-                        not_full <= '1';
-                        have <= '0';
-                        ins <= to_unsigned(0, 32);
-                        ins_p <= '0';
-                    else
-                        state <= to_unsigned(0, 3);
+            if (bool(fire_nr) and (op_r /= 2)) then
+                if (op_r = 0) then
+                    if bool(not_full) then
+                        count <= (count + 1);
+                        not_full <= nf_inc;
+                        ins_p <= '1';
+                    elsif bool(nb) then
+                        ins_p <= '1';
                     end if;
+                elsif (op_r = 1) then
+                    if ((not bool(have)) or bool(nmin)) then
+                        min_pk <= s_axis_in_tdata_num;
+                    end if;
+                    if ((not bool(have)) or bool(nmax)) then
+                        max_pk <= s_axis_in_tdata_num;
+                    end if;
+                    if ((not bool(have)) or bool(nmin) or bool(nmax)) then
+                        ins_p <= '1';
+                    end if;
+                    have <= '1';
+                end if;
+            end if;
+            if (bool(fire) and (op_r = 2)) then
+                if bool(in_bad) then
+                    err <= '1';
+                    err_code <= to_unsigned(5, 4);
+                else
+                    ins_p <= '1';
+                end if;
+            end if;
+            if (bool(fire) and bool(s_axis_in_tlast) and (not bool(fast_re))) then
+                state <= to_unsigned(0, 3);
+            end if;
+            if (bool(fire_nr) and bool(s_axis_in_tlast)) then
+                if bool(fast_re) then
+                    pend <= '0';
+                    dump_i <= to_unsigned(0, 9);
+                    dump_n <= to_unsigned(2, 9);
+                    rearm <= '1';
+                    bg <= '1';
+                    if ((not bool(have)) or bool(nmin)) then
+                        smin <= s_axis_in_tdata_num;
+                    else
+                        smin <= min_pk;
+                    end if;
+                    if ((not bool(have)) or bool(nmax)) then
+                        smax <= s_axis_in_tdata_num;
+                    else
+                        smax <= max_pk;
+                    end if;
+                    count <= to_unsigned(0, 9);
+                    not_full <= '1';
+                    have <= '0';
+                    ins <= to_unsigned(0, 32);
+                    ins_p <= '0';
                 end if;
             end if;
             if bool(clr_go) then
