@@ -754,9 +754,179 @@ def _scd_stream_program(cfg, p, *, n, Pl, nl, nparts, epochs, loss, alpha_q, al_
     p.resume()
 
 
+def _scd_pair_stream_program(cfg, p, *, n, Pl, nl, nparts, epochs, loss, alpha_q, al_q, x_addr,
+                             z_addr, b_addr, col_addr, perm_addr):
+    """The streamed SCD program over partition pairs (``scd_job(stream=True, interleave=2)``).
+
+    Why pairs.  Within a partition golden.scd is a strict chain: coordinate k+1's
+    gradient needs ``z_p^(k+1) = z_p^(k) - mu_k a_k`` (rounded per element), so one
+    partition pays the SIGDELTA -> DOTSIG -> SCALAR -> MULTSUB latency per coordinate
+    (:func:`_scd_stream_program`, Pl + 51.5 cycles).  Two partitions ``p = 2i`` and
+    ``q = 2i+1`` share nothing but ``x`` (each keeps its own stale ``z``), and ``q``'s
+    step on coordinate ``j`` reads ``x_j`` as ``p``'s whole turn left it.  When both visit
+    the coordinates in the same order (``coord_order[e, 2i] == coord_order[e, 2i+1]``,
+    checked by ``job.load``), that value is the one ``p``'s step on ``j`` wrote (nothing
+    else in ``p``'s turn touches ``x_j``), so interleaving the two turns step by step
+    (p's step k, then q's step k) gives golden.scd's result bit for bit, while each
+    partition's latency chain runs under the other's column stream.  (With different
+    orders no bounded interleave is exact: ``p`` may visit ``j`` last and ``q`` first.)
+
+    Regions as in the one-partition program, two Pl-line slots per coordinate in every
+    ring: 0 the z ring (``z_p^(k)`` at R10, ``z_q^(k)`` at R10 + Pl; FIFO pushes by LOAD
+    and MULTSUB.y, pops by SIGDELTA.z and STORE), 1 and 2 the column ring (``a_p,k`` at
+    R10, ``a_q,k`` at R10 + Pl; LOAD broadcast, each column two coordinates ahead into
+    the slot freed last: DEPTH >= 5 Pl), region 1's FIFO the residuals, region 2's FIFO
+    the gradients, 3 the model (line k: the k-th coordinate visited, lane 1 the last
+    ``mu``), scratch lines T_k = n + k (``x_j - mu_p`` in lane 0, ``mu_p`` in lane 1), and
+    ``b_p``, ``b_q`` at lines 2n ... 2n+2Pl-1 (DEPTH >= 2n + 2Pl).  Per coordinate ``k``
+    (R5 = k, R10 = its ring line; SCALAR_p(k) and the dot products of k are issued
+    before)::
+
+        BLOCK     SCALAR                                        (SCALAR_p(k) done)
+        SCALAR_q  g_q <- FIFO 2, x <- T_k, (x - mu_p - mu_q, mu_q) -> line k
+        MULTSUB_p z_p^(k) <- region 0 at R10, a_p,k <- region 2 at R10, mu_p <- T_k lane 1,
+                  z_p^(k+1) -> FIFO 0
+        LOAD      a_p,k+2 -> regions 1, 2 at R10 + 4Pl (over a_q,k-1)
+        SIGDELTA_p(k+1)  z_p^(k+1) <- FIFO 0, b_p <- region 3, S(z) - b -> FIFO 1
+        DOTSIG_p(k+1)    <- FIFO 1, a_p,k+1 <- region 1 at R10 + 2Pl, g_p -> FIFO 2
+        BLOCK     SCALAR                                        (SCALAR_q(k) done)
+        MULTSUB_q z_q^(k) <- R10 + Pl, a_q,k <- R10 + Pl, mu_q <- line k lane 1,
+                  z_q^(k+1) -> FIFO 0
+        SCALAR_p(k+1)    g_p <- FIFO 2, x <- line k+1, (x - mu_p, mu_p) -> T_k+1
+        SIGDELTA_q(k+1), LOAD a_q,k+2 -> R10 + 5Pl (over a_p,k), DOTSIG_q(k+1) (R10 + 3Pl)
+
+    (the last coordinate only the first five lines without LOAD/SIGDELTA/DOTSIG, then
+    BLOCK and MULTSUB_q).  The MULTSUB engine alternates p and q back to back; while
+    MULTSUB_q(k) streams, p's chain SIGDELTA_p(k+1), DOTSIG_p(k+1), SCALAR_p(k+1)
+    completes, and the other way round.  A coordinate pair costs about 2 Pl cycles plus
+    two DOTSIG drains (DOTSIG cannot start an instruction before the previous one has
+    drained, about 18 cycles each): 440.5 cycles at Pl = 204 on ``deep``, 0.93 column
+    lines per cycle.  Placement choices measured on ``deep`` (Pl = 128 before the column
+    ring shrank from eight to five slots): SCALAR_p(k+1) is issued right behind
+    MULTSUB_q(k), before SIGDELTA_q(k+1) streams ``b_q`` through region 3's single read
+    port (a SCALAR issued during that stream waits for its ``x`` read until the stream
+    ends, fixed priority: 0.86 lines per cycle); DOTSIG and SIGDELTA stay one instruction
+    per partition because the ISS (hence every program) needs each FIFO's producer
+    before its consumer in program order, so a two-iteration DOTSIG over both
+    partitions could only be issued behind MULTSUB_q and would put a whole column
+    between MULTSUB_p(k) and the gradient p needs next.
+
+    Hazard freedom by construction (BRAM-mode reads start at issue, FIFO reads wait):
+    every FIFO has one producer and one consumer channel at a time (FIFO 0: LOAD, then
+    MULTSUB.y / SIGDELTA.z, then STORE.in; FIFO 1: SIGDELTA.y / DOTSIG.a; FIFO 2:
+    DOTSIG.res / SCALAR.a), each subroutine runs in program order and p and q alternate
+    in every FIFO in the same order on both sides.  BRAM reads after their writers:
+    SCALAR_q(k) reads T_k and MULTSUB_p(k) reads ``mu_p`` after the BLOCK that ended
+    SCALAR_p(k); MULTSUB_q(k) reads ``mu_q`` after the BLOCK that ended SCALAR_q(k);
+    SCALAR_p(k+1) reads line k+1 (written only by the pair's blocking LOAD) and writes
+    T_k+1, which nothing has read yet; MULTSUB_p(k) reads ``z_p^(k)`` after its writer
+    (LOAD or MULTSUB_p(k-1)) is done, since it issues after MULTSUB_q(k-1); MULTSUB_q(k)
+    likewise after MULTSUB_p(k).  Ring overwrites: MULTSUB_p(k), MULTSUB_q(k) push
+    ``z^(k+1)`` into lines R10+2Pl .. R10+4Pl-1, which with DEPTH >= 4 Pl miss ``z^(k)``
+    (R10 .. R10+2Pl-1), the only z lines still to be read or popped; the LOAD of
+    a_p,k+2 (lines R10+4Pl.., DEPTH >= 5 Pl: over a_q,k-1) is issued after MULTSUB_p(k),
+    i.e. after MULTSUB_q(k-1) is done, and after DOTSIG_q(k) was issued (previous
+    iteration), i.e. DOTSIG_q(k-1) is done; the LOAD of a_q,k+2 (over a_p,k) is issued
+    after MULTSUB_q(k), i.e. after MULTSUB_p(k) is done, and after DOTSIG_p(k+1), i.e.
+    after DOTSIG_p(k) is done.  Column reads after their LOAD: DOTSIG_p(k+1) is issued
+    after the LOAD of a_q,k+1 (previous iteration), which waited for the LOAD of a_p,k+1;
+    DOTSIG_q(k+1) after the LOAD of a_p,k+2, which waited for the LOAD of a_q,k+1; the
+    MULTSUBs read columns loaded before those.  A pair ends by storing ``x`` (address
+    memory) and ``z_p``, ``z_q`` (FIFO 0, emptying it), then YIELDs: no live on-chip
+    state, so a resume restarts the rings at line 0 (LoadContext: R10 = 0)."""
+    RZ, RC1, RC2, RM = 0, 1, 2, 3
+    sig = loss == "logistic"
+    T = n                            # scratch lines T_k = n + k of region 3
+    B0 = 2 * n                       # b_p, b_q at lines B0 .. B0 + 2Pl - 1
+    S2 = 2 * Pl                      # pair slot
+
+    def reduce(r, lab):              # R[r] mod DEPTH (R11 = DEPTH)
+        p.label(lab)
+        p.blt(r, 11, lab + "_ok")
+        p.addi(r, r, -cfg.depth).jmp(lab)
+        p.label(lab + "_ok")
+
+    p.li(2, epochs).li(4, nparts // 2).li(6, n).li(11, cfg.depth)
+    p.li(12, col_addr).li(13, perm_addr)
+    p.label("epoch")
+    p.li(3, 0).li(8, z_addr).li(9, b_addr)
+    p.label("pair")
+    p.load_amem(RM, "LOAD.out", 0, 0, lines=nl, rb=13, addr_rb=True)
+    p.load_amem(RM, "STORE.in", 0, 0, lines=nl, rb=13, addr_rb=True)
+    p.load(acc(n, amem=True), x_addr, regions=[RM])                  # Load(xAddr, x)
+    p.load(acc(S2, B0), 0, regions=[RM], rb=9, addr_rb=True)        # b_p, b_q
+    p.load(acc(S2, fifo=True), 0, regions=[RZ], rb=8, addr_rb=True)  # z_p, z_q at ring line R10
+    p.load(acc(2 * S2, ra=True), 0, regions=[RC1, RC2], ra=10, rb=12, addr_rb=True)  # pairs 0, 1
+    p.addi(7, 12, 2 * S2).li(5, 0).li(15, n - 1)
+
+    def sd(part):                    # SIGDELTA of partition part: z <- FIFO 0, S(z) - b -> FIFO 1
+        p.sigdelta(ch(RZ, Pl, fifo=True), ch(RM, Pl, B0 + part * Pl), ch(RC1, Pl, fifo=True), dim=Pl,
+                   sigmoid=sig, nb=True)
+
+    def ds(off):                     # DOTSIG: S(z) - b <- FIFO 1, column at R10 + off, g -> FIFO 2
+        p.dotsig(ch(RC1, Pl, fifo=True), ch(RC1, Pl, off, ra=True), ch(RC2, 1, fifo=True),
+                 dim=Pl, ra=10, nb=True)
+
+    def sc_p(k1):                    # SCALAR_p of coordinate R5 + k1: x <- line R5+k1, -> T_(R5+k1)
+        p.scalar(ch(RC2, 1, fifo=True), ch(RM, 1, k1, ra=True), ch(RM, 1, T + k1, ra=True),
+                 alpha=alpha_q, al=al_q, mode="scd", ra=5, nb=True)
+
+    def sc_q():                      # SCALAR_q of coordinate R5: x <- T_R5, -> line R5
+        p.scalar(ch(RC2, 1, fifo=True), ch(RM, 1, T, ra=True), ch(RM, 1, ra=True),
+                 alpha=alpha_q, al=al_q, mode="scd", ra=5, nb=True)
+
+    def ms(part):                    # MULTSUB of partition part, mu_p from T_R5, mu_q from line R5
+        p.multsub(ch(RZ, Pl, part * Pl, ra=True), ch(RC2, Pl, part * Pl, ra=True),
+                  ch(RM, 1, T if part == 0 else 0, rb=True), ch(RZ, Pl, fifo=True), dim=Pl,
+                  s_lane1=True, ra=10, rb=5, nb=True)
+
+    sd(0)
+    ds(0)
+    sd(1)
+    ds(Pl)
+    sc_p(0)
+    p.bge(5, 15, "last")
+    p.label("coord")
+    p.block("scalar")
+    sc_q()
+    ms(0)
+    p.load(acc(Pl, 2 * S2, ra=True), 0, regions=[RC1, RC2], ra=10, rb=7, addr_rb=True, nb=True)  # a_p,k+2
+    sd(0)
+    ds(S2)
+    p.block("scalar")
+    ms(1)
+    sc_p(1)
+    sd(1)
+    p.load(acc(Pl, 2 * S2 + Pl, ra=True), Pl, regions=[RC1, RC2], ra=10, rb=7, addr_rb=True,
+           nb=True)                                                                        # a_q,k+2
+    ds(S2 + Pl)
+    p.addi(7, 7, S2).addi(10, 10, S2)
+    reduce(10, "red10")
+    p.addi(5, 5, 1).blt(5, 15, "coord")
+    p.label("last")
+    p.block("scalar")
+    sc_q()
+    ms(0)
+    p.block("scalar")
+    ms(1)
+    p.addi(10, 10, 2 * S2)           # past z^(n): where the next pair's z lands
+    reduce(10, "red10p")
+    p.store(ch(RM, n, amem=True), x_addr)                            # Store(x, xAddr)
+    p.store(ch(RZ, S2, fifo=True), 0, rb=8, addr_rb=True)            # Store(z_p, z_q)
+    p.block()
+    p.addi(8, 8, S2).addi(9, 9, S2).addi(12, 12, 2 * n * Pl).addi(13, 13, 2 * nl).addi(3, 3, 1)
+    p.yield_()
+    p.blt(3, 4, "pair")
+    p.addi(1, 1, 1).blt(1, 2, "epoch")
+    p.end()
+    p.load_context()
+    p.li(10, 0)
+    p.resume()
+
+
 def scd_job(*, m: int, n: int, loss: str, alpha: float, lam1: float, epochs: int,
             partition: int, cfg: PUConfig | None = None, base: int = 0,
-            stream: bool = False) -> Job:
+            stream: bool = False, interleave: int = 1) -> Job:
     """Partitioned SCD for lasso / L1 logistic regression (PipeArch Alg. 2).
 
     Bit-exact with ``golden.scd.scd(A, b, loss, alpha, lam1, epochs, partition,
@@ -766,6 +936,12 @@ def scd_job(*, m: int, n: int, loss: str, alpha: float, lam1: float, epochs: int
 
     Yields after every partition (``yields_per_epoch = m/partition``); at that point
     ``x`` and ``z_p`` are stored, so there are no context groups.
+
+    ``stream=True`` streams one partition (:func:`_scd_stream_program`); with
+    ``interleave=2`` as well, the program runs partition pairs with their coordinate
+    steps alternating (:func:`_scd_pair_stream_program`): exact only when both
+    partitions of a pair visit the coordinates in one order, which ``job.load`` checks;
+    it yields after every pair (``yields_per_epoch = m/partition/2``).
 
     Areas: ``x`` (one coordinate per line in lane 0; lane 1 holds the last ``mu`` of
     that coordinate after a run), ``z`` and ``b`` (``Pl = ceil(P/LANES)`` lines per
@@ -792,10 +968,18 @@ def scd_job(*, m: int, n: int, loss: str, alpha: float, lam1: float, epochs: int
                           "alpha*lam1*partition", fmt, alpha * lam1 * P)
     _check_cfg(cfg, {"nregions": 4, "depth": max(n, 2 * Pl), "max_dim": Pl, "max_iter": nl,
                      "amem_depth": nl * L}, "scd_job")
+    _require(interleave in (1, 2), f"interleave = {interleave!r} must be 1 or 2")
+    if interleave == 2:
+        _require(stream, "scd_job(interleave=2) is a streamed program: pass stream=True")
+        _require(nparts % 2 == 0, f"scd_job(interleave=2) runs partition pairs: m/partition = "
+                                  f"{nparts} must be even")
     if stream:
         why = stream_regions_ok(cfg)
         _require(why is None, f"scd_job(stream=True): {why}")
-        _check_cfg(cfg, {"depth": max(n + Pl, 4 * Pl)}, "scd_job(stream=True)")
+        if interleave == 2:
+            _check_cfg(cfg, {"depth": max(2 * n + 2 * Pl, 5 * Pl)}, "scd_job(stream=True, interleave=2)")
+        else:
+            _check_cfg(cfg, {"depth": max(n + Pl, 4 * Pl)}, "scd_job(stream=True)")
 
     al = _Alloc(cfg, base)
     x_addr = al.area("x", n)
@@ -805,21 +989,25 @@ def scd_job(*, m: int, n: int, loss: str, alpha: float, lam1: float, epochs: int
     col_addr = al.area("cols", epochs * nparts * n * Pl + (2 * Pl if stream else 0))
     perm_addr = al.area("perm", epochs * nparts * nl)
 
-    p = Program(cfg, f"scd_{loss}" + ("_stream" if stream else ""))
+    name = f"scd_{loss}" + ("_stream" if stream else "") + ("2" if interleave == 2 else "")
+    p = Program(cfg, name)
     kw = dict(n=n, Pl=Pl, nl=nl, nparts=nparts, epochs=epochs, loss=loss, alpha_q=alpha_q, al_q=al_q,
               x_addr=x_addr, z_addr=z_addr, b_addr=b_addr, col_addr=col_addr, perm_addr=perm_addr)
-    if stream:
+    if interleave == 2:
+        _scd_pair_stream_program(cfg, p, **kw)
+    elif stream:
         _scd_stream_program(cfg, p, **kw)
     else:
         _scd_blocking_program(p, 0, 1, 2, 3, **kw)
     asm = p.assemble()
-    job = Job(f"scd_{loss}" + ("_stream" if stream else ""), cfg, asm, base, al.prog, al.ctx, al.areas,
-              al.end, nparts, epochs,
+    job = Job(name, cfg, asm, base, al.prog, al.ctx, al.areas,
+              al.end, nparts // interleave, epochs,
               ("x", "z"), {"m": m, "n": n, "partition": P, "loss": loss, "alpha": alpha,
-                           "lam1": lam1, "alpha_q": alpha_q, "al_q": al_q, "stream": stream})
+                           "lam1": lam1, "alpha_q": alpha_q, "al_q": al_q, "stream": stream,
+                           "interleave": interleave})
     return _scd_finish(job, cfg, fmt, m=m, n=n, P=P, L=L, Pl=Pl, nl=nl, nparts=nparts, epochs=epochs,
                        loss=loss, lam1=lam1, x_addr=x_addr, z_addr=z_addr, b_addr=b_addr,
-                       col_addr=col_addr, perm_addr=perm_addr)
+                       col_addr=col_addr, perm_addr=perm_addr, interleave=interleave)
 
 
 def _scd_blocking_program(p, RX, RZB, RAD, RG, *, n, Pl, nl, nparts, epochs, loss, alpha_q, al_q,
@@ -856,14 +1044,19 @@ def _scd_blocking_program(p, RX, RZB, RAD, RG, *, n, Pl, nl, nparts, epochs, los
 
 
 def _scd_finish(job, cfg, fmt, *, m, n, P, L, Pl, nl, nparts, epochs, loss, lam1, x_addr, z_addr,
-                b_addr, col_addr, perm_addr) -> Job:
-    """Attach the host helpers of an SCD job (both programs share the data layout)."""
+                b_addr, col_addr, perm_addr, interleave=1) -> Job:
+    """Attach the host helpers of an SCD job (the programs share the data layout, except
+    that ``interleave=2`` alternates the columns of a partition pair: per visited
+    coordinate ``a_2i,k`` then ``a_2i+1,k``)."""
     def load(mem: Memory, A, b, coord_order, x0=None):
         """Quantise like golden.scd, ``z = A x0`` as golden.scd computes it, and lay out
         the model, z, labels, columns (visiting order) and permutations."""
         A = V.finite_array(A, "A", 2, (m, n))
         b = V.finite_array(b, "b", 1, (m,))
         co = V.permutations(coord_order, "coord_order", (epochs, nparts, n))
+        if interleave == 2 and not np.array_equal(co[:, 0::2], co[:, 1::2]):
+            raise ValueError("scd_job(interleave=2) needs coord_order[e, 2i] == coord_order[e, 2i+1] "
+                             "(the two partitions of a pair visit the coordinates in one order)")
         Aq = fmt.to_fixed(A, name="A")
         bq = fmt.to_fixed(b, name="b")
         x = np.zeros(n, dtype=np.int64) if x0 is None else fmt.to_fixed(V.finite_array(x0, "x0", 1, (n,)), name="x0")
@@ -879,7 +1072,12 @@ def _scd_finish(job, cfg, fmt, *, m, n, P, L, Pl, nl, nparts, epochs, loss, lam1
                 blk = e * nparts + q
                 cols = np.zeros((n, Pl * L), dtype=np.int64)
                 cols[:, :P] = Aq[q * P:(q + 1) * P, co[e, q]].T
-                mem.write_lines(col_addr + blk * n * Pl, cols.reshape(n * Pl, L))
+                if interleave == 2:     # pair block: column k of q at (2k + q%2) Pl
+                    pair0 = col_addr + (blk - q % 2) * n * Pl
+                    for k in range(n):
+                        mem.write_lines(pair0 + (2 * k + q % 2) * Pl, cols[k].reshape(Pl, L))
+                else:
+                    mem.write_lines(col_addr + blk * n * Pl, cols.reshape(n * Pl, L))
                 pos = np.empty(n, dtype=np.int64)
                 pos[co[e, q]] = np.arange(n)
                 mem.write_lines(perm_addr + blk * nl, vector_lines(pos, L))

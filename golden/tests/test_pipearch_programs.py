@@ -344,6 +344,60 @@ def test_scd_stream_requirements_and_region_check_is_real(monkeypatch):
     assert not np.array_equal(job.model(mem), gold.x)
 
 
+@pytest.mark.parametrize("lanes", [2, 4])
+@pytest.mark.parametrize("loss", ["lasso", "logistic"])
+@pytest.mark.parametrize("m,n,P,depth", [(32, 6, 8, 512), (24, 9, 4, 64), (16, 5, 4, 16), (16, 1, 8, 512)])
+def test_scd_pair_stream_bit_exact_and_preemptable(lanes, loss, m, n, P, depth):
+    """The partition-pair streamed SCD program (``interleave=2``: the coordinate steps of
+    partitions 2i and 2i+1 alternate) equals golden.scd (model and stored z) when each
+    pair shares its coordinate order, uninterrupted and suspended at every YIELD (one
+    per pair), also with rings that wrap inside a pair (DEPTH 16/64) and one coordinate."""
+    A, b, co = scd_data(loss, m=m, n=n, P=P)
+    co[:, 1::2] = co[:, 0::2]
+    x0 = np.random.default_rng(SEED + 4).uniform(-0.3, 0.3, n)
+    gold = scd_mod.scd(A, b, loss=loss, alpha=0.3, lam1=0.02, epochs=3, partition=P,
+                       coord_order=co, x0=x0, fmt=FMT)
+    assert not np.array_equal(gold.x, FMT.to_fixed(x0))
+    cfg = stream_cfg(lanes, depth=depth)
+    for switch in (None, 1):
+        job = scd_job(m=m, n=n, loss=loss, alpha=0.3, lam1=0.02, epochs=3, partition=P, cfg=cfg,
+                      stream=True, interleave=2)
+        assert job.name.endswith("_stream2") and job.yields_per_epoch == m // P // 2
+        mach, mem = machine(job, lanes, A, b, co, x0=x0)
+        rs = run_to_end(job, mach) if switch is None else run_to_end(job, mach, switch_at_yield=switch)
+        assert len(rs) == (1 if switch is None else 1 + 3 * m // P // 2)
+        assert np.array_equal(job.model(mem), gold.x), job.model(mem) - gold.x
+        assert np.array_equal(job.z(mem), gold.z)
+
+
+def test_scd_pair_stream_requirements():
+    """interleave=2 needs stream=True, an even number of partitions, DEPTH >= max(2 n +
+    2 Pl, 5 Pl) and, per pair, one coordinate order (with two orders no step-by-step
+    interleave equals golden.scd: load refuses the data)."""
+    kw = dict(m=32, n=6, loss="lasso", alpha=0.3, lam1=0.02, epochs=2, partition=8)
+    with pytest.raises(ValueError, match="pass stream=True"):
+        scd_job(**kw, cfg=stream_cfg(4), interleave=2)
+    with pytest.raises(ValueError, match="must be even"):
+        scd_job(**{**kw, "m": 24}, cfg=stream_cfg(4), stream=True, interleave=2)
+    with pytest.raises(ValueError, match="must be 1 or 2"):
+        scd_job(**kw, cfg=stream_cfg(4), stream=True, interleave=3)
+    with pytest.raises(ValueError, match="DEPTH >= 16"):                   # 2 x 6 + 2 x 2 lines
+        scd_job(**kw, cfg=stream_cfg(4, depth=8), stream=True, interleave=2)
+    with pytest.raises(ValueError, match="DEPTH >= 40"):                   # 5 x 8 column lines
+        scd_job(**{**kw, "m": 64, "partition": 32}, cfg=stream_cfg(4, depth=32), stream=True,
+                interleave=2)
+    scd_job(**{**kw, "m": 64, "partition": 32}, cfg=stream_cfg(4, depth=32), stream=True)  # 4 Pl
+    A, b, co = scd_data("lasso", m=32, n=6, P=8, epochs=2)
+    assert not np.array_equal(co[:, 0::2], co[:, 1::2])
+    job = scd_job(**kw, cfg=stream_cfg(4), stream=True, interleave=2)
+    with pytest.raises(ValueError, match="coord_order"):
+        machine(job, 4, A, b, co)
+    co[1, 3] = co[1, 2]
+    co[:, 1] = co[:, 0]
+    with pytest.raises(ValueError, match="coord_order"):                  # one pair differs
+        machine(job, 4, A, b, co)
+
+
 def test_scd_needs_two_lanes():
     with pytest.raises(ValueError, match="LANES >= 2"):
         scd_job(m=8, n=3, loss="lasso", alpha=0.3, lam1=0.0, epochs=1, partition=8, cfg=cfg_for(1))

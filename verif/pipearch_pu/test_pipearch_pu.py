@@ -205,15 +205,17 @@ def sgd_case(cfg, rng, *, loss, m=16, n=6, epochs=2, batch=1, partition=None, ba
     return job, mem, gold
 
 
-def scd_case(cfg, rng, *, loss, m=16, n=5, epochs=2, partition=8, base=0, stream=False):
+def scd_case(cfg, rng, *, loss, m=16, n=5, epochs=2, partition=8, base=0, stream=False, interleave=1):
     A = rng.uniform(-1, 1, (m, n))
     w = rng.normal(size=n) * (rng.random(n) < 0.6)
     b = A @ w + 0.05 * rng.normal(size=m) if loss == "lasso" else (A @ w > 0).astype(float)
     co = np.stack([np.stack([rng.permutation(n) for _ in range(m // partition)])
                    for _ in range(epochs)])
+    if interleave == 2:              # partition pairs visit the coordinates in one order
+        co[:, 1::2] = co[:, 0::2]
     x0 = rng.uniform(-0.3, 0.3, n)
     job = scd_job(m=m, n=n, loss=loss, alpha=0.3, lam1=0.02, epochs=epochs, partition=partition,
-                  cfg=cfg, base=base, stream=stream)
+                  cfg=cfg, base=base, stream=stream, interleave=interleave)
     mem = Memory(job.end, cfg.lanes)
     job.load(mem, A, b, co, x0=x0)
     gold = lambda ep=epochs: scd_mod.scd(A, b, loss=loss, alpha=0.3, lam1=0.02, epochs=ep,
@@ -399,6 +401,25 @@ async def scd_stream(dut):
                               stream=True)
     await run_and_compare(tb, job, mem, gold, "scd stream logistic Pl=8")
     n_susp = await run_preempted_everywhere(tb, job, mem, gold, "scd stream logistic every yield")
+    assert n_susp == job.yields_per_epoch * job.epochs, n_susp
+
+
+@sim_test(timeout_us={"default": 400, "*": 6400})
+async def scd_pair_stream(dut):
+    """The streamed SCD program over partition pairs (``scd_job(stream=True,
+    interleave=2)``: p's and q's coordinate steps alternate) equals the ISS and golden.scd
+    (model and stored z) under random memory stalls: lasso with two pairs, L1 logistic
+    with 8-line partitions, uninterrupted and suspended at every YIELD."""
+    tb = TB(dut)
+    await tb.reset()
+    job, mem, gold = scd_case(tb.cfg, tb.rng, loss="lasso", m=32, n=5, partition=8, stream=True,
+                              interleave=2)
+    assert job.info["interleave"] == 2 and job.yields_per_epoch == 2
+    await run_and_compare(tb, job, mem, gold, "scd pair stream lasso")
+    job, mem, gold = scd_case(tb.cfg, tb.rng, loss="logistic", m=16 * tb.L, n=6, partition=8 * tb.L,
+                              stream=True, interleave=2)
+    await run_and_compare(tb, job, mem, gold, "scd pair stream logistic Pl=8")
+    n_susp = await run_preempted_everywhere(tb, job, mem, gold, "scd pair stream logistic every yield")
     assert n_susp == job.yields_per_epoch * job.epochs, n_susp
 
 
@@ -1046,6 +1067,34 @@ async def scd_rates(tb):
     return out
 
 
+def scd_pair_size(cfg):
+    """(Pl, n) of the partition-pair SCD bench: the largest partition column the pair
+    program fits (MAX_DIM, DEPTH >= 5 Pl: a ring of five Pl-line column slots) and 16
+    coordinates (or what the address memory and DEPTH >= 2 n + 2 Pl allow)."""
+    pl = min(cfg.max_dim, cfg.depth // 5)
+    n = min(16, cfg.amem_depth, (cfg.depth - 2 * pl) // 2)
+    return pl, n
+
+
+async def scd_pair_rates(tb):
+    """Lasso SCD over one partition pair (``interleave=2``), Pl = ``scd_pair_size`` column
+    lines per partition: column lines (2 Pl per coordinate step, the data stream) per
+    busy cycle, from the difference of a run over n and over n/2 coordinates.  Every run
+    is checked against the ISS and golden.scd."""
+    pl, n = scd_pair_size(tb.cfg)
+    P = pl * tb.L
+    cyc = {}
+    for nn in (n // 2, n):
+        job, mem, gold = scd_case(tb.cfg, tb.rng, loss="lasso", m=2 * P, n=nn, epochs=1, partition=P,
+                                  stream=True, interleave=2)
+        _, cyc[nn], _ = await run_and_compare(tb, job, mem, gold, f"bench scd pair Pl={pl} n={nn}")
+    per = (cyc[n] - cyc[n // 2]) / (n - n // 2)
+    tb.dut._log.info("SCD pair stream Pl=%d: %.2f cycles/coordinate pair, %.4f lines/cycle", pl, per,
+                     2 * pl / per)
+    return {"scd_pair_cycles_per_coord": round(per, 2), "scd_pair_lines_per_cycle": round(2 * pl / per, 4),
+            "scd_pair_col_lines": pl}
+
+
 async def bytes_per_cycle(tb):
     """Main-memory bytes read per busy cycle for SGD, SCD and LRMF."""
     lb = tb.cfg.line_bytes
@@ -1106,6 +1155,7 @@ async def bench_throughput(dut):
         dut._log.info("SGD %s: cycles/sample %s; slope %.4f per line + %.1f", tag, per, k, c0)
     rec.update(await minibatch_rates(tb))
     rec.update(await scd_rates(tb))
+    rec.update(await scd_pair_rates(tb))
     bpc = await bytes_per_cycle(tb)
     ctx = await context_switch_cycles(tb)
     record_bench(CORE, unit="sample", ideal_cycles_per_line=1.0, **rec,
