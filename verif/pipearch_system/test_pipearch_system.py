@@ -27,7 +27,7 @@ from golden import pipearch_isa as I
 from scoreboards.gates import Gate
 from scoreboards.rr_fairness import RoundRobinChecker
 from scoreboards.waits import within
-from verif.harness import CLOCK_NS, dut_params, ghdl_testcase, matrix, run_core
+from verif.harness import CLOCK_NS, dut_params, matrix, run_core
 from verif.pipearch_system import covermodel as funcov
 from verif.pipearch_pu.test_pipearch_pu import (AXIL_CYCLES, PU, cfg_of, check_run, compare_mem,
                                                  iss_for, lrmf_case, model_of, scd_case, sgd_case,
@@ -527,6 +527,72 @@ async def checkers_can_fail(dut):
     tb.check_bus()
 
 
+# the pipearch_pu coverage programs (verif/pipearch_pu/cov_programs.py) run on every unit
+UNIT_SWEEPS = ("sigmoid_sweep", "amem_sweep", "fifo_sweep", "step_sweep", "stall_sweep",
+               "every_register", "large_w7")
+
+
+@sim_test(timeout_us={"default": 4000, "*": 12000})
+async def units_directed_sweeps(dut):
+    """The pipearch_pu coverage programs (every sigmoid segment; every (region, global
+    channel) in amem, FIFO and BRAM-stepping modes; producers stalled on full FIFOs under
+    slow memory; every register; saturating w7 operands) on each unit in turn, through the
+    system's host slave and shared memory, each against the ISS (whole job memory and PC
+    trace, as in pipearch_pu); the bus checks at the end.  Its own launcher (make sim):
+    issue 14 code coverage of the flattened units."""
+    from verif.pipearch_pu.test_pipearch_pu import run_directed
+    tb = SysTB(dut)
+    await tb.reset()
+    for u in range(tb.U):
+        tb.pu = tb.units[u]
+        for name in UNIT_SWEEPS:
+            tb.set_mem_pause(0.5 if name == "stall_sweep" else tb.mem_p)
+            await run_directed(tb, name)
+            dut._log.info("unit %d: %s equals the ISS", u, name)
+    tb.set_mem_pause(tb.mem_p)
+    tb.check_bus()
+    await tb.check_beat_registers()
+
+
+@sim_test(timeout_us={"default": 4000, "*": 12000})
+async def units_stall_and_errors(dut):
+    """On each unit in turn: every compute subroutine waiting with data in every pipeline
+    stage on a full FIFO (cov_programs.stall_deep, slow memory), every undefined opcode
+    and every decode-time error class of the register machine's bench (0-2 NOPs before
+    it: Error with ERR_PC/ERR_CODE and the PC trace equal to the ISS and the class's
+    code).  Its own launcher (make sim): issue 14 code coverage of the flattened units."""
+    from verif.pipearch_pu.cov_programs import bad_instruction, bad_opcode, undefined_opcodes
+    from verif.pipearch_pu.test_pipearch_pu import run_directed
+    from verif.pipearch_rm.test_pipearch_rm import bad_instrs
+    tb = SysTB(dut)
+    await tb.reset()
+    cases = [(f"opcode {op}", (op << I.OP_SHIFT, 0, 0, 0, 0, 0, 0, 0), I.E_OPCODE)
+             for op in undefined_opcodes()] + list(bad_instrs(tb))
+    assert len({code for _, _, code in cases}) >= 6, cases
+    for u in range(tb.U):
+        pu = tb.pu = tb.units[u]
+        tb.set_mem_pause(0.5)
+        await run_directed(tb, "stall_deep")
+        tb.set_mem_pause(tb.mem_p)
+        for k, (name, words, code) in enumerate(cases):
+            pc = k % 3
+            if code == I.E_OPCODE and name.startswith("opcode"):
+                job, mem = bad_opcode(tb.cfg, words[0] >> I.OP_SHIFT, pc)
+            else:
+                job, mem = bad_instruction(tb.cfg, words, pc, name="bad")
+            pu.put(mem, 0, job.end)
+            st, err, trace, _ = await pu.run(job)
+            r = job.start(iss_for(tb, mem.copy()))
+            assert r.error and (r.err_pc, r.err_code) == (pc, code), \
+                f"unit {u} {name}: ISS {r.status} {r.err_code} at {r.err_pc}"
+            assert st & I.ST_ERROR and not st & I.ST_BUSY, f"unit {u} {name}: STATUS {st:#x}"
+            assert (err & 0xFF, err >> 8 & 0xFF) == (pc, code), \
+                f"unit {u} {name}: ERROR {err >> 8 & 0xFF} at PC {err & 0xFF}, expected {code} at {pc}"
+            assert trace == list(r.pc_trace), f"unit {u} {name}: PC trace {trace} != ISS {list(r.pc_trace)}"
+        dut._log.info("unit %d: stall_deep and %d error programs equal to the ISS", u, len(cases))
+    tb.check_bus()
+
+
 async def aggregate_bandwidth(tb, k, d):
     """Bytes read+written per cycle by ``k`` units streaming SGD at once (model of ``d``
     lines): total R and W beats times the line size over the cycles from the first unit
@@ -574,9 +640,33 @@ GHDL_VERILOG_ONLY = {
                         "checked on Verilator and Icarus"}
 
 
+# cocotb tests run by their own launcher only (not in every row of the matrix)
+OWN_LAUNCHER = {
+    "units_directed_sweeps": "the pipearch_pu coverage programs on every unit (minutes of "
+                             "simulation): default-verilator only, test_pipearch_system_unit_sweeps",
+    "units_stall_and_errors": "stall and error programs on every unit: the same launcher"}
+
+
+def row_testcase(sim: str) -> str:
+    """The cocotb tests of a matrix row: all but OWN_LAUNCHER (and GHDL_VERILOG_ONLY on GHDL)."""
+    names = [n for n, v in globals().items() if type(v).__name__ == "TestGenerator"]
+    unknown = sorted(set(OWN_LAUNCHER) - set(names))
+    assert not unknown, f"OWN_LAUNCHER names no cocotb test: {unknown}"
+    drop = set(OWN_LAUNCHER) | (set(GHDL_VERILOG_ONLY) if sim == "ghdl" else set())
+    keep = [n for n in names if n not in drop]
+    clash = [(x, k) for x in drop for k in keep if x.endswith(k)]
+    assert not clash, f"an excluded test would still match: {clash}"
+    return ",".join(keep)
+
+
 @pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator")]))
 def test_pipearch_system(cfg, sim):
-    run_core(CORE, cfg, sim, testcase=ghdl_testcase(sim, globals(), GHDL_VERILOG_ONLY))
+    run_core(CORE, cfg, sim, testcase=row_testcase(sim))
+
+
+@pytest.mark.slow
+def test_pipearch_system_unit_sweeps():
+    run_core(CORE, "default", "verilator", testcase=",".join(OWN_LAUNCHER), tag="sweeps")
 
 
 # bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
