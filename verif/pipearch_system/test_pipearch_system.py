@@ -666,7 +666,10 @@ def test_pipearch_system(cfg, sim):
 
 @pytest.mark.slow
 def test_pipearch_system_unit_sweeps():
-    run_core(CORE, "default", "verilator", testcase=",".join(OWN_LAUNCHER), tag="sweeps")
+    # one simulation per test (each within the core's wall budget: 554 s for the stall and
+    # error programs on a -O0 coverage build under a load of 18), one build (tag sweeps)
+    for name in OWN_LAUNCHER:
+        run_core(CORE, "default", "verilator", testcase=name, tag="sweeps")
 
 
 # bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
