@@ -248,8 +248,14 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
                                  _lo("runs.pad1_shared_start.steady_cycles_per_sample", 68.0),
                                  _lo("idle_after_first_fp", 0.3603, 0), _lo("idle_after_first_eb", 0.0462, 0),
                                  _lo("idle_after_first_pg", 0.0264, 0)],
-                          "n3": [_lo("cycles_per_sample", 96.5), _lo("runs.pad1.steady_cycles_per_sample", 70.0)],
-                          "n4": [_lo("cycles_per_sample", 98.5), _lo("runs.pad1.steady_cycles_per_sample", 72.0)]},
+                          "n3": [_lo("cycles_per_sample", 96.5), _lo("runs.pad1.steady_cycles_per_sample", 66.0),
+                                 _lo("runs.pad1_shared_start.steady_cycles_per_sample", 70.0),
+                                 _lo("idle_after_first_fp", 0.3695, 0), _lo("idle_after_first_eb", 0.0492, 0),
+                                 _lo("idle_after_first_pg", 0.0296, 0)],
+                          "n4": [_lo("cycles_per_sample", 98.5), _lo("runs.pad1.steady_cycles_per_sample", 68.0),
+                                 _lo("runs.pad1_shared_start.steady_cycles_per_sample", 72.0),
+                                 _lo("idle_after_first_fp", 0.3715, 0), _lo("idle_after_first_eb", 0.0514, 0),
+                                 _lo("idle_after_first_pg", 0.0323, 0)]},
     # README "pipearch_engine": DotSig 0.97 lines/cycle from two regions, 0.49 from one,
     # LOAD broadcast 0.99; DotSig + L2Reg on disjoint regions as fast as DotSig alone
     # (lanes16 only widens the lines: same line counts and dimensions as default, same cycles)
