@@ -594,6 +594,9 @@ def main(argv=None) -> int:
                     help="also run the rows make sim leaves to the nightly run (make nightly: every row)")
     ap.add_argument("--plan", action="store_true",
                     help="print the make sim / make nightly split and its time estimates, run nothing")
+    ap.add_argument("--update-costs", type=Path, metavar="ROW_TIMES_JSON",
+                    help="set the cost of every row of verif/row_costs.json timed in this reports/row_times.json "
+                         "to its CPU seconds, then print the new plan (run nothing)")
     ap.add_argument("--waves", action="store_true",
                     help="every simulation writes a waveform (tracing build; also WAVES=1 in the environment)")
     ap.add_argument("--reports", type=Path, default=REPORTS, help="report directory (default reports/)")
@@ -601,7 +604,10 @@ def main(argv=None) -> int:
                     help="under CI=true, do not fail when a simulator is not installed")
     ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     a = ap.parse_args(argv)
-    if a.plan:
+    if a.update_costs:
+        n = update_costs(a.update_costs)
+        print(f"{_rel(COSTS)}: {n} row costs set from {a.update_costs}")
+    if a.plan or a.update_costs:
         print_plan()
         return 0
 
@@ -648,7 +654,8 @@ def main(argv=None) -> int:
     # command names one, so it reruns a nightly row too) or --nightly (make nightly)
     run_mode = "quick" if a.quick else "nightly" if (a.nightly or cfg_sel) else "sim"
     left_out = [] if run_mode != "sim" else [n for n in plan(load_costs())["nightly"]
-                                             if not core_sel or row_of(n)[0] in core_sel]
+                                             if (not core_sel or row_of(n)[0] in core_sel)
+                                             and (not sims or row_of(n)[1] in sims)]
 
     env = dict(os.environ)
     from verif.harness import waves_enabled
@@ -667,6 +674,7 @@ def main(argv=None) -> int:
         else:
             env.pop(var, None)
     objcache = _objcache(env)
+    cxx_opt = _cxx_opt(env)
     cc0 = _ccache_stats(env)
     print(f"regress: seed(s) {', '.join(map(str, seeds))}", flush=True)
     # functional coverage (verif/funcov.py): an un-narrowed run (cores only) starts from no
@@ -746,7 +754,7 @@ def main(argv=None) -> int:
              f"- selection: core={','.join(core_sel) or 'all'} sim={','.join(sims) or 'all'} "
              f"cfg={','.join(cfg_sel) or 'all'} testcase={a.testcase or 'all'}, "
              f"jobs={a.jobs}, {collected} tests collected, wall time {elapsed:.0f} s",
-             f"- Verilator C++ object cache (OBJCACHE): {cc}",
+             f"- Verilator C++ object cache (OBJCACHE): {cc}; USER_CPPFLAGS={cxx_opt or '(none: -Os)'}",
              f"- pytest exit code(s) {', '.join(map(str, rcs))}; JUnit XML: {_rel(junit)} (one test case per "
              f"cocotb test, with its seeds); pytest's own: {_rel(reports)}/pytest-junit*.xml", ""]
     lines += ["## Simulations", ""]
@@ -832,6 +840,20 @@ def _objcache(env: dict) -> str:
     return exe or ""
 
 
+# C++ optimisation of the Verilator models (USER_CPPFLAGS: verilated.mk's hook for user flags,
+# placed after its -Os, so the last -O wins).  verilated.mk's -Os is superlinear on the one
+# large file --output-split 0 gives: pipearch_system's model took 233.5 CPU s at -Os, 15.2 at
+# -O0 (same generated C++); the simulations of make test are bound by cocotb's Python, not the
+# model (README, "make sim, make nightly and the time budget").  USER_CPPFLAGS in the
+# environment wins; USER_CPPFLAGS= (empty) keeps Verilator's -Os.
+VERILATOR_CXX_OPT = "-O0"
+
+
+def _cxx_opt(env: dict) -> str:
+    env.setdefault("USER_CPPFLAGS", VERILATOR_CXX_OPT)
+    return env["USER_CPPFLAGS"]
+
+
 def _ccache_stats(env: dict) -> dict:
     exe = env.get("OBJCACHE")
     if not exe or "ccache" not in Path(exe).name:
@@ -895,6 +917,19 @@ def _funcov_report(funcov, core_sel: list, reports: Path, check: bool, why: str,
               + (" (not checked: rows of this core run nightly)" if check and r.core in nightly_cores else "")
               for r in bad] + ([""] if bad else [])
     return lines
+
+
+def update_costs(row_times: Path, path: Path = COSTS) -> int:
+    """Set the cost of each row of the table that ``row_times`` (a run's reports/row_times.json)
+    timed to its CPU seconds; rows of later seeds (``--seeds``) and unknown rows are ignored."""
+    costs, times = load_costs(path), json.loads(Path(row_times).read_text())["items"]
+    n = 0
+    for node, t in times.items():
+        if node in costs["rows"]:
+            costs["rows"][node].update(s=round(t["cpu_s"], 1), src=f"CPU of a regression run ({Path(row_times).name})")
+            n += 1
+    path.write_text(json.dumps(costs, indent=1, sort_keys=True) + "\n")
+    return n
 
 
 def print_plan(costs: dict | None = None) -> None:

@@ -347,3 +347,24 @@ def test_objcache_uses_ccache_from_path_only(tmp_path):
     assert regress._objcache(env) == "" and "OBJCACHE" not in env
     env = {"PATH": str(fake.parent), "OBJCACHE": ""}     # turned off by the caller
     assert regress._objcache(env) == "" and env["OBJCACHE"] == ""
+
+
+def test_update_costs_takes_the_cpu_time_of_known_rows(tmp_path):
+    import json
+    table = tmp_path / "costs.json"
+    table.write_text(json.dumps(SPLIT))
+    times = tmp_path / "row_times.json"
+    big, new = _row("a", "big-verilator"), _row("a", "new-icarus")
+    times.write_text(json.dumps({"wall_s": 1, "cpu_s": 1, "items": {
+        big: {"wall_s": 300.0, "cpu_s": 250.4}, new: {"wall_s": 9.0, "cpu_s": 8.0}}}))
+    assert regress.update_costs(times, table) == 1
+    got = json.loads(table.read_text())["rows"]
+    assert got[big]["s"] == 250.4 and "row_times.json" in got[big]["src"] and new not in got
+    assert got[_row("a", "mid-verilator")] == SPLIT["rows"][_row("a", "mid-verilator")]
+
+
+def test_verilator_cxx_optimisation_default_and_override():
+    env = {}
+    assert regress._cxx_opt(env) == regress.VERILATOR_CXX_OPT == env["USER_CPPFLAGS"]
+    env = {"USER_CPPFLAGS": ""}                          # empty: Verilator's own -Os
+    assert regress._cxx_opt(env) == "" and env["USER_CPPFLAGS"] == ""
