@@ -13,12 +13,14 @@ microcode program, an eight-stage pipeline
   4 execute 1 the operand multiplexer (forwarded results, the buffer operand, the
               left/right neighbour and bus input ports, read directly in this cycle);
               add sub lt gt min max pass complete here; the multiplier's four partial
-              products and the nonlinear units' segment select are registered
-  5 execute 2 the product (carry-save + one carry chain); the PWL slope x offset
+              products and the nonlinear units' input compares are registered
+  5 execute 2 the product (carry-save + one carry chain); the PWL segment select and
+              slope/base ROM reads (registered)
   6 execute 3 mul rounds/saturates (complete); mac adds the product to the 72-bit
-              accumulator (carry-select, one mac per cycle); the PWL product rounds
-  7 execute 4 mac rounds/saturates the accumulator, the PWL base + term and clamp
-              (complete)
+              accumulator (carry-select, one mac per cycle); the PWL slope x offset
+              (the multiplier between registers)
+  7 execute 4 mac rounds/saturates the accumulator; the PWL base + rounded product in
+              one carry chain (complete)
   8 write back  in-order buffer write (a result completed earlier rides along and is
               forwarded from its pipeline register)
 
@@ -178,19 +180,50 @@ def acc_csel(acc, clr, prod_e, acc_new, split):
     return gate, parts, adds, pick, join, sat(full, acc_new)
 
 
+def pwl_fold(table) -> bool:
+    """True when :func:`pwl_pipe`'s folded last stages are exact for ``table``: for every
+    segment (slope ``s``, base ``b``) and offset ``o`` the rounded product
+    ``r = round(s * o, F)`` fits W bits and ``b + r`` stays within ``[y_min, y_max]``, so
+    neither the W-bit saturations nor the output clamp of ``pwl_fx`` ever act, and
+    ``y = b + (p >> F) + p[F-1]`` (``p = s * o``: one add with a carry in).  ``b + r`` is
+    monotone in ``o``, so the two ends of each segment decide."""
+    fmt = table.fmt
+    F = fmt.F
+    half = 1 << (F - 1)
+    m = (1 << table.shift) - 1
+    for b, s in zip(table.base, table.slope):
+        for o in (0, m):
+            r = (int(s) * o + half) >> F
+            if not (fmt.min_int <= r <= fmt.max_int and table.y_min <= int(b) + r <= table.y_max):
+                return False
+    return True
+
+
+def pwl_fold_eval(table, idx, off):
+    """What :func:`pwl_pipe` computes, in NumPy (``idx``/``off`` arrays of segment index
+    and offset), for the test that compares it with ``golden.fixedpoint.pwl_fx``."""
+    import numpy as np
+    F = table.fmt.F
+    idx = np.asarray(idx, dtype=np.int64)
+    p = np.asarray(table.slope, dtype=np.int64)[idx] * np.asarray(off, dtype=np.int64)
+    return np.asarray(table.base, dtype=np.int64)[idx] + (p >> F) + ((p >> (F - 1)) & 1)
+
+
 @block
 def pwl_pipe(clk, rst, z, y, table):
     """``y = pwl_fx(z, table)`` (bit-exact with :func:`rtl_gen.common.nonlinear.pwl_comb`)
     over four stages: ``z`` in cycle c, ``y`` (combinational) in cycle c+3.
 
-    1. clamp ``z`` to the domain and subtract its low end (registered: the segment index
-       and offset);
-    2. the slope ROM (sized to the table's slopes) and the slope x offset product;
-    3. the product rounded and saturated to W bits;
-    4. the base ROM and ``base + rounded`` saturated; the output clamp compares the
-       rounded term with per-segment ROMs ``y_max - base`` / ``y_min - base`` in
-       parallel with that sum (``sat(x) > y_max`` iff ``x > y_max`` as ``y_max`` is
-       below the largest word; likewise at the low end)."""
+    1. ``z`` minus the domain's low end and ``z`` compared with both ends (registered);
+    2. the clamp's selects (segment index and offset), the slope ROM (LUTs, sized to the
+       table's slopes) and the base ROM (a block RAM may hold it: its output register is
+       this stage's end, and nothing but the stage-3 register follows it), registered;
+    3. the slope x offset product ``p`` (the multiplier between registers), registered;
+    4. ``base + (p >> F) + p[F-1]`` (``base + round(p, F)``) in one carry chain.
+
+    The fold (:func:`pwl_fold`: ``round(p, F)`` never saturates and the sum never leaves
+    ``[y_min, y_max]``) holds for every table the parameter check lets through; the
+    golden model's saturation and output clamp never act on those tables."""
     W = len(z)
     F = table.fmt.F
     sh = table.shift
@@ -203,29 +236,20 @@ def pwl_pipe(clk, rst, z, y, table):
     slope_rom = tuple(int(b) for b in table.slope)
     sw = max(2, max(abs(v) for v in slope_rom).bit_length() + 1)
     pw = max(sw + sh + 1, W + 1)
-    y_min, y_max = table.y_min, table.y_max
-    clamp_lo = y_min > table.fmt.min_int
-    clamp_hi = y_max < table.fmt.max_int
-    limh_rom = tuple(y_max - b for b in base_rom)
-    liml_rom = tuple(y_min - b for b in base_rom)
-    lim_ok = all(table.fmt.min_int <= v <= table.fmt.max_int for v in limh_rom + liml_rom)
-    assert lim_ok or not (clamp_lo or clamp_hi), f"{table}: the clamp ROMs do not fit W bits"
+    assert pwl_fold(table), f"{table.name}: the PWL sum can saturate or need the clamp"
     zl = sig_s(W + 1)
-    u_c = sig_u(ub)
-    u1 = sig_u(ub)
-    idx2 = sig_u(ib)
-    off2 = sig_s(sh + 1)
-    slope2 = sig_s(sw)
-    prod3 = sig_s(pw)
-    idx3 = sig_u(ib)
-    rnd_c = sig_s(W)
-    rnd4 = sig_s(W)
-    idx4 = sig_u(ib)
-    base4 = sig_s(W)
-    sumv = sig_s(W + 1)
-    ys = sig_s(W)
-    limh = sig_s(W)
-    liml = sig_s(W)
+    zl1 = sig_u(ub)
+    ge1, lt1 = sig_b(), sig_b()
+    idx_s, idx_b = sig_u(ib), sig_u(ib)
+    off2, off3 = sig_u(sh), sig_u(sh)
+    off3s = sig_s(sh + 1)
+    slope_r, slope2, slope3 = sig_s(sw), sig_s(sw), sig_s(sw)
+    base2, base3, base4 = sig_s(W), sig_s(W), sig_s(W)
+    prod4 = sig_s(pw)
+    q4 = sig_s(pw - F)
+    qe = sig_s(W + 1)
+    rb4 = sig_b()
+    ta, tb, t4 = sig_s(W + 2), sig_s(W + 2), sig_s(W + 2)
     insts = []
 
     if lo < 0:
@@ -239,90 +263,116 @@ def pwl_pipe(clk, rst, z, y, table):
         def sub_lo():
             zl.next = z - lo
 
-    span_m1 = hi - lo - 1
+    zl_unused = sig_u(W + 1 - ub)    # z - lo above the offset/index bits (clamped instead)
 
     @always_comb
-    def clampz():
-        if z >= hi:
-            u_c.next = span_m1
-        elif z < lo:
-            u_c.next = 0
-        else:
-            u_c.next = zl[ub:]
+    def p1u():
+        zl_unused.next = zl[W + 1:ub]
 
     @always_seq(clk.posedge, reset=rst)
     def p1():
-        u1.next = u_c
+        zl1.next = zl[ub:]
+        ge1.next = z >= hi
+        lt1.next = z < lo
+
+    # stage 2: the clamp's selects (LUTs before the ROMs, so that Yosys cannot move a
+    # register from a ROM address to its output, i.e. into stage 1); a z below the
+    # domain reads segment 0 with its slope forced to 0 (a gate after the slope ROM,
+    # which keeps that ROM in LUTs with a plain register after it: no block RAM read
+    # port drives the multiplier)
+    last = (hi - lo - 1) >> sh
+    moff = (1 << sh) - 1
 
     @always_comb
-    def p2c():
-        idx2.next = u1[ub:sh]
-        off2.next = concat(intbv(0)[1:], u1[sh:]).signed()
+    def clampz():
+        if ge1:
+            idx_s.next = last
+            idx_b.next = last
+            off2.next = moff
+        elif lt1:
+            idx_s.next = zl1[ub:sh]
+            idx_b.next = 0
+            off2.next = zl1[sh:]
+        else:
+            idx_s.next = zl1[ub:sh]
+            idx_b.next = zl1[ub:sh]
+            off2.next = zl1[sh:]
 
     @always_comb
     def p2rom():
-        slope2.next = slope_rom[int(idx2)]
+        slope_r.next = slope_rom[int(idx_s)]
+
+    @always_comb
+    def p2romb():
+        base2.next = base_rom[int(idx_b)]
+
+    @always_comb
+    def p2z():
+        if lt1:
+            slope2.next = 0
+        else:
+            slope2.next = slope_r
 
     @always_seq(clk.posedge, reset=rst)
     def p2():
-        prod3.next = slope2 * off2
-        idx3.next = idx2
+        slope3.next = slope2
+        off3.next = off2
+        base3.next = base2
 
-    insts += [sub_lo, clampz, p1, p2c, p2rom, p2, round_sat_fast(prod3, rnd_c, F)]
+    insts += [sub_lo, p1u, p1, clampz, p2rom, p2romb, p2z, p2]
+
+    # stage 3: the product (the multiplier between registers); the base passes
+    @always_comb
+    def p3o():
+        off3s.next = concat(intbv(0)[1:], off3).signed()
 
     @always_seq(clk.posedge, reset=rst)
     def p3():
-        rnd4.next = rnd_c
-        idx4.next = idx3
+        prod4.next = slope3 * off3s
+        base4.next = base3
 
+    insts += [p3o, p3]
+
+    # stage 4: base + (p >> F) + p[F-1] (= base + round(p, F)) in one carry chain
     @always_comb
-    def p4rom():
-        base4.next = base_rom[int(idx4)]
+    def p4q():
+        q4.next = prod4[pw:F].signed()
+        rb4.next = prod4[F - 1]
+
+    insts.append(p4q)
+    if pw - F < W + 1:
+        insts.append(sext(q4, qe))
+    else:
+        qk = W + 1
+
+        @always_comb
+        def p4qt():
+            qe.next = q4[qk:].signed()
+        insts.append(p4qt)
 
     @always_comb
     def p4add():
-        sumv.next = base4 + rnd4
+        # ({base, rb} + {q, rb}) >> 1
+        ta.next = concat(base4[W - 1], base4, rb4).signed()
+        tb.next = concat(qe, rb4).signed()
 
-    insts += [p3, p4rom, p4add, sat(sumv, ys)]
-    if clamp_hi:
-        @always_comb
-        def p4romh():
-            limh.next = limh_rom[int(idx4)]
-        insts.append(p4romh)
-    if clamp_lo:
-        @always_comb
-        def p4roml():
-            liml.next = liml_rom[int(idx4)]
-        insts.append(p4roml)
+    @always_comb
+    def p4sum():
+        t4.next = ta + tb
 
-    if clamp_lo and clamp_hi:
-        @always_comb
-        def outc():
-            if rnd4 > limh:
-                y.next = y_max
-            elif rnd4 < liml:
-                y.next = y_min
-            else:
-                y.next = ys
-    elif clamp_hi:
-        @always_comb
-        def outc():
-            if rnd4 > limh:
-                y.next = y_max
-            else:
-                y.next = ys
-    elif clamp_lo:
-        @always_comb
-        def outc():
-            if rnd4 < liml:
-                y.next = y_min
-            else:
-                y.next = ys
-    else:
-        @always_comb
-        def outc():
-            y.next = ys
-    insts.append(outc)
+    # t4[0] (always 0), t4's top bit (the sum fits W bits) and the product bits below
+    # the rounding bit
+    unused = sig_u(F + 1)
+
+    @always_comb
+    def p4u():
+        unused.next = concat(t4[W + 1], prod4[F - 1:], t4[0])
+
+    @always_comb
+    def p4():
+        y.next = t4[W + 1:1].signed()
+
+    insts += [p4add, p4sum, p4u, p4]
     return insts
 
 
@@ -1255,9 +1305,11 @@ def datasheet(p):
             f"2**{p['ACC_GUARD']} terms.  acc is cleared at start.",
             f"Nonlinear unit (NL={p['NL']}): {nl_txt}.  Tables come from golden/fixedpoint.py "
             "(sigmoid_pwl, gaussian_table, reciprocal_table, log_table); each unit is a "
-            "PWL evaluator pipelined over stages 4-7 (segment select; slope ROM and one multiplier; "
-            "rounding; base ROM, add and the output clamp).  Inputs outside "
-            "a domain are clamped to it.  Divide is `recip` then `mul`.",
+            "PWL evaluator pipelined over stages 4-7 (domain compares; segment select and the "
+            "slope and base ROM reads; the slope x offset multiply; base + rounded product in "
+            "one add).  Inputs outside a domain are clamped to it; the tables never need "
+            "the output clamp or saturation (checked by the generator).  Divide is `recip` "
+            "then `mul`.",
             "An opcode whose function is not instantiated sets err bit1; an illegal opcode sets "
             "err bit0; both suppress the instruction's write-back (buffer and all outputs) and "
             "the program continues.  err is cleared by the next start.",
@@ -1305,9 +1357,13 @@ def _check(p: dict) -> str | None:
         return f"parameter F={p['F']} must be below W={p['W']}"
     cfg = PEConfig.from_params(p)
     try:
-        nl_tables(cfg.fmt, p["NL"])
+        tables = nl_tables(cfg.fmt, p["NL"])
     except ValueError as e:
         return f"parameters W={p['W']}, F={p['F']} cannot hold the nonlinear tables of NL={p['NL']}: {e}"
+    for name, t in tables.items():
+        if p["F"] >= 2 and t.shift >= 1 and not pwl_fold(t):
+            return (f"parameters W={p['W']}, F={p['F']}: the {name} unit's segment sum can "
+                    f"saturate or leave [y_min, y_max] (the PWL pipeline needs neither)")
     if p["F"] < 2:
         return f"parameter F={p['F']}: the PE needs F >= 2 (one = 2**F and rounding)"
     return None

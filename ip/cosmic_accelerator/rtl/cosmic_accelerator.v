@@ -635,7 +635,7 @@ reg signed [31:0] cosmic_pe0_r7n;
 reg signed [31:0] cosmic_pe0_mul_s;
 reg signed [31:0] cosmic_pe0_r6;
 reg signed [31:0] cosmic_pe0_r8n;
-reg signed [31:0] cosmic_pe0_y_sig;
+wire signed [31:0] cosmic_pe0_y_sig;
 reg signed [31:0] cosmic_pe0_y_gau;
 reg signed [31:0] cosmic_pe0_r7;
 reg signed [31:0] cosmic_pe0_r5;
@@ -760,35 +760,33 @@ wire [47:0] cosmic_pe0_mul2_csa0_xc;
 wire [47:0] cosmic_pe0_mul2_csa0_hsum;
 reg [14:0] cosmic_pe0_mul2_csa0_sext0_sgn;
 reg [14:0] cosmic_pe0_mul2_csa0_sext1_sgn;
+reg signed [31:0] cosmic_pe0_pwl_pipe0_base2;
+reg signed [31:0] cosmic_pe0_pwl_pipe0_base3;
 reg signed [31:0] cosmic_pe0_pwl_pipe0_base4;
-wire [5:0] cosmic_pe0_pwl_pipe0_idx2;
-reg [5:0] cosmic_pe0_pwl_pipe0_idx3;
-reg [5:0] cosmic_pe0_pwl_pipe0_idx4;
-reg signed [31:0] cosmic_pe0_pwl_pipe0_limh;
-reg signed [31:0] cosmic_pe0_pwl_pipe0_liml;
-wire signed [14:0] cosmic_pe0_pwl_pipe0_off2;
-reg signed [32:0] cosmic_pe0_pwl_pipe0_prod3;
-reg signed [31:0] cosmic_pe0_pwl_pipe0_rnd4;
-reg signed [31:0] cosmic_pe0_pwl_pipe0_rnd_c;
+reg cosmic_pe0_pwl_pipe0_ge1;
+reg [5:0] cosmic_pe0_pwl_pipe0_idx_b;
+reg [5:0] cosmic_pe0_pwl_pipe0_idx_s;
+reg cosmic_pe0_pwl_pipe0_lt1;
+reg [13:0] cosmic_pe0_pwl_pipe0_off2;
+reg [13:0] cosmic_pe0_pwl_pipe0_off3;
+wire signed [14:0] cosmic_pe0_pwl_pipe0_off3s;
+reg signed [32:0] cosmic_pe0_pwl_pipe0_prod4;
+wire signed [16:0] cosmic_pe0_pwl_pipe0_q4;
+wire signed [32:0] cosmic_pe0_pwl_pipe0_qe;
+wire cosmic_pe0_pwl_pipe0_rb4;
 reg signed [14:0] cosmic_pe0_pwl_pipe0_slope2;
-wire signed [32:0] cosmic_pe0_pwl_pipe0_sumv;
-reg [19:0] cosmic_pe0_pwl_pipe0_u1;
-reg [19:0] cosmic_pe0_pwl_pipe0_u_c;
-reg signed [31:0] cosmic_pe0_pwl_pipe0_ys;
+reg signed [14:0] cosmic_pe0_pwl_pipe0_slope3;
+reg signed [14:0] cosmic_pe0_pwl_pipe0_slope_r;
+wire signed [33:0] cosmic_pe0_pwl_pipe0_t4;
+wire signed [33:0] cosmic_pe0_pwl_pipe0_ta;
+wire signed [33:0] cosmic_pe0_pwl_pipe0_tb;
 wire signed [32:0] cosmic_pe0_pwl_pipe0_zl;
-wire signed [32:0] cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r;
-wire signed [32:0] cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_rb;
-wire signed [32:0] cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_t;
-wire [30:0] cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill;
-wire [1:0] cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi;
-wire [1:0] cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin;
-wire cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-wire [30:0] cosmic_pe0_pwl_pipe0_sat3_fill;
-wire [1:0] cosmic_pe0_pwl_pipe0_sat3_hi;
-wire [1:0] cosmic_pe0_pwl_pipe0_sat3_hin;
-wire cosmic_pe0_pwl_pipe0_sat3_nsign;
-wire signed [71:0] cosmic_pe0_sext2_xe;
-reg [7:0] cosmic_pe0_sext2_sgn;
+reg [19:0] cosmic_pe0_pwl_pipe0_zl1;
+wire [12:0] cosmic_pe0_pwl_pipe0_zl_unused;
+wire [16:0] cosmic_pe0_pwl_pipe0_unused;
+reg [15:0] cosmic_pe0_pwl_pipe0_sext2_sgn;
+wire signed [71:0] cosmic_pe0_sext3_xe;
+reg [7:0] cosmic_pe0_sext3_sgn;
 wire signed [35:0] cosmic_pe0_acc_csel0_ah;
 reg signed [71:0] cosmic_pe0_acc_csel0_ai;
 wire [35:0] cosmic_pe0_acc_csel0_al;
@@ -799,26 +797,26 @@ wire signed [35:0] cosmic_pe0_acc_csel0_ph;
 wire [35:0] cosmic_pe0_acc_csel0_pl;
 wire [36:0] cosmic_pe0_acc_csel0_slo;
 wire signed [37:0] cosmic_pe0_acc_csel0_t1;
-wire [70:0] cosmic_pe0_acc_csel0_sat4_fill;
-wire [1:0] cosmic_pe0_acc_csel0_sat4_hi;
-wire [1:0] cosmic_pe0_acc_csel0_sat4_hin;
-wire cosmic_pe0_acc_csel0_sat4_nsign;
+wire [70:0] cosmic_pe0_acc_csel0_sat2_fill;
+wire [1:0] cosmic_pe0_acc_csel0_sat2_hi;
+wire [1:0] cosmic_pe0_acc_csel0_sat2_hin;
+wire cosmic_pe0_acc_csel0_sat2_nsign;
+wire [30:0] cosmic_pe0_round_sat_fast0_fill;
+wire [15:0] cosmic_pe0_round_sat_fast0_hi;
+wire [15:0] cosmic_pe0_round_sat_fast0_hin;
+wire [31:0] cosmic_pe0_round_sat_fast0_lo;
+wire cosmic_pe0_round_sat_fast0_neg;
+wire cosmic_pe0_round_sat_fast0_nneg;
+wire [0:0] cosmic_pe0_round_sat_fast0_rb;
+wire [32:0] cosmic_pe0_round_sat_fast0_s;
 wire [30:0] cosmic_pe0_round_sat_fast1_fill;
-wire [15:0] cosmic_pe0_round_sat_fast1_hi;
-wire [15:0] cosmic_pe0_round_sat_fast1_hin;
+wire [23:0] cosmic_pe0_round_sat_fast1_hi;
+wire [23:0] cosmic_pe0_round_sat_fast1_hin;
 wire [31:0] cosmic_pe0_round_sat_fast1_lo;
 wire cosmic_pe0_round_sat_fast1_neg;
 wire cosmic_pe0_round_sat_fast1_nneg;
 wire [0:0] cosmic_pe0_round_sat_fast1_rb;
 wire [32:0] cosmic_pe0_round_sat_fast1_s;
-wire [30:0] cosmic_pe0_round_sat_fast2_fill;
-wire [23:0] cosmic_pe0_round_sat_fast2_hi;
-wire [23:0] cosmic_pe0_round_sat_fast2_hin;
-wire [31:0] cosmic_pe0_round_sat_fast2_lo;
-wire cosmic_pe0_round_sat_fast2_neg;
-wire cosmic_pe0_round_sat_fast2_nneg;
-wire [0:0] cosmic_pe0_round_sat_fast2_rb;
-wire [32:0] cosmic_pe0_round_sat_fast2_s;
 reg pe_glue0_d_err;
 wire [127:0] pe_glue0_shifted;
 wire [3:0] pe_glue0_lvs;
@@ -968,7 +966,7 @@ reg signed [31:0] cosmic_pe1_r7n;
 reg signed [31:0] cosmic_pe1_mul_s;
 reg signed [31:0] cosmic_pe1_r6;
 reg signed [31:0] cosmic_pe1_r8n;
-reg signed [31:0] cosmic_pe1_y_sig;
+wire signed [31:0] cosmic_pe1_y_sig;
 reg signed [31:0] cosmic_pe1_y_gau;
 reg signed [31:0] cosmic_pe1_r7;
 reg signed [31:0] cosmic_pe1_r5;
@@ -1061,14 +1059,14 @@ reg signed [31:0] cosmic_pe1_andmask18_0_m;
 reg signed [31:0] cosmic_pe1_andmask19_0_m;
 reg signed [31:0] cosmic_pe1_andmask20_0_m;
 reg signed [31:0] cosmic_pe1_andmask21_0_m;
-wire [30:0] cosmic_pe1_sat5_fill;
-wire [1:0] cosmic_pe1_sat5_hi;
-wire [1:0] cosmic_pe1_sat5_hin;
-wire cosmic_pe1_sat5_nsign;
-wire [30:0] cosmic_pe1_sat6_fill;
-wire [1:0] cosmic_pe1_sat6_hi;
-wire [1:0] cosmic_pe1_sat6_hin;
-wire cosmic_pe1_sat6_nsign;
+wire [30:0] cosmic_pe1_sat3_fill;
+wire [1:0] cosmic_pe1_sat3_hi;
+wire [1:0] cosmic_pe1_sat3_hin;
+wire cosmic_pe1_sat3_nsign;
+wire [30:0] cosmic_pe1_sat4_fill;
+wire [1:0] cosmic_pe1_sat4_hi;
+wire [1:0] cosmic_pe1_sat4_hin;
+wire cosmic_pe1_sat4_nsign;
 reg signed [63:0] cosmic_pe1_mul2_csa1_p;
 wire [31:0] cosmic_pe1_mul2_csa1_ac;
 wire [31:0] cosmic_pe1_mul2_csa1_bc;
@@ -1091,37 +1089,35 @@ wire [47:0] cosmic_pe1_mul2_csa1_xs;
 wire [46:0] cosmic_pe1_mul2_csa1_mj;
 wire [47:0] cosmic_pe1_mul2_csa1_xc;
 wire [47:0] cosmic_pe1_mul2_csa1_hsum;
-reg [14:0] cosmic_pe1_mul2_csa1_sext3_sgn;
 reg [14:0] cosmic_pe1_mul2_csa1_sext4_sgn;
+reg [14:0] cosmic_pe1_mul2_csa1_sext5_sgn;
+reg signed [31:0] cosmic_pe1_pwl_pipe1_base2;
+reg signed [31:0] cosmic_pe1_pwl_pipe1_base3;
 reg signed [31:0] cosmic_pe1_pwl_pipe1_base4;
-wire [5:0] cosmic_pe1_pwl_pipe1_idx2;
-reg [5:0] cosmic_pe1_pwl_pipe1_idx3;
-reg [5:0] cosmic_pe1_pwl_pipe1_idx4;
-reg signed [31:0] cosmic_pe1_pwl_pipe1_limh;
-reg signed [31:0] cosmic_pe1_pwl_pipe1_liml;
-wire signed [14:0] cosmic_pe1_pwl_pipe1_off2;
-reg signed [32:0] cosmic_pe1_pwl_pipe1_prod3;
-reg signed [31:0] cosmic_pe1_pwl_pipe1_rnd4;
-reg signed [31:0] cosmic_pe1_pwl_pipe1_rnd_c;
+reg cosmic_pe1_pwl_pipe1_ge1;
+reg [5:0] cosmic_pe1_pwl_pipe1_idx_b;
+reg [5:0] cosmic_pe1_pwl_pipe1_idx_s;
+reg cosmic_pe1_pwl_pipe1_lt1;
+reg [13:0] cosmic_pe1_pwl_pipe1_off2;
+reg [13:0] cosmic_pe1_pwl_pipe1_off3;
+wire signed [14:0] cosmic_pe1_pwl_pipe1_off3s;
+reg signed [32:0] cosmic_pe1_pwl_pipe1_prod4;
+wire signed [16:0] cosmic_pe1_pwl_pipe1_q4;
+wire signed [32:0] cosmic_pe1_pwl_pipe1_qe;
+wire cosmic_pe1_pwl_pipe1_rb4;
 reg signed [14:0] cosmic_pe1_pwl_pipe1_slope2;
-wire signed [32:0] cosmic_pe1_pwl_pipe1_sumv;
-reg [19:0] cosmic_pe1_pwl_pipe1_u1;
-reg [19:0] cosmic_pe1_pwl_pipe1_u_c;
-reg signed [31:0] cosmic_pe1_pwl_pipe1_ys;
+reg signed [14:0] cosmic_pe1_pwl_pipe1_slope3;
+reg signed [14:0] cosmic_pe1_pwl_pipe1_slope_r;
+wire signed [33:0] cosmic_pe1_pwl_pipe1_t4;
+wire signed [33:0] cosmic_pe1_pwl_pipe1_ta;
+wire signed [33:0] cosmic_pe1_pwl_pipe1_tb;
 wire signed [32:0] cosmic_pe1_pwl_pipe1_zl;
-wire signed [32:0] cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r;
-wire signed [32:0] cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_rb;
-wire signed [32:0] cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_t;
-wire [30:0] cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill;
-wire [1:0] cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hi;
-wire [1:0] cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hin;
-wire cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-wire [30:0] cosmic_pe1_pwl_pipe1_sat8_fill;
-wire [1:0] cosmic_pe1_pwl_pipe1_sat8_hi;
-wire [1:0] cosmic_pe1_pwl_pipe1_sat8_hin;
-wire cosmic_pe1_pwl_pipe1_sat8_nsign;
-wire signed [71:0] cosmic_pe1_sext5_xe;
-reg [7:0] cosmic_pe1_sext5_sgn;
+reg [19:0] cosmic_pe1_pwl_pipe1_zl1;
+wire [12:0] cosmic_pe1_pwl_pipe1_zl_unused;
+wire [16:0] cosmic_pe1_pwl_pipe1_unused;
+reg [15:0] cosmic_pe1_pwl_pipe1_sext6_sgn;
+wire signed [71:0] cosmic_pe1_sext7_xe;
+reg [7:0] cosmic_pe1_sext7_sgn;
 wire signed [35:0] cosmic_pe1_acc_csel1_ah;
 reg signed [71:0] cosmic_pe1_acc_csel1_ai;
 wire [35:0] cosmic_pe1_acc_csel1_al;
@@ -1132,26 +1128,26 @@ wire signed [35:0] cosmic_pe1_acc_csel1_ph;
 wire [35:0] cosmic_pe1_acc_csel1_pl;
 wire [36:0] cosmic_pe1_acc_csel1_slo;
 wire signed [37:0] cosmic_pe1_acc_csel1_t1;
-wire [70:0] cosmic_pe1_acc_csel1_sat9_fill;
-wire [1:0] cosmic_pe1_acc_csel1_sat9_hi;
-wire [1:0] cosmic_pe1_acc_csel1_sat9_hin;
-wire cosmic_pe1_acc_csel1_sat9_nsign;
-wire [30:0] cosmic_pe1_round_sat_fast4_fill;
-wire [15:0] cosmic_pe1_round_sat_fast4_hi;
-wire [15:0] cosmic_pe1_round_sat_fast4_hin;
-wire [31:0] cosmic_pe1_round_sat_fast4_lo;
-wire cosmic_pe1_round_sat_fast4_neg;
-wire cosmic_pe1_round_sat_fast4_nneg;
-wire [0:0] cosmic_pe1_round_sat_fast4_rb;
-wire [32:0] cosmic_pe1_round_sat_fast4_s;
-wire [30:0] cosmic_pe1_round_sat_fast5_fill;
-wire [23:0] cosmic_pe1_round_sat_fast5_hi;
-wire [23:0] cosmic_pe1_round_sat_fast5_hin;
-wire [31:0] cosmic_pe1_round_sat_fast5_lo;
-wire cosmic_pe1_round_sat_fast5_neg;
-wire cosmic_pe1_round_sat_fast5_nneg;
-wire [0:0] cosmic_pe1_round_sat_fast5_rb;
-wire [32:0] cosmic_pe1_round_sat_fast5_s;
+wire [70:0] cosmic_pe1_acc_csel1_sat5_fill;
+wire [1:0] cosmic_pe1_acc_csel1_sat5_hi;
+wire [1:0] cosmic_pe1_acc_csel1_sat5_hin;
+wire cosmic_pe1_acc_csel1_sat5_nsign;
+wire [30:0] cosmic_pe1_round_sat_fast2_fill;
+wire [15:0] cosmic_pe1_round_sat_fast2_hi;
+wire [15:0] cosmic_pe1_round_sat_fast2_hin;
+wire [31:0] cosmic_pe1_round_sat_fast2_lo;
+wire cosmic_pe1_round_sat_fast2_neg;
+wire cosmic_pe1_round_sat_fast2_nneg;
+wire [0:0] cosmic_pe1_round_sat_fast2_rb;
+wire [32:0] cosmic_pe1_round_sat_fast2_s;
+wire [30:0] cosmic_pe1_round_sat_fast3_fill;
+wire [23:0] cosmic_pe1_round_sat_fast3_hi;
+wire [23:0] cosmic_pe1_round_sat_fast3_hin;
+wire [31:0] cosmic_pe1_round_sat_fast3_lo;
+wire cosmic_pe1_round_sat_fast3_neg;
+wire cosmic_pe1_round_sat_fast3_nneg;
+wire [0:0] cosmic_pe1_round_sat_fast3_rb;
+wire [32:0] cosmic_pe1_round_sat_fast3_s;
 reg pe_glue1_d_err;
 wire [127:0] pe_glue1_shifted;
 wire [3:0] pe_glue1_lvs;
@@ -1301,7 +1297,7 @@ reg signed [31:0] cosmic_pe2_r7n;
 reg signed [31:0] cosmic_pe2_mul_s;
 reg signed [31:0] cosmic_pe2_r6;
 reg signed [31:0] cosmic_pe2_r8n;
-reg signed [31:0] cosmic_pe2_y_sig;
+wire signed [31:0] cosmic_pe2_y_sig;
 reg signed [31:0] cosmic_pe2_y_gau;
 reg signed [31:0] cosmic_pe2_r7;
 reg signed [31:0] cosmic_pe2_r5;
@@ -1394,14 +1390,14 @@ reg signed [31:0] cosmic_pe2_andmask18_0_1_m;
 reg signed [31:0] cosmic_pe2_andmask19_0_1_m;
 reg signed [31:0] cosmic_pe2_andmask20_0_1_m;
 reg signed [31:0] cosmic_pe2_andmask21_0_1_m;
-wire [30:0] cosmic_pe2_sat10_fill;
-wire [1:0] cosmic_pe2_sat10_hi;
-wire [1:0] cosmic_pe2_sat10_hin;
-wire cosmic_pe2_sat10_nsign;
-wire [30:0] cosmic_pe2_sat11_fill;
-wire [1:0] cosmic_pe2_sat11_hi;
-wire [1:0] cosmic_pe2_sat11_hin;
-wire cosmic_pe2_sat11_nsign;
+wire [30:0] cosmic_pe2_sat6_fill;
+wire [1:0] cosmic_pe2_sat6_hi;
+wire [1:0] cosmic_pe2_sat6_hin;
+wire cosmic_pe2_sat6_nsign;
+wire [30:0] cosmic_pe2_sat7_fill;
+wire [1:0] cosmic_pe2_sat7_hi;
+wire [1:0] cosmic_pe2_sat7_hin;
+wire cosmic_pe2_sat7_nsign;
 reg signed [63:0] cosmic_pe2_mul2_csa2_p;
 wire [31:0] cosmic_pe2_mul2_csa2_ac;
 wire [31:0] cosmic_pe2_mul2_csa2_bc;
@@ -1424,37 +1420,35 @@ wire [47:0] cosmic_pe2_mul2_csa2_xs;
 wire [46:0] cosmic_pe2_mul2_csa2_mj;
 wire [47:0] cosmic_pe2_mul2_csa2_xc;
 wire [47:0] cosmic_pe2_mul2_csa2_hsum;
-reg [14:0] cosmic_pe2_mul2_csa2_sext6_sgn;
-reg [14:0] cosmic_pe2_mul2_csa2_sext7_sgn;
+reg [14:0] cosmic_pe2_mul2_csa2_sext8_sgn;
+reg [14:0] cosmic_pe2_mul2_csa2_sext9_sgn;
+reg signed [31:0] cosmic_pe2_pwl_pipe2_base2;
+reg signed [31:0] cosmic_pe2_pwl_pipe2_base3;
 reg signed [31:0] cosmic_pe2_pwl_pipe2_base4;
-wire [5:0] cosmic_pe2_pwl_pipe2_idx2;
-reg [5:0] cosmic_pe2_pwl_pipe2_idx3;
-reg [5:0] cosmic_pe2_pwl_pipe2_idx4;
-reg signed [31:0] cosmic_pe2_pwl_pipe2_limh;
-reg signed [31:0] cosmic_pe2_pwl_pipe2_liml;
-wire signed [14:0] cosmic_pe2_pwl_pipe2_off2;
-reg signed [32:0] cosmic_pe2_pwl_pipe2_prod3;
-reg signed [31:0] cosmic_pe2_pwl_pipe2_rnd4;
-reg signed [31:0] cosmic_pe2_pwl_pipe2_rnd_c;
+reg cosmic_pe2_pwl_pipe2_ge1;
+reg [5:0] cosmic_pe2_pwl_pipe2_idx_b;
+reg [5:0] cosmic_pe2_pwl_pipe2_idx_s;
+reg cosmic_pe2_pwl_pipe2_lt1;
+reg [13:0] cosmic_pe2_pwl_pipe2_off2;
+reg [13:0] cosmic_pe2_pwl_pipe2_off3;
+wire signed [14:0] cosmic_pe2_pwl_pipe2_off3s;
+reg signed [32:0] cosmic_pe2_pwl_pipe2_prod4;
+wire signed [16:0] cosmic_pe2_pwl_pipe2_q4;
+wire signed [32:0] cosmic_pe2_pwl_pipe2_qe;
+wire cosmic_pe2_pwl_pipe2_rb4;
 reg signed [14:0] cosmic_pe2_pwl_pipe2_slope2;
-wire signed [32:0] cosmic_pe2_pwl_pipe2_sumv;
-reg [19:0] cosmic_pe2_pwl_pipe2_u1;
-reg [19:0] cosmic_pe2_pwl_pipe2_u_c;
-reg signed [31:0] cosmic_pe2_pwl_pipe2_ys;
+reg signed [14:0] cosmic_pe2_pwl_pipe2_slope3;
+reg signed [14:0] cosmic_pe2_pwl_pipe2_slope_r;
+wire signed [33:0] cosmic_pe2_pwl_pipe2_t4;
+wire signed [33:0] cosmic_pe2_pwl_pipe2_ta;
+wire signed [33:0] cosmic_pe2_pwl_pipe2_tb;
 wire signed [32:0] cosmic_pe2_pwl_pipe2_zl;
-wire signed [32:0] cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r;
-wire signed [32:0] cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_rb;
-wire signed [32:0] cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_t;
-wire [30:0] cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill;
-wire [1:0] cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hi;
-wire [1:0] cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hin;
-wire cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-wire [30:0] cosmic_pe2_pwl_pipe2_sat13_fill;
-wire [1:0] cosmic_pe2_pwl_pipe2_sat13_hi;
-wire [1:0] cosmic_pe2_pwl_pipe2_sat13_hin;
-wire cosmic_pe2_pwl_pipe2_sat13_nsign;
-wire signed [71:0] cosmic_pe2_sext8_xe;
-reg [7:0] cosmic_pe2_sext8_sgn;
+reg [19:0] cosmic_pe2_pwl_pipe2_zl1;
+wire [12:0] cosmic_pe2_pwl_pipe2_zl_unused;
+wire [16:0] cosmic_pe2_pwl_pipe2_unused;
+reg [15:0] cosmic_pe2_pwl_pipe2_sext10_sgn;
+wire signed [71:0] cosmic_pe2_sext11_xe;
+reg [7:0] cosmic_pe2_sext11_sgn;
 wire signed [35:0] cosmic_pe2_acc_csel2_ah;
 reg signed [71:0] cosmic_pe2_acc_csel2_ai;
 wire [35:0] cosmic_pe2_acc_csel2_al;
@@ -1465,26 +1459,26 @@ wire signed [35:0] cosmic_pe2_acc_csel2_ph;
 wire [35:0] cosmic_pe2_acc_csel2_pl;
 wire [36:0] cosmic_pe2_acc_csel2_slo;
 wire signed [37:0] cosmic_pe2_acc_csel2_t1;
-wire [70:0] cosmic_pe2_acc_csel2_sat14_fill;
-wire [1:0] cosmic_pe2_acc_csel2_sat14_hi;
-wire [1:0] cosmic_pe2_acc_csel2_sat14_hin;
-wire cosmic_pe2_acc_csel2_sat14_nsign;
-wire [30:0] cosmic_pe2_round_sat_fast7_fill;
-wire [15:0] cosmic_pe2_round_sat_fast7_hi;
-wire [15:0] cosmic_pe2_round_sat_fast7_hin;
-wire [31:0] cosmic_pe2_round_sat_fast7_lo;
-wire cosmic_pe2_round_sat_fast7_neg;
-wire cosmic_pe2_round_sat_fast7_nneg;
-wire [0:0] cosmic_pe2_round_sat_fast7_rb;
-wire [32:0] cosmic_pe2_round_sat_fast7_s;
-wire [30:0] cosmic_pe2_round_sat_fast8_fill;
-wire [23:0] cosmic_pe2_round_sat_fast8_hi;
-wire [23:0] cosmic_pe2_round_sat_fast8_hin;
-wire [31:0] cosmic_pe2_round_sat_fast8_lo;
-wire cosmic_pe2_round_sat_fast8_neg;
-wire cosmic_pe2_round_sat_fast8_nneg;
-wire [0:0] cosmic_pe2_round_sat_fast8_rb;
-wire [32:0] cosmic_pe2_round_sat_fast8_s;
+wire [70:0] cosmic_pe2_acc_csel2_sat8_fill;
+wire [1:0] cosmic_pe2_acc_csel2_sat8_hi;
+wire [1:0] cosmic_pe2_acc_csel2_sat8_hin;
+wire cosmic_pe2_acc_csel2_sat8_nsign;
+wire [30:0] cosmic_pe2_round_sat_fast4_fill;
+wire [15:0] cosmic_pe2_round_sat_fast4_hi;
+wire [15:0] cosmic_pe2_round_sat_fast4_hin;
+wire [31:0] cosmic_pe2_round_sat_fast4_lo;
+wire cosmic_pe2_round_sat_fast4_neg;
+wire cosmic_pe2_round_sat_fast4_nneg;
+wire [0:0] cosmic_pe2_round_sat_fast4_rb;
+wire [32:0] cosmic_pe2_round_sat_fast4_s;
+wire [30:0] cosmic_pe2_round_sat_fast5_fill;
+wire [23:0] cosmic_pe2_round_sat_fast5_hi;
+wire [23:0] cosmic_pe2_round_sat_fast5_hin;
+wire [31:0] cosmic_pe2_round_sat_fast5_lo;
+wire cosmic_pe2_round_sat_fast5_neg;
+wire cosmic_pe2_round_sat_fast5_nneg;
+wire [0:0] cosmic_pe2_round_sat_fast5_rb;
+wire [32:0] cosmic_pe2_round_sat_fast5_s;
 reg pe_glue2_d_err;
 wire [127:0] pe_glue2_shifted;
 wire [3:0] pe_glue2_lvs;
@@ -1633,7 +1627,7 @@ reg signed [31:0] cosmic_pe3_r7n;
 reg signed [31:0] cosmic_pe3_mul_s;
 reg signed [31:0] cosmic_pe3_r6;
 reg signed [31:0] cosmic_pe3_r8n;
-reg signed [31:0] cosmic_pe3_y_sig;
+wire signed [31:0] cosmic_pe3_y_sig;
 reg signed [31:0] cosmic_pe3_y_gau;
 reg signed [31:0] cosmic_pe3_r7;
 reg signed [31:0] cosmic_pe3_r5;
@@ -1726,14 +1720,14 @@ reg signed [31:0] cosmic_pe3_andmask18_0_1_2_m;
 reg signed [31:0] cosmic_pe3_andmask19_0_1_2_m;
 reg signed [31:0] cosmic_pe3_andmask20_0_1_2_m;
 reg signed [31:0] cosmic_pe3_andmask21_0_1_2_m;
-wire [30:0] cosmic_pe3_sat15_fill;
-wire [1:0] cosmic_pe3_sat15_hi;
-wire [1:0] cosmic_pe3_sat15_hin;
-wire cosmic_pe3_sat15_nsign;
-wire [30:0] cosmic_pe3_sat16_fill;
-wire [1:0] cosmic_pe3_sat16_hi;
-wire [1:0] cosmic_pe3_sat16_hin;
-wire cosmic_pe3_sat16_nsign;
+wire [30:0] cosmic_pe3_sat9_fill;
+wire [1:0] cosmic_pe3_sat9_hi;
+wire [1:0] cosmic_pe3_sat9_hin;
+wire cosmic_pe3_sat9_nsign;
+wire [30:0] cosmic_pe3_sat10_fill;
+wire [1:0] cosmic_pe3_sat10_hi;
+wire [1:0] cosmic_pe3_sat10_hin;
+wire cosmic_pe3_sat10_nsign;
 reg signed [63:0] cosmic_pe3_mul2_csa3_p;
 wire [31:0] cosmic_pe3_mul2_csa3_ac;
 wire [31:0] cosmic_pe3_mul2_csa3_bc;
@@ -1756,37 +1750,35 @@ wire [47:0] cosmic_pe3_mul2_csa3_xs;
 wire [46:0] cosmic_pe3_mul2_csa3_mj;
 wire [47:0] cosmic_pe3_mul2_csa3_xc;
 wire [47:0] cosmic_pe3_mul2_csa3_hsum;
-reg [14:0] cosmic_pe3_mul2_csa3_sext9_sgn;
-reg [14:0] cosmic_pe3_mul2_csa3_sext10_sgn;
+reg [14:0] cosmic_pe3_mul2_csa3_sext12_sgn;
+reg [14:0] cosmic_pe3_mul2_csa3_sext13_sgn;
+reg signed [31:0] cosmic_pe3_pwl_pipe3_base2;
+reg signed [31:0] cosmic_pe3_pwl_pipe3_base3;
 reg signed [31:0] cosmic_pe3_pwl_pipe3_base4;
-wire [5:0] cosmic_pe3_pwl_pipe3_idx2;
-reg [5:0] cosmic_pe3_pwl_pipe3_idx3;
-reg [5:0] cosmic_pe3_pwl_pipe3_idx4;
-reg signed [31:0] cosmic_pe3_pwl_pipe3_limh;
-reg signed [31:0] cosmic_pe3_pwl_pipe3_liml;
-wire signed [14:0] cosmic_pe3_pwl_pipe3_off2;
-reg signed [32:0] cosmic_pe3_pwl_pipe3_prod3;
-reg signed [31:0] cosmic_pe3_pwl_pipe3_rnd4;
-reg signed [31:0] cosmic_pe3_pwl_pipe3_rnd_c;
+reg cosmic_pe3_pwl_pipe3_ge1;
+reg [5:0] cosmic_pe3_pwl_pipe3_idx_b;
+reg [5:0] cosmic_pe3_pwl_pipe3_idx_s;
+reg cosmic_pe3_pwl_pipe3_lt1;
+reg [13:0] cosmic_pe3_pwl_pipe3_off2;
+reg [13:0] cosmic_pe3_pwl_pipe3_off3;
+wire signed [14:0] cosmic_pe3_pwl_pipe3_off3s;
+reg signed [32:0] cosmic_pe3_pwl_pipe3_prod4;
+wire signed [16:0] cosmic_pe3_pwl_pipe3_q4;
+wire signed [32:0] cosmic_pe3_pwl_pipe3_qe;
+wire cosmic_pe3_pwl_pipe3_rb4;
 reg signed [14:0] cosmic_pe3_pwl_pipe3_slope2;
-wire signed [32:0] cosmic_pe3_pwl_pipe3_sumv;
-reg [19:0] cosmic_pe3_pwl_pipe3_u1;
-reg [19:0] cosmic_pe3_pwl_pipe3_u_c;
-reg signed [31:0] cosmic_pe3_pwl_pipe3_ys;
+reg signed [14:0] cosmic_pe3_pwl_pipe3_slope3;
+reg signed [14:0] cosmic_pe3_pwl_pipe3_slope_r;
+wire signed [33:0] cosmic_pe3_pwl_pipe3_t4;
+wire signed [33:0] cosmic_pe3_pwl_pipe3_ta;
+wire signed [33:0] cosmic_pe3_pwl_pipe3_tb;
 wire signed [32:0] cosmic_pe3_pwl_pipe3_zl;
-wire signed [32:0] cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r;
-wire signed [32:0] cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_rb;
-wire signed [32:0] cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_t;
-wire [30:0] cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill;
-wire [1:0] cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hi;
-wire [1:0] cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hin;
-wire cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-wire [30:0] cosmic_pe3_pwl_pipe3_sat18_fill;
-wire [1:0] cosmic_pe3_pwl_pipe3_sat18_hi;
-wire [1:0] cosmic_pe3_pwl_pipe3_sat18_hin;
-wire cosmic_pe3_pwl_pipe3_sat18_nsign;
-wire signed [71:0] cosmic_pe3_sext11_xe;
-reg [7:0] cosmic_pe3_sext11_sgn;
+reg [19:0] cosmic_pe3_pwl_pipe3_zl1;
+wire [12:0] cosmic_pe3_pwl_pipe3_zl_unused;
+wire [16:0] cosmic_pe3_pwl_pipe3_unused;
+reg [15:0] cosmic_pe3_pwl_pipe3_sext14_sgn;
+wire signed [71:0] cosmic_pe3_sext15_xe;
+reg [7:0] cosmic_pe3_sext15_sgn;
 wire signed [35:0] cosmic_pe3_acc_csel3_ah;
 reg signed [71:0] cosmic_pe3_acc_csel3_ai;
 wire [35:0] cosmic_pe3_acc_csel3_al;
@@ -1797,26 +1789,26 @@ wire signed [35:0] cosmic_pe3_acc_csel3_ph;
 wire [35:0] cosmic_pe3_acc_csel3_pl;
 wire [36:0] cosmic_pe3_acc_csel3_slo;
 wire signed [37:0] cosmic_pe3_acc_csel3_t1;
-wire [70:0] cosmic_pe3_acc_csel3_sat19_fill;
-wire [1:0] cosmic_pe3_acc_csel3_sat19_hi;
-wire [1:0] cosmic_pe3_acc_csel3_sat19_hin;
-wire cosmic_pe3_acc_csel3_sat19_nsign;
-wire [30:0] cosmic_pe3_round_sat_fast10_fill;
-wire [15:0] cosmic_pe3_round_sat_fast10_hi;
-wire [15:0] cosmic_pe3_round_sat_fast10_hin;
-wire [31:0] cosmic_pe3_round_sat_fast10_lo;
-wire cosmic_pe3_round_sat_fast10_neg;
-wire cosmic_pe3_round_sat_fast10_nneg;
-wire [0:0] cosmic_pe3_round_sat_fast10_rb;
-wire [32:0] cosmic_pe3_round_sat_fast10_s;
-wire [30:0] cosmic_pe3_round_sat_fast11_fill;
-wire [23:0] cosmic_pe3_round_sat_fast11_hi;
-wire [23:0] cosmic_pe3_round_sat_fast11_hin;
-wire [31:0] cosmic_pe3_round_sat_fast11_lo;
-wire cosmic_pe3_round_sat_fast11_neg;
-wire cosmic_pe3_round_sat_fast11_nneg;
-wire [0:0] cosmic_pe3_round_sat_fast11_rb;
-wire [32:0] cosmic_pe3_round_sat_fast11_s;
+wire [70:0] cosmic_pe3_acc_csel3_sat11_fill;
+wire [1:0] cosmic_pe3_acc_csel3_sat11_hi;
+wire [1:0] cosmic_pe3_acc_csel3_sat11_hin;
+wire cosmic_pe3_acc_csel3_sat11_nsign;
+wire [30:0] cosmic_pe3_round_sat_fast6_fill;
+wire [15:0] cosmic_pe3_round_sat_fast6_hi;
+wire [15:0] cosmic_pe3_round_sat_fast6_hin;
+wire [31:0] cosmic_pe3_round_sat_fast6_lo;
+wire cosmic_pe3_round_sat_fast6_neg;
+wire cosmic_pe3_round_sat_fast6_nneg;
+wire [0:0] cosmic_pe3_round_sat_fast6_rb;
+wire [32:0] cosmic_pe3_round_sat_fast6_s;
+wire [30:0] cosmic_pe3_round_sat_fast7_fill;
+wire [23:0] cosmic_pe3_round_sat_fast7_hi;
+wire [23:0] cosmic_pe3_round_sat_fast7_hin;
+wire [31:0] cosmic_pe3_round_sat_fast7_lo;
+wire cosmic_pe3_round_sat_fast7_neg;
+wire cosmic_pe3_round_sat_fast7_nneg;
+wire [0:0] cosmic_pe3_round_sat_fast7_rb;
+wire [32:0] cosmic_pe3_round_sat_fast7_s;
 reg pe_glue3_d_err;
 wire [127:0] pe_glue3_shifted;
 wire [3:0] pe_glue3_lvs;
@@ -1968,7 +1960,7 @@ reg signed [31:0] cosmic_pe4_r7n;
 reg signed [31:0] cosmic_pe4_mul_s;
 reg signed [31:0] cosmic_pe4_r6;
 reg signed [31:0] cosmic_pe4_r8n;
-reg signed [31:0] cosmic_pe4_y_sig;
+wire signed [31:0] cosmic_pe4_y_sig;
 reg signed [31:0] cosmic_pe4_y_gau;
 reg signed [31:0] cosmic_pe4_r7;
 reg signed [31:0] cosmic_pe4_r5;
@@ -2061,14 +2053,14 @@ reg signed [31:0] cosmic_pe4_andmask18_0_1_2_3_m;
 reg signed [31:0] cosmic_pe4_andmask19_0_1_2_3_m;
 reg signed [31:0] cosmic_pe4_andmask20_0_1_2_3_m;
 reg signed [31:0] cosmic_pe4_andmask21_0_1_2_3_m;
-wire [30:0] cosmic_pe4_sat20_fill;
-wire [1:0] cosmic_pe4_sat20_hi;
-wire [1:0] cosmic_pe4_sat20_hin;
-wire cosmic_pe4_sat20_nsign;
-wire [30:0] cosmic_pe4_sat21_fill;
-wire [1:0] cosmic_pe4_sat21_hi;
-wire [1:0] cosmic_pe4_sat21_hin;
-wire cosmic_pe4_sat21_nsign;
+wire [30:0] cosmic_pe4_sat12_fill;
+wire [1:0] cosmic_pe4_sat12_hi;
+wire [1:0] cosmic_pe4_sat12_hin;
+wire cosmic_pe4_sat12_nsign;
+wire [30:0] cosmic_pe4_sat13_fill;
+wire [1:0] cosmic_pe4_sat13_hi;
+wire [1:0] cosmic_pe4_sat13_hin;
+wire cosmic_pe4_sat13_nsign;
 reg signed [63:0] cosmic_pe4_mul2_csa4_p;
 wire [31:0] cosmic_pe4_mul2_csa4_ac;
 wire [31:0] cosmic_pe4_mul2_csa4_bc;
@@ -2091,37 +2083,35 @@ wire [47:0] cosmic_pe4_mul2_csa4_xs;
 wire [46:0] cosmic_pe4_mul2_csa4_mj;
 wire [47:0] cosmic_pe4_mul2_csa4_xc;
 wire [47:0] cosmic_pe4_mul2_csa4_hsum;
-reg [14:0] cosmic_pe4_mul2_csa4_sext12_sgn;
-reg [14:0] cosmic_pe4_mul2_csa4_sext13_sgn;
+reg [14:0] cosmic_pe4_mul2_csa4_sext16_sgn;
+reg [14:0] cosmic_pe4_mul2_csa4_sext17_sgn;
+reg signed [31:0] cosmic_pe4_pwl_pipe4_base2;
+reg signed [31:0] cosmic_pe4_pwl_pipe4_base3;
 reg signed [31:0] cosmic_pe4_pwl_pipe4_base4;
-wire [5:0] cosmic_pe4_pwl_pipe4_idx2;
-reg [5:0] cosmic_pe4_pwl_pipe4_idx3;
-reg [5:0] cosmic_pe4_pwl_pipe4_idx4;
-reg signed [31:0] cosmic_pe4_pwl_pipe4_limh;
-reg signed [31:0] cosmic_pe4_pwl_pipe4_liml;
-wire signed [14:0] cosmic_pe4_pwl_pipe4_off2;
-reg signed [32:0] cosmic_pe4_pwl_pipe4_prod3;
-reg signed [31:0] cosmic_pe4_pwl_pipe4_rnd4;
-reg signed [31:0] cosmic_pe4_pwl_pipe4_rnd_c;
+reg cosmic_pe4_pwl_pipe4_ge1;
+reg [5:0] cosmic_pe4_pwl_pipe4_idx_b;
+reg [5:0] cosmic_pe4_pwl_pipe4_idx_s;
+reg cosmic_pe4_pwl_pipe4_lt1;
+reg [13:0] cosmic_pe4_pwl_pipe4_off2;
+reg [13:0] cosmic_pe4_pwl_pipe4_off3;
+wire signed [14:0] cosmic_pe4_pwl_pipe4_off3s;
+reg signed [32:0] cosmic_pe4_pwl_pipe4_prod4;
+wire signed [16:0] cosmic_pe4_pwl_pipe4_q4;
+wire signed [32:0] cosmic_pe4_pwl_pipe4_qe;
+wire cosmic_pe4_pwl_pipe4_rb4;
 reg signed [14:0] cosmic_pe4_pwl_pipe4_slope2;
-wire signed [32:0] cosmic_pe4_pwl_pipe4_sumv;
-reg [19:0] cosmic_pe4_pwl_pipe4_u1;
-reg [19:0] cosmic_pe4_pwl_pipe4_u_c;
-reg signed [31:0] cosmic_pe4_pwl_pipe4_ys;
+reg signed [14:0] cosmic_pe4_pwl_pipe4_slope3;
+reg signed [14:0] cosmic_pe4_pwl_pipe4_slope_r;
+wire signed [33:0] cosmic_pe4_pwl_pipe4_t4;
+wire signed [33:0] cosmic_pe4_pwl_pipe4_ta;
+wire signed [33:0] cosmic_pe4_pwl_pipe4_tb;
 wire signed [32:0] cosmic_pe4_pwl_pipe4_zl;
-wire signed [32:0] cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r;
-wire signed [32:0] cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_rb;
-wire signed [32:0] cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_t;
-wire [30:0] cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill;
-wire [1:0] cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hi;
-wire [1:0] cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hin;
-wire cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-wire [30:0] cosmic_pe4_pwl_pipe4_sat23_fill;
-wire [1:0] cosmic_pe4_pwl_pipe4_sat23_hi;
-wire [1:0] cosmic_pe4_pwl_pipe4_sat23_hin;
-wire cosmic_pe4_pwl_pipe4_sat23_nsign;
-wire signed [71:0] cosmic_pe4_sext14_xe;
-reg [7:0] cosmic_pe4_sext14_sgn;
+reg [19:0] cosmic_pe4_pwl_pipe4_zl1;
+wire [12:0] cosmic_pe4_pwl_pipe4_zl_unused;
+wire [16:0] cosmic_pe4_pwl_pipe4_unused;
+reg [15:0] cosmic_pe4_pwl_pipe4_sext18_sgn;
+wire signed [71:0] cosmic_pe4_sext19_xe;
+reg [7:0] cosmic_pe4_sext19_sgn;
 wire signed [35:0] cosmic_pe4_acc_csel4_ah;
 reg signed [71:0] cosmic_pe4_acc_csel4_ai;
 wire [35:0] cosmic_pe4_acc_csel4_al;
@@ -2132,26 +2122,26 @@ wire signed [35:0] cosmic_pe4_acc_csel4_ph;
 wire [35:0] cosmic_pe4_acc_csel4_pl;
 wire [36:0] cosmic_pe4_acc_csel4_slo;
 wire signed [37:0] cosmic_pe4_acc_csel4_t1;
-wire [70:0] cosmic_pe4_acc_csel4_sat24_fill;
-wire [1:0] cosmic_pe4_acc_csel4_sat24_hi;
-wire [1:0] cosmic_pe4_acc_csel4_sat24_hin;
-wire cosmic_pe4_acc_csel4_sat24_nsign;
-wire [30:0] cosmic_pe4_round_sat_fast13_fill;
-wire [15:0] cosmic_pe4_round_sat_fast13_hi;
-wire [15:0] cosmic_pe4_round_sat_fast13_hin;
-wire [31:0] cosmic_pe4_round_sat_fast13_lo;
-wire cosmic_pe4_round_sat_fast13_neg;
-wire cosmic_pe4_round_sat_fast13_nneg;
-wire [0:0] cosmic_pe4_round_sat_fast13_rb;
-wire [32:0] cosmic_pe4_round_sat_fast13_s;
-wire [30:0] cosmic_pe4_round_sat_fast14_fill;
-wire [23:0] cosmic_pe4_round_sat_fast14_hi;
-wire [23:0] cosmic_pe4_round_sat_fast14_hin;
-wire [31:0] cosmic_pe4_round_sat_fast14_lo;
-wire cosmic_pe4_round_sat_fast14_neg;
-wire cosmic_pe4_round_sat_fast14_nneg;
-wire [0:0] cosmic_pe4_round_sat_fast14_rb;
-wire [32:0] cosmic_pe4_round_sat_fast14_s;
+wire [70:0] cosmic_pe4_acc_csel4_sat14_fill;
+wire [1:0] cosmic_pe4_acc_csel4_sat14_hi;
+wire [1:0] cosmic_pe4_acc_csel4_sat14_hin;
+wire cosmic_pe4_acc_csel4_sat14_nsign;
+wire [30:0] cosmic_pe4_round_sat_fast8_fill;
+wire [15:0] cosmic_pe4_round_sat_fast8_hi;
+wire [15:0] cosmic_pe4_round_sat_fast8_hin;
+wire [31:0] cosmic_pe4_round_sat_fast8_lo;
+wire cosmic_pe4_round_sat_fast8_neg;
+wire cosmic_pe4_round_sat_fast8_nneg;
+wire [0:0] cosmic_pe4_round_sat_fast8_rb;
+wire [32:0] cosmic_pe4_round_sat_fast8_s;
+wire [30:0] cosmic_pe4_round_sat_fast9_fill;
+wire [23:0] cosmic_pe4_round_sat_fast9_hi;
+wire [23:0] cosmic_pe4_round_sat_fast9_hin;
+wire [31:0] cosmic_pe4_round_sat_fast9_lo;
+wire cosmic_pe4_round_sat_fast9_neg;
+wire cosmic_pe4_round_sat_fast9_nneg;
+wire [0:0] cosmic_pe4_round_sat_fast9_rb;
+wire [32:0] cosmic_pe4_round_sat_fast9_s;
 reg pe_glue4_d_err;
 wire [127:0] pe_glue4_shifted;
 wire [3:0] pe_glue4_lvs;
@@ -2301,7 +2291,7 @@ reg signed [31:0] cosmic_pe5_r7n;
 reg signed [31:0] cosmic_pe5_mul_s;
 reg signed [31:0] cosmic_pe5_r6;
 reg signed [31:0] cosmic_pe5_r8n;
-reg signed [31:0] cosmic_pe5_y_sig;
+wire signed [31:0] cosmic_pe5_y_sig;
 reg signed [31:0] cosmic_pe5_y_gau;
 reg signed [31:0] cosmic_pe5_r7;
 reg signed [31:0] cosmic_pe5_r5;
@@ -2394,14 +2384,14 @@ reg signed [31:0] cosmic_pe5_andmask18_0_1_2_3_4_m;
 reg signed [31:0] cosmic_pe5_andmask19_0_1_2_3_4_m;
 reg signed [31:0] cosmic_pe5_andmask20_0_1_2_3_4_m;
 reg signed [31:0] cosmic_pe5_andmask21_0_1_2_3_4_m;
-wire [30:0] cosmic_pe5_sat25_fill;
-wire [1:0] cosmic_pe5_sat25_hi;
-wire [1:0] cosmic_pe5_sat25_hin;
-wire cosmic_pe5_sat25_nsign;
-wire [30:0] cosmic_pe5_sat26_fill;
-wire [1:0] cosmic_pe5_sat26_hi;
-wire [1:0] cosmic_pe5_sat26_hin;
-wire cosmic_pe5_sat26_nsign;
+wire [30:0] cosmic_pe5_sat15_fill;
+wire [1:0] cosmic_pe5_sat15_hi;
+wire [1:0] cosmic_pe5_sat15_hin;
+wire cosmic_pe5_sat15_nsign;
+wire [30:0] cosmic_pe5_sat16_fill;
+wire [1:0] cosmic_pe5_sat16_hi;
+wire [1:0] cosmic_pe5_sat16_hin;
+wire cosmic_pe5_sat16_nsign;
 reg signed [63:0] cosmic_pe5_mul2_csa5_p;
 wire [31:0] cosmic_pe5_mul2_csa5_ac;
 wire [31:0] cosmic_pe5_mul2_csa5_bc;
@@ -2424,37 +2414,35 @@ wire [47:0] cosmic_pe5_mul2_csa5_xs;
 wire [46:0] cosmic_pe5_mul2_csa5_mj;
 wire [47:0] cosmic_pe5_mul2_csa5_xc;
 wire [47:0] cosmic_pe5_mul2_csa5_hsum;
-reg [14:0] cosmic_pe5_mul2_csa5_sext15_sgn;
-reg [14:0] cosmic_pe5_mul2_csa5_sext16_sgn;
+reg [14:0] cosmic_pe5_mul2_csa5_sext20_sgn;
+reg [14:0] cosmic_pe5_mul2_csa5_sext21_sgn;
+reg signed [31:0] cosmic_pe5_pwl_pipe5_base2;
+reg signed [31:0] cosmic_pe5_pwl_pipe5_base3;
 reg signed [31:0] cosmic_pe5_pwl_pipe5_base4;
-wire [5:0] cosmic_pe5_pwl_pipe5_idx2;
-reg [5:0] cosmic_pe5_pwl_pipe5_idx3;
-reg [5:0] cosmic_pe5_pwl_pipe5_idx4;
-reg signed [31:0] cosmic_pe5_pwl_pipe5_limh;
-reg signed [31:0] cosmic_pe5_pwl_pipe5_liml;
-wire signed [14:0] cosmic_pe5_pwl_pipe5_off2;
-reg signed [32:0] cosmic_pe5_pwl_pipe5_prod3;
-reg signed [31:0] cosmic_pe5_pwl_pipe5_rnd4;
-reg signed [31:0] cosmic_pe5_pwl_pipe5_rnd_c;
+reg cosmic_pe5_pwl_pipe5_ge1;
+reg [5:0] cosmic_pe5_pwl_pipe5_idx_b;
+reg [5:0] cosmic_pe5_pwl_pipe5_idx_s;
+reg cosmic_pe5_pwl_pipe5_lt1;
+reg [13:0] cosmic_pe5_pwl_pipe5_off2;
+reg [13:0] cosmic_pe5_pwl_pipe5_off3;
+wire signed [14:0] cosmic_pe5_pwl_pipe5_off3s;
+reg signed [32:0] cosmic_pe5_pwl_pipe5_prod4;
+wire signed [16:0] cosmic_pe5_pwl_pipe5_q4;
+wire signed [32:0] cosmic_pe5_pwl_pipe5_qe;
+wire cosmic_pe5_pwl_pipe5_rb4;
 reg signed [14:0] cosmic_pe5_pwl_pipe5_slope2;
-wire signed [32:0] cosmic_pe5_pwl_pipe5_sumv;
-reg [19:0] cosmic_pe5_pwl_pipe5_u1;
-reg [19:0] cosmic_pe5_pwl_pipe5_u_c;
-reg signed [31:0] cosmic_pe5_pwl_pipe5_ys;
+reg signed [14:0] cosmic_pe5_pwl_pipe5_slope3;
+reg signed [14:0] cosmic_pe5_pwl_pipe5_slope_r;
+wire signed [33:0] cosmic_pe5_pwl_pipe5_t4;
+wire signed [33:0] cosmic_pe5_pwl_pipe5_ta;
+wire signed [33:0] cosmic_pe5_pwl_pipe5_tb;
 wire signed [32:0] cosmic_pe5_pwl_pipe5_zl;
-wire signed [32:0] cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r;
-wire signed [32:0] cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_rb;
-wire signed [32:0] cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_t;
-wire [30:0] cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill;
-wire [1:0] cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hi;
-wire [1:0] cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hin;
-wire cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-wire [30:0] cosmic_pe5_pwl_pipe5_sat28_fill;
-wire [1:0] cosmic_pe5_pwl_pipe5_sat28_hi;
-wire [1:0] cosmic_pe5_pwl_pipe5_sat28_hin;
-wire cosmic_pe5_pwl_pipe5_sat28_nsign;
-wire signed [71:0] cosmic_pe5_sext17_xe;
-reg [7:0] cosmic_pe5_sext17_sgn;
+reg [19:0] cosmic_pe5_pwl_pipe5_zl1;
+wire [12:0] cosmic_pe5_pwl_pipe5_zl_unused;
+wire [16:0] cosmic_pe5_pwl_pipe5_unused;
+reg [15:0] cosmic_pe5_pwl_pipe5_sext22_sgn;
+wire signed [71:0] cosmic_pe5_sext23_xe;
+reg [7:0] cosmic_pe5_sext23_sgn;
 wire signed [35:0] cosmic_pe5_acc_csel5_ah;
 reg signed [71:0] cosmic_pe5_acc_csel5_ai;
 wire [35:0] cosmic_pe5_acc_csel5_al;
@@ -2465,26 +2453,26 @@ wire signed [35:0] cosmic_pe5_acc_csel5_ph;
 wire [35:0] cosmic_pe5_acc_csel5_pl;
 wire [36:0] cosmic_pe5_acc_csel5_slo;
 wire signed [37:0] cosmic_pe5_acc_csel5_t1;
-wire [70:0] cosmic_pe5_acc_csel5_sat29_fill;
-wire [1:0] cosmic_pe5_acc_csel5_sat29_hi;
-wire [1:0] cosmic_pe5_acc_csel5_sat29_hin;
-wire cosmic_pe5_acc_csel5_sat29_nsign;
-wire [30:0] cosmic_pe5_round_sat_fast16_fill;
-wire [15:0] cosmic_pe5_round_sat_fast16_hi;
-wire [15:0] cosmic_pe5_round_sat_fast16_hin;
-wire [31:0] cosmic_pe5_round_sat_fast16_lo;
-wire cosmic_pe5_round_sat_fast16_neg;
-wire cosmic_pe5_round_sat_fast16_nneg;
-wire [0:0] cosmic_pe5_round_sat_fast16_rb;
-wire [32:0] cosmic_pe5_round_sat_fast16_s;
-wire [30:0] cosmic_pe5_round_sat_fast17_fill;
-wire [23:0] cosmic_pe5_round_sat_fast17_hi;
-wire [23:0] cosmic_pe5_round_sat_fast17_hin;
-wire [31:0] cosmic_pe5_round_sat_fast17_lo;
-wire cosmic_pe5_round_sat_fast17_neg;
-wire cosmic_pe5_round_sat_fast17_nneg;
-wire [0:0] cosmic_pe5_round_sat_fast17_rb;
-wire [32:0] cosmic_pe5_round_sat_fast17_s;
+wire [70:0] cosmic_pe5_acc_csel5_sat17_fill;
+wire [1:0] cosmic_pe5_acc_csel5_sat17_hi;
+wire [1:0] cosmic_pe5_acc_csel5_sat17_hin;
+wire cosmic_pe5_acc_csel5_sat17_nsign;
+wire [30:0] cosmic_pe5_round_sat_fast10_fill;
+wire [15:0] cosmic_pe5_round_sat_fast10_hi;
+wire [15:0] cosmic_pe5_round_sat_fast10_hin;
+wire [31:0] cosmic_pe5_round_sat_fast10_lo;
+wire cosmic_pe5_round_sat_fast10_neg;
+wire cosmic_pe5_round_sat_fast10_nneg;
+wire [0:0] cosmic_pe5_round_sat_fast10_rb;
+wire [32:0] cosmic_pe5_round_sat_fast10_s;
+wire [30:0] cosmic_pe5_round_sat_fast11_fill;
+wire [23:0] cosmic_pe5_round_sat_fast11_hi;
+wire [23:0] cosmic_pe5_round_sat_fast11_hin;
+wire [31:0] cosmic_pe5_round_sat_fast11_lo;
+wire cosmic_pe5_round_sat_fast11_neg;
+wire cosmic_pe5_round_sat_fast11_nneg;
+wire [0:0] cosmic_pe5_round_sat_fast11_rb;
+wire [32:0] cosmic_pe5_round_sat_fast11_s;
 reg pe_glue5_d_err;
 wire [127:0] pe_glue5_shifted;
 wire [3:0] pe_glue5_lvs;
@@ -2634,7 +2622,7 @@ reg signed [31:0] cosmic_pe6_r7n;
 reg signed [31:0] cosmic_pe6_mul_s;
 reg signed [31:0] cosmic_pe6_r6;
 reg signed [31:0] cosmic_pe6_r8n;
-reg signed [31:0] cosmic_pe6_y_sig;
+wire signed [31:0] cosmic_pe6_y_sig;
 reg signed [31:0] cosmic_pe6_y_gau;
 reg signed [31:0] cosmic_pe6_r7;
 reg signed [31:0] cosmic_pe6_r5;
@@ -2727,14 +2715,14 @@ reg signed [31:0] cosmic_pe6_andmask18_0_1_2_3_4_5_m;
 reg signed [31:0] cosmic_pe6_andmask19_0_1_2_3_4_5_m;
 reg signed [31:0] cosmic_pe6_andmask20_0_1_2_3_4_5_m;
 reg signed [31:0] cosmic_pe6_andmask21_0_1_2_3_4_5_m;
-wire [30:0] cosmic_pe6_sat30_fill;
-wire [1:0] cosmic_pe6_sat30_hi;
-wire [1:0] cosmic_pe6_sat30_hin;
-wire cosmic_pe6_sat30_nsign;
-wire [30:0] cosmic_pe6_sat31_fill;
-wire [1:0] cosmic_pe6_sat31_hi;
-wire [1:0] cosmic_pe6_sat31_hin;
-wire cosmic_pe6_sat31_nsign;
+wire [30:0] cosmic_pe6_sat18_fill;
+wire [1:0] cosmic_pe6_sat18_hi;
+wire [1:0] cosmic_pe6_sat18_hin;
+wire cosmic_pe6_sat18_nsign;
+wire [30:0] cosmic_pe6_sat19_fill;
+wire [1:0] cosmic_pe6_sat19_hi;
+wire [1:0] cosmic_pe6_sat19_hin;
+wire cosmic_pe6_sat19_nsign;
 reg signed [63:0] cosmic_pe6_mul2_csa6_p;
 wire [31:0] cosmic_pe6_mul2_csa6_ac;
 wire [31:0] cosmic_pe6_mul2_csa6_bc;
@@ -2757,37 +2745,35 @@ wire [47:0] cosmic_pe6_mul2_csa6_xs;
 wire [46:0] cosmic_pe6_mul2_csa6_mj;
 wire [47:0] cosmic_pe6_mul2_csa6_xc;
 wire [47:0] cosmic_pe6_mul2_csa6_hsum;
-reg [14:0] cosmic_pe6_mul2_csa6_sext18_sgn;
-reg [14:0] cosmic_pe6_mul2_csa6_sext19_sgn;
+reg [14:0] cosmic_pe6_mul2_csa6_sext24_sgn;
+reg [14:0] cosmic_pe6_mul2_csa6_sext25_sgn;
+reg signed [31:0] cosmic_pe6_pwl_pipe6_base2;
+reg signed [31:0] cosmic_pe6_pwl_pipe6_base3;
 reg signed [31:0] cosmic_pe6_pwl_pipe6_base4;
-wire [5:0] cosmic_pe6_pwl_pipe6_idx2;
-reg [5:0] cosmic_pe6_pwl_pipe6_idx3;
-reg [5:0] cosmic_pe6_pwl_pipe6_idx4;
-reg signed [31:0] cosmic_pe6_pwl_pipe6_limh;
-reg signed [31:0] cosmic_pe6_pwl_pipe6_liml;
-wire signed [14:0] cosmic_pe6_pwl_pipe6_off2;
-reg signed [32:0] cosmic_pe6_pwl_pipe6_prod3;
-reg signed [31:0] cosmic_pe6_pwl_pipe6_rnd4;
-reg signed [31:0] cosmic_pe6_pwl_pipe6_rnd_c;
+reg cosmic_pe6_pwl_pipe6_ge1;
+reg [5:0] cosmic_pe6_pwl_pipe6_idx_b;
+reg [5:0] cosmic_pe6_pwl_pipe6_idx_s;
+reg cosmic_pe6_pwl_pipe6_lt1;
+reg [13:0] cosmic_pe6_pwl_pipe6_off2;
+reg [13:0] cosmic_pe6_pwl_pipe6_off3;
+wire signed [14:0] cosmic_pe6_pwl_pipe6_off3s;
+reg signed [32:0] cosmic_pe6_pwl_pipe6_prod4;
+wire signed [16:0] cosmic_pe6_pwl_pipe6_q4;
+wire signed [32:0] cosmic_pe6_pwl_pipe6_qe;
+wire cosmic_pe6_pwl_pipe6_rb4;
 reg signed [14:0] cosmic_pe6_pwl_pipe6_slope2;
-wire signed [32:0] cosmic_pe6_pwl_pipe6_sumv;
-reg [19:0] cosmic_pe6_pwl_pipe6_u1;
-reg [19:0] cosmic_pe6_pwl_pipe6_u_c;
-reg signed [31:0] cosmic_pe6_pwl_pipe6_ys;
+reg signed [14:0] cosmic_pe6_pwl_pipe6_slope3;
+reg signed [14:0] cosmic_pe6_pwl_pipe6_slope_r;
+wire signed [33:0] cosmic_pe6_pwl_pipe6_t4;
+wire signed [33:0] cosmic_pe6_pwl_pipe6_ta;
+wire signed [33:0] cosmic_pe6_pwl_pipe6_tb;
 wire signed [32:0] cosmic_pe6_pwl_pipe6_zl;
-wire signed [32:0] cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r;
-wire signed [32:0] cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_rb;
-wire signed [32:0] cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_t;
-wire [30:0] cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill;
-wire [1:0] cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hi;
-wire [1:0] cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hin;
-wire cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-wire [30:0] cosmic_pe6_pwl_pipe6_sat33_fill;
-wire [1:0] cosmic_pe6_pwl_pipe6_sat33_hi;
-wire [1:0] cosmic_pe6_pwl_pipe6_sat33_hin;
-wire cosmic_pe6_pwl_pipe6_sat33_nsign;
-wire signed [71:0] cosmic_pe6_sext20_xe;
-reg [7:0] cosmic_pe6_sext20_sgn;
+reg [19:0] cosmic_pe6_pwl_pipe6_zl1;
+wire [12:0] cosmic_pe6_pwl_pipe6_zl_unused;
+wire [16:0] cosmic_pe6_pwl_pipe6_unused;
+reg [15:0] cosmic_pe6_pwl_pipe6_sext26_sgn;
+wire signed [71:0] cosmic_pe6_sext27_xe;
+reg [7:0] cosmic_pe6_sext27_sgn;
 wire signed [35:0] cosmic_pe6_acc_csel6_ah;
 reg signed [71:0] cosmic_pe6_acc_csel6_ai;
 wire [35:0] cosmic_pe6_acc_csel6_al;
@@ -2798,26 +2784,26 @@ wire signed [35:0] cosmic_pe6_acc_csel6_ph;
 wire [35:0] cosmic_pe6_acc_csel6_pl;
 wire [36:0] cosmic_pe6_acc_csel6_slo;
 wire signed [37:0] cosmic_pe6_acc_csel6_t1;
-wire [70:0] cosmic_pe6_acc_csel6_sat34_fill;
-wire [1:0] cosmic_pe6_acc_csel6_sat34_hi;
-wire [1:0] cosmic_pe6_acc_csel6_sat34_hin;
-wire cosmic_pe6_acc_csel6_sat34_nsign;
-wire [30:0] cosmic_pe6_round_sat_fast19_fill;
-wire [15:0] cosmic_pe6_round_sat_fast19_hi;
-wire [15:0] cosmic_pe6_round_sat_fast19_hin;
-wire [31:0] cosmic_pe6_round_sat_fast19_lo;
-wire cosmic_pe6_round_sat_fast19_neg;
-wire cosmic_pe6_round_sat_fast19_nneg;
-wire [0:0] cosmic_pe6_round_sat_fast19_rb;
-wire [32:0] cosmic_pe6_round_sat_fast19_s;
-wire [30:0] cosmic_pe6_round_sat_fast20_fill;
-wire [23:0] cosmic_pe6_round_sat_fast20_hi;
-wire [23:0] cosmic_pe6_round_sat_fast20_hin;
-wire [31:0] cosmic_pe6_round_sat_fast20_lo;
-wire cosmic_pe6_round_sat_fast20_neg;
-wire cosmic_pe6_round_sat_fast20_nneg;
-wire [0:0] cosmic_pe6_round_sat_fast20_rb;
-wire [32:0] cosmic_pe6_round_sat_fast20_s;
+wire [70:0] cosmic_pe6_acc_csel6_sat20_fill;
+wire [1:0] cosmic_pe6_acc_csel6_sat20_hi;
+wire [1:0] cosmic_pe6_acc_csel6_sat20_hin;
+wire cosmic_pe6_acc_csel6_sat20_nsign;
+wire [30:0] cosmic_pe6_round_sat_fast12_fill;
+wire [15:0] cosmic_pe6_round_sat_fast12_hi;
+wire [15:0] cosmic_pe6_round_sat_fast12_hin;
+wire [31:0] cosmic_pe6_round_sat_fast12_lo;
+wire cosmic_pe6_round_sat_fast12_neg;
+wire cosmic_pe6_round_sat_fast12_nneg;
+wire [0:0] cosmic_pe6_round_sat_fast12_rb;
+wire [32:0] cosmic_pe6_round_sat_fast12_s;
+wire [30:0] cosmic_pe6_round_sat_fast13_fill;
+wire [23:0] cosmic_pe6_round_sat_fast13_hi;
+wire [23:0] cosmic_pe6_round_sat_fast13_hin;
+wire [31:0] cosmic_pe6_round_sat_fast13_lo;
+wire cosmic_pe6_round_sat_fast13_neg;
+wire cosmic_pe6_round_sat_fast13_nneg;
+wire [0:0] cosmic_pe6_round_sat_fast13_rb;
+wire [32:0] cosmic_pe6_round_sat_fast13_s;
 reg pe_glue6_d_err;
 wire [127:0] pe_glue6_shifted;
 wire [3:0] pe_glue6_lvs;
@@ -2966,7 +2952,7 @@ reg signed [31:0] cosmic_pe7_r7n;
 reg signed [31:0] cosmic_pe7_mul_s;
 reg signed [31:0] cosmic_pe7_r6;
 reg signed [31:0] cosmic_pe7_r8n;
-reg signed [31:0] cosmic_pe7_y_sig;
+wire signed [31:0] cosmic_pe7_y_sig;
 reg signed [31:0] cosmic_pe7_y_gau;
 reg signed [31:0] cosmic_pe7_r7;
 reg signed [31:0] cosmic_pe7_r5;
@@ -3059,14 +3045,14 @@ reg signed [31:0] cosmic_pe7_andmask18_0_1_2_3_4_5_6_m;
 reg signed [31:0] cosmic_pe7_andmask19_0_1_2_3_4_5_6_m;
 reg signed [31:0] cosmic_pe7_andmask20_0_1_2_3_4_5_6_m;
 reg signed [31:0] cosmic_pe7_andmask21_0_1_2_3_4_5_6_m;
-wire [30:0] cosmic_pe7_sat35_fill;
-wire [1:0] cosmic_pe7_sat35_hi;
-wire [1:0] cosmic_pe7_sat35_hin;
-wire cosmic_pe7_sat35_nsign;
-wire [30:0] cosmic_pe7_sat36_fill;
-wire [1:0] cosmic_pe7_sat36_hi;
-wire [1:0] cosmic_pe7_sat36_hin;
-wire cosmic_pe7_sat36_nsign;
+wire [30:0] cosmic_pe7_sat21_fill;
+wire [1:0] cosmic_pe7_sat21_hi;
+wire [1:0] cosmic_pe7_sat21_hin;
+wire cosmic_pe7_sat21_nsign;
+wire [30:0] cosmic_pe7_sat22_fill;
+wire [1:0] cosmic_pe7_sat22_hi;
+wire [1:0] cosmic_pe7_sat22_hin;
+wire cosmic_pe7_sat22_nsign;
 reg signed [63:0] cosmic_pe7_mul2_csa7_p;
 wire [31:0] cosmic_pe7_mul2_csa7_ac;
 wire [31:0] cosmic_pe7_mul2_csa7_bc;
@@ -3089,37 +3075,35 @@ wire [47:0] cosmic_pe7_mul2_csa7_xs;
 wire [46:0] cosmic_pe7_mul2_csa7_mj;
 wire [47:0] cosmic_pe7_mul2_csa7_xc;
 wire [47:0] cosmic_pe7_mul2_csa7_hsum;
-reg [14:0] cosmic_pe7_mul2_csa7_sext21_sgn;
-reg [14:0] cosmic_pe7_mul2_csa7_sext22_sgn;
+reg [14:0] cosmic_pe7_mul2_csa7_sext28_sgn;
+reg [14:0] cosmic_pe7_mul2_csa7_sext29_sgn;
+reg signed [31:0] cosmic_pe7_pwl_pipe7_base2;
+reg signed [31:0] cosmic_pe7_pwl_pipe7_base3;
 reg signed [31:0] cosmic_pe7_pwl_pipe7_base4;
-wire [5:0] cosmic_pe7_pwl_pipe7_idx2;
-reg [5:0] cosmic_pe7_pwl_pipe7_idx3;
-reg [5:0] cosmic_pe7_pwl_pipe7_idx4;
-reg signed [31:0] cosmic_pe7_pwl_pipe7_limh;
-reg signed [31:0] cosmic_pe7_pwl_pipe7_liml;
-wire signed [14:0] cosmic_pe7_pwl_pipe7_off2;
-reg signed [32:0] cosmic_pe7_pwl_pipe7_prod3;
-reg signed [31:0] cosmic_pe7_pwl_pipe7_rnd4;
-reg signed [31:0] cosmic_pe7_pwl_pipe7_rnd_c;
+reg cosmic_pe7_pwl_pipe7_ge1;
+reg [5:0] cosmic_pe7_pwl_pipe7_idx_b;
+reg [5:0] cosmic_pe7_pwl_pipe7_idx_s;
+reg cosmic_pe7_pwl_pipe7_lt1;
+reg [13:0] cosmic_pe7_pwl_pipe7_off2;
+reg [13:0] cosmic_pe7_pwl_pipe7_off3;
+wire signed [14:0] cosmic_pe7_pwl_pipe7_off3s;
+reg signed [32:0] cosmic_pe7_pwl_pipe7_prod4;
+wire signed [16:0] cosmic_pe7_pwl_pipe7_q4;
+wire signed [32:0] cosmic_pe7_pwl_pipe7_qe;
+wire cosmic_pe7_pwl_pipe7_rb4;
 reg signed [14:0] cosmic_pe7_pwl_pipe7_slope2;
-wire signed [32:0] cosmic_pe7_pwl_pipe7_sumv;
-reg [19:0] cosmic_pe7_pwl_pipe7_u1;
-reg [19:0] cosmic_pe7_pwl_pipe7_u_c;
-reg signed [31:0] cosmic_pe7_pwl_pipe7_ys;
+reg signed [14:0] cosmic_pe7_pwl_pipe7_slope3;
+reg signed [14:0] cosmic_pe7_pwl_pipe7_slope_r;
+wire signed [33:0] cosmic_pe7_pwl_pipe7_t4;
+wire signed [33:0] cosmic_pe7_pwl_pipe7_ta;
+wire signed [33:0] cosmic_pe7_pwl_pipe7_tb;
 wire signed [32:0] cosmic_pe7_pwl_pipe7_zl;
-wire signed [32:0] cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r;
-wire signed [32:0] cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_rb;
-wire signed [32:0] cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_t;
-wire [30:0] cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill;
-wire [1:0] cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hi;
-wire [1:0] cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hin;
-wire cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-wire [30:0] cosmic_pe7_pwl_pipe7_sat38_fill;
-wire [1:0] cosmic_pe7_pwl_pipe7_sat38_hi;
-wire [1:0] cosmic_pe7_pwl_pipe7_sat38_hin;
-wire cosmic_pe7_pwl_pipe7_sat38_nsign;
-wire signed [71:0] cosmic_pe7_sext23_xe;
-reg [7:0] cosmic_pe7_sext23_sgn;
+reg [19:0] cosmic_pe7_pwl_pipe7_zl1;
+wire [12:0] cosmic_pe7_pwl_pipe7_zl_unused;
+wire [16:0] cosmic_pe7_pwl_pipe7_unused;
+reg [15:0] cosmic_pe7_pwl_pipe7_sext30_sgn;
+wire signed [71:0] cosmic_pe7_sext31_xe;
+reg [7:0] cosmic_pe7_sext31_sgn;
 wire signed [35:0] cosmic_pe7_acc_csel7_ah;
 reg signed [71:0] cosmic_pe7_acc_csel7_ai;
 wire [35:0] cosmic_pe7_acc_csel7_al;
@@ -3130,26 +3114,26 @@ wire signed [35:0] cosmic_pe7_acc_csel7_ph;
 wire [35:0] cosmic_pe7_acc_csel7_pl;
 wire [36:0] cosmic_pe7_acc_csel7_slo;
 wire signed [37:0] cosmic_pe7_acc_csel7_t1;
-wire [70:0] cosmic_pe7_acc_csel7_sat39_fill;
-wire [1:0] cosmic_pe7_acc_csel7_sat39_hi;
-wire [1:0] cosmic_pe7_acc_csel7_sat39_hin;
-wire cosmic_pe7_acc_csel7_sat39_nsign;
-wire [30:0] cosmic_pe7_round_sat_fast22_fill;
-wire [15:0] cosmic_pe7_round_sat_fast22_hi;
-wire [15:0] cosmic_pe7_round_sat_fast22_hin;
-wire [31:0] cosmic_pe7_round_sat_fast22_lo;
-wire cosmic_pe7_round_sat_fast22_neg;
-wire cosmic_pe7_round_sat_fast22_nneg;
-wire [0:0] cosmic_pe7_round_sat_fast22_rb;
-wire [32:0] cosmic_pe7_round_sat_fast22_s;
-wire [30:0] cosmic_pe7_round_sat_fast23_fill;
-wire [23:0] cosmic_pe7_round_sat_fast23_hi;
-wire [23:0] cosmic_pe7_round_sat_fast23_hin;
-wire [31:0] cosmic_pe7_round_sat_fast23_lo;
-wire cosmic_pe7_round_sat_fast23_neg;
-wire cosmic_pe7_round_sat_fast23_nneg;
-wire [0:0] cosmic_pe7_round_sat_fast23_rb;
-wire [32:0] cosmic_pe7_round_sat_fast23_s;
+wire [70:0] cosmic_pe7_acc_csel7_sat23_fill;
+wire [1:0] cosmic_pe7_acc_csel7_sat23_hi;
+wire [1:0] cosmic_pe7_acc_csel7_sat23_hin;
+wire cosmic_pe7_acc_csel7_sat23_nsign;
+wire [30:0] cosmic_pe7_round_sat_fast14_fill;
+wire [15:0] cosmic_pe7_round_sat_fast14_hi;
+wire [15:0] cosmic_pe7_round_sat_fast14_hin;
+wire [31:0] cosmic_pe7_round_sat_fast14_lo;
+wire cosmic_pe7_round_sat_fast14_neg;
+wire cosmic_pe7_round_sat_fast14_nneg;
+wire [0:0] cosmic_pe7_round_sat_fast14_rb;
+wire [32:0] cosmic_pe7_round_sat_fast14_s;
+wire [30:0] cosmic_pe7_round_sat_fast15_fill;
+wire [23:0] cosmic_pe7_round_sat_fast15_hi;
+wire [23:0] cosmic_pe7_round_sat_fast15_hin;
+wire [31:0] cosmic_pe7_round_sat_fast15_lo;
+wire cosmic_pe7_round_sat_fast15_neg;
+wire cosmic_pe7_round_sat_fast15_nneg;
+wire [0:0] cosmic_pe7_round_sat_fast15_rb;
+wire [32:0] cosmic_pe7_round_sat_fast15_s;
 reg pe_glue7_d_err;
 wire [127:0] pe_glue7_shifted;
 wire [3:0] pe_glue7_lvs;
@@ -3213,7 +3197,7 @@ wire [33:0] add_link0_prev;
 wire signed [33:0] add_link0_out;
 wire signed [33:0] add_link0_xe;
 wire signed [31:0] add_link0_xs;
-reg [1:0] add_link0_sext24_sgn;
+reg [1:0] add_link0_sext32_sgn;
 wire eq_const12_y;
 wire [31:0] or_link12_prev;
 reg [31:0] or_link12_out;
@@ -3225,11 +3209,11 @@ wire eq_const15_y;
 reg [31:0] or_link15_out;
 wire signed [33:0] add_link1_xe;
 wire signed [31:0] add_link1_xs;
-reg [1:0] add_link1_sext25_sgn;
-wire [30:0] sat40_fill;
-wire [2:0] sat40_hi;
-wire [2:0] sat40_hin;
-wire sat40_nsign;
+reg [1:0] add_link1_sext33_sgn;
+wire [30:0] sat24_fill;
+wire [2:0] sat24_hi;
+wire [2:0] sat24_hin;
+wire sat24_nsign;
 wire bus_link0_prev_any;
 wire [31:0] bus_link0_prev_val;
 wire bus_link0_prev_dup;
@@ -3284,17 +3268,17 @@ wire signed [64:0] fold_link0_p2;
 wire signed [32:0] fold_link0_s1;
 reg signed [31:0] fold_link0_sa;
 reg signed [31:0] fold_link0_sm;
-wire [30:0] fold_link0_sat41_fill;
-wire [1:0] fold_link0_sat41_hi;
-wire [1:0] fold_link0_sat41_hin;
-wire fold_link0_sat41_nsign;
-wire signed [64:0] fold_link0_round_sat8_r;
-wire signed [64:0] fold_link0_round_sat8_rb;
-wire signed [64:0] fold_link0_round_sat8_t;
-wire [30:0] fold_link0_round_sat8_sat42_fill;
-wire [33:0] fold_link0_round_sat8_sat42_hi;
-wire [33:0] fold_link0_round_sat8_sat42_hin;
-wire fold_link0_round_sat8_sat42_nsign;
+wire [30:0] fold_link0_sat25_fill;
+wire [1:0] fold_link0_sat25_hi;
+wire [1:0] fold_link0_sat25_hin;
+wire fold_link0_sat25_nsign;
+wire signed [64:0] fold_link0_round_sat0_r;
+wire signed [64:0] fold_link0_round_sat0_rb;
+wire signed [64:0] fold_link0_round_sat0_t;
+wire [30:0] fold_link0_round_sat0_sat26_fill;
+wire [33:0] fold_link0_round_sat0_sat26_hi;
+wire [33:0] fold_link0_round_sat0_sat26_hin;
+wire fold_link0_round_sat0_sat26_nsign;
 wire and_nz0_y;
 reg tree_stage0_ov;
 reg [31:0] tree_stage0_ox;
@@ -3314,17 +3298,17 @@ wire signed [64:0] fold_link1_p2;
 wire signed [32:0] fold_link1_s1;
 reg signed [31:0] fold_link1_sa;
 reg signed [31:0] fold_link1_sm;
-wire [30:0] fold_link1_sat43_fill;
-wire [1:0] fold_link1_sat43_hi;
-wire [1:0] fold_link1_sat43_hin;
-wire fold_link1_sat43_nsign;
-wire signed [64:0] fold_link1_round_sat9_r;
-wire signed [64:0] fold_link1_round_sat9_rb;
-wire signed [64:0] fold_link1_round_sat9_t;
-wire [30:0] fold_link1_round_sat9_sat44_fill;
-wire [33:0] fold_link1_round_sat9_sat44_hi;
-wire [33:0] fold_link1_round_sat9_sat44_hin;
-wire fold_link1_round_sat9_sat44_nsign;
+wire [30:0] fold_link1_sat27_fill;
+wire [1:0] fold_link1_sat27_hi;
+wire [1:0] fold_link1_sat27_hin;
+wire fold_link1_sat27_nsign;
+wire signed [64:0] fold_link1_round_sat1_r;
+wire signed [64:0] fold_link1_round_sat1_rb;
+wire signed [64:0] fold_link1_round_sat1_t;
+wire [30:0] fold_link1_round_sat1_sat28_fill;
+wire [33:0] fold_link1_round_sat1_sat28_hi;
+wire [33:0] fold_link1_round_sat1_sat28_hin;
+wire fold_link1_round_sat1_sat28_nsign;
 wire and_nz1_y;
 reg tree_stage1_ov;
 reg [31:0] tree_stage1_ox;
@@ -3748,139 +3732,108 @@ assign cosmic_pe0_sat1_fill[3] = cosmic_pe0_sat1_nsign;
 assign cosmic_pe0_sat1_fill[2] = cosmic_pe0_sat1_nsign;
 assign cosmic_pe0_sat1_fill[1] = cosmic_pe0_sat1_nsign;
 assign cosmic_pe0_sat1_fill[0] = cosmic_pe0_sat1_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[30] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[29] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[28] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[27] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[26] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[25] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[24] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[23] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[22] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[21] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[20] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[19] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[18] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[17] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[16] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[15] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[14] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[13] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[12] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[11] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[10] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[9] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[8] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[7] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[6] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[5] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[4] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[3] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[2] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[1] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[0] = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[30] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[29] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[28] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[27] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[26] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[25] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[24] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[23] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[22] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[21] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[20] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[19] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[18] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[17] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[16] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[15] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[14] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[13] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[12] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[11] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[10] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[9] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[8] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[7] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[6] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[5] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[4] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[3] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[2] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[1] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_pwl_pipe0_sat3_fill[0] = cosmic_pe0_pwl_pipe0_sat3_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[70] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[69] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[68] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[67] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[66] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[65] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[64] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[63] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[62] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[61] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[60] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[59] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[58] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[57] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[56] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[55] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[54] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[53] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[52] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[51] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[50] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[49] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[48] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[47] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[46] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[45] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[44] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[43] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[42] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[41] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[40] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[39] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[38] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[37] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[36] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[35] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[34] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[33] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[32] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[31] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[30] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[29] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[28] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[27] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[26] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[25] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[24] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[23] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[22] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[21] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[20] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[19] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[18] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[17] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[16] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[15] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[14] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[13] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[12] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[11] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[10] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[9] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[8] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[7] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[6] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[5] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[4] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[3] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[2] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[1] = cosmic_pe0_acc_csel0_sat4_nsign;
-assign cosmic_pe0_acc_csel0_sat4_fill[0] = cosmic_pe0_acc_csel0_sat4_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[70] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[69] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[68] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[67] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[66] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[65] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[64] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[63] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[62] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[61] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[60] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[59] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[58] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[57] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[56] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[55] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[54] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[53] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[52] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[51] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[50] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[49] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[48] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[47] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[46] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[45] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[44] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[43] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[42] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[41] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[40] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[39] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[38] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[37] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[36] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[35] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[34] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[33] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[32] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[31] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[30] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[29] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[28] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[27] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[26] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[25] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[24] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[23] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[22] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[21] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[20] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[19] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[18] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[17] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[16] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[15] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[14] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[13] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[12] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[11] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[10] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[9] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[8] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[7] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[6] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[5] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[4] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[3] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[2] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[1] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_acc_csel0_sat2_fill[0] = cosmic_pe0_acc_csel0_sat2_nsign;
+assign cosmic_pe0_round_sat_fast0_fill[30] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[29] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[28] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[27] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[26] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[25] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[24] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[23] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[22] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[21] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[20] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[19] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[18] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[17] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[16] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[15] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[14] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[13] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[12] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[11] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[10] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[9] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[8] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[7] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[6] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[5] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[4] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[3] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[2] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[1] = cosmic_pe0_round_sat_fast0_nneg;
+assign cosmic_pe0_round_sat_fast0_fill[0] = cosmic_pe0_round_sat_fast0_nneg;
 assign cosmic_pe0_round_sat_fast1_fill[30] = cosmic_pe0_round_sat_fast1_nneg;
 assign cosmic_pe0_round_sat_fast1_fill[29] = cosmic_pe0_round_sat_fast1_nneg;
 assign cosmic_pe0_round_sat_fast1_fill[28] = cosmic_pe0_round_sat_fast1_nneg;
@@ -3912,1991 +3865,1526 @@ assign cosmic_pe0_round_sat_fast1_fill[3] = cosmic_pe0_round_sat_fast1_nneg;
 assign cosmic_pe0_round_sat_fast1_fill[2] = cosmic_pe0_round_sat_fast1_nneg;
 assign cosmic_pe0_round_sat_fast1_fill[1] = cosmic_pe0_round_sat_fast1_nneg;
 assign cosmic_pe0_round_sat_fast1_fill[0] = cosmic_pe0_round_sat_fast1_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[30] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[29] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[28] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[27] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[26] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[25] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[24] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[23] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[22] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[21] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[20] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[19] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[18] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[17] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[16] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[15] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[14] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[13] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[12] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[11] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[10] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[9] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[8] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[7] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[6] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[5] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[4] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[3] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[2] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[1] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe0_round_sat_fast2_fill[0] = cosmic_pe0_round_sat_fast2_nneg;
-assign cosmic_pe1_sat5_fill[30] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[29] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[28] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[27] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[26] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[25] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[24] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[23] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[22] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[21] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[20] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[19] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[18] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[17] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[16] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[15] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[14] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[13] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[12] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[11] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[10] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[9] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[8] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[7] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[6] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[5] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[4] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[3] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[2] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[1] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat5_fill[0] = cosmic_pe1_sat5_nsign;
-assign cosmic_pe1_sat6_fill[30] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[29] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[28] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[27] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[26] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[25] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[24] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[23] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[22] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[21] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[20] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[19] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[18] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[17] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[16] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[15] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[14] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[13] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[12] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[11] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[10] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[9] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[8] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[7] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[6] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[5] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[4] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[3] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[2] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[1] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_sat6_fill[0] = cosmic_pe1_sat6_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[30] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[29] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[28] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[27] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[26] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[25] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[24] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[23] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[22] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[21] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[20] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[19] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[18] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[17] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[16] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[15] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[14] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[13] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[12] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[11] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[10] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[9] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[8] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[7] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[6] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[5] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[4] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[3] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[2] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[1] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill[0] = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[30] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[29] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[28] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[27] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[26] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[25] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[24] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[23] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[22] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[21] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[20] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[19] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[18] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[17] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[16] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[15] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[14] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[13] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[12] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[11] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[10] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[9] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[8] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[7] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[6] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[5] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[4] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[3] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[2] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[1] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_pwl_pipe1_sat8_fill[0] = cosmic_pe1_pwl_pipe1_sat8_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[70] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[69] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[68] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[67] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[66] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[65] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[64] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[63] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[62] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[61] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[60] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[59] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[58] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[57] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[56] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[55] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[54] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[53] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[52] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[51] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[50] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[49] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[48] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[47] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[46] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[45] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[44] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[43] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[42] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[41] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[40] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[39] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[38] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[37] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[36] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[35] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[34] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[33] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[32] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[31] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[30] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[29] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[28] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[27] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[26] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[25] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[24] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[23] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[22] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[21] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[20] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[19] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[18] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[17] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[16] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[15] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[14] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[13] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[12] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[11] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[10] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[9] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[8] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[7] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[6] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[5] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[4] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[3] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[2] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[1] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_acc_csel1_sat9_fill[0] = cosmic_pe1_acc_csel1_sat9_nsign;
-assign cosmic_pe1_round_sat_fast4_fill[30] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[29] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[28] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[27] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[26] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[25] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[24] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[23] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[22] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[21] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[20] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[19] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[18] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[17] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[16] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[15] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[14] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[13] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[12] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[11] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[10] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[9] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[8] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[7] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[6] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[5] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[4] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[3] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[2] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[1] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast4_fill[0] = cosmic_pe1_round_sat_fast4_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[30] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[29] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[28] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[27] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[26] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[25] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[24] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[23] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[22] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[21] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[20] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[19] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[18] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[17] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[16] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[15] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[14] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[13] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[12] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[11] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[10] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[9] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[8] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[7] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[6] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[5] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[4] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[3] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[2] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[1] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe1_round_sat_fast5_fill[0] = cosmic_pe1_round_sat_fast5_nneg;
-assign cosmic_pe2_sat10_fill[30] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[29] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[28] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[27] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[26] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[25] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[24] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[23] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[22] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[21] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[20] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[19] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[18] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[17] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[16] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[15] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[14] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[13] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[12] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[11] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[10] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[9] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[8] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[7] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[6] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[5] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[4] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[3] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[2] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[1] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat10_fill[0] = cosmic_pe2_sat10_nsign;
-assign cosmic_pe2_sat11_fill[30] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[29] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[28] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[27] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[26] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[25] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[24] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[23] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[22] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[21] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[20] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[19] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[18] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[17] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[16] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[15] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[14] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[13] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[12] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[11] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[10] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[9] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[8] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[7] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[6] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[5] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[4] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[3] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[2] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[1] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_sat11_fill[0] = cosmic_pe2_sat11_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[30] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[29] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[28] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[27] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[26] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[25] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[24] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[23] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[22] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[21] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[20] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[19] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[18] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[17] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[16] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[15] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[14] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[13] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[12] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[11] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[10] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[9] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[8] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[7] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[6] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[5] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[4] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[3] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[2] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[1] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill[0] = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[30] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[29] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[28] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[27] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[26] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[25] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[24] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[23] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[22] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[21] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[20] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[19] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[18] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[17] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[16] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[15] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[14] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[13] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[12] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[11] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[10] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[9] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[8] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[7] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[6] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[5] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[4] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[3] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[2] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[1] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_pwl_pipe2_sat13_fill[0] = cosmic_pe2_pwl_pipe2_sat13_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[70] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[69] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[68] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[67] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[66] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[65] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[64] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[63] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[62] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[61] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[60] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[59] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[58] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[57] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[56] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[55] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[54] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[53] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[52] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[51] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[50] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[49] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[48] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[47] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[46] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[45] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[44] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[43] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[42] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[41] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[40] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[39] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[38] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[37] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[36] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[35] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[34] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[33] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[32] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[31] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[30] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[29] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[28] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[27] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[26] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[25] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[24] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[23] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[22] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[21] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[20] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[19] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[18] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[17] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[16] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[15] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[14] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[13] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[12] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[11] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[10] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[9] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[8] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[7] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[6] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[5] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[4] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[3] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[2] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[1] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_acc_csel2_sat14_fill[0] = cosmic_pe2_acc_csel2_sat14_nsign;
-assign cosmic_pe2_round_sat_fast7_fill[30] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[29] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[28] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[27] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[26] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[25] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[24] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[23] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[22] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[21] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[20] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[19] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[18] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[17] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[16] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[15] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[14] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[13] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[12] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[11] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[10] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[9] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[8] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[7] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[6] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[5] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[4] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[3] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[2] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[1] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast7_fill[0] = cosmic_pe2_round_sat_fast7_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[30] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[29] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[28] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[27] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[26] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[25] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[24] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[23] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[22] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[21] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[20] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[19] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[18] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[17] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[16] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[15] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[14] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[13] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[12] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[11] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[10] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[9] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[8] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[7] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[6] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[5] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[4] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[3] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[2] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[1] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe2_round_sat_fast8_fill[0] = cosmic_pe2_round_sat_fast8_nneg;
-assign cosmic_pe3_sat15_fill[30] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[29] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[28] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[27] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[26] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[25] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[24] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[23] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[22] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[21] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[20] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[19] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[18] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[17] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[16] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[15] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[14] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[13] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[12] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[11] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[10] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[9] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[8] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[7] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[6] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[5] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[4] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[3] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[2] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[1] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat15_fill[0] = cosmic_pe3_sat15_nsign;
-assign cosmic_pe3_sat16_fill[30] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[29] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[28] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[27] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[26] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[25] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[24] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[23] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[22] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[21] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[20] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[19] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[18] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[17] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[16] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[15] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[14] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[13] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[12] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[11] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[10] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[9] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[8] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[7] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[6] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[5] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[4] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[3] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[2] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[1] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_sat16_fill[0] = cosmic_pe3_sat16_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[30] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[29] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[28] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[27] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[26] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[25] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[24] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[23] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[22] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[21] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[20] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[19] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[18] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[17] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[16] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[15] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[14] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[13] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[12] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[11] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[10] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[9] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[8] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[7] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[6] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[5] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[4] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[3] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[2] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[1] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill[0] = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[30] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[29] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[28] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[27] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[26] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[25] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[24] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[23] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[22] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[21] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[20] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[19] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[18] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[17] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[16] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[15] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[14] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[13] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[12] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[11] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[10] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[9] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[8] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[7] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[6] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[5] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[4] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[3] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[2] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[1] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_pwl_pipe3_sat18_fill[0] = cosmic_pe3_pwl_pipe3_sat18_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[70] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[69] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[68] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[67] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[66] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[65] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[64] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[63] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[62] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[61] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[60] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[59] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[58] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[57] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[56] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[55] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[54] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[53] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[52] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[51] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[50] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[49] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[48] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[47] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[46] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[45] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[44] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[43] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[42] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[41] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[40] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[39] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[38] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[37] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[36] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[35] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[34] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[33] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[32] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[31] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[30] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[29] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[28] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[27] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[26] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[25] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[24] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[23] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[22] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[21] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[20] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[19] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[18] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[17] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[16] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[15] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[14] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[13] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[12] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[11] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[10] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[9] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[8] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[7] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[6] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[5] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[4] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[3] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[2] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[1] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_acc_csel3_sat19_fill[0] = cosmic_pe3_acc_csel3_sat19_nsign;
-assign cosmic_pe3_round_sat_fast10_fill[30] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[29] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[28] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[27] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[26] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[25] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[24] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[23] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[22] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[21] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[20] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[19] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[18] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[17] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[16] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[15] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[14] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[13] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[12] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[11] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[10] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[9] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[8] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[7] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[6] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[5] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[4] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[3] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[2] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[1] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast10_fill[0] = cosmic_pe3_round_sat_fast10_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[30] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[29] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[28] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[27] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[26] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[25] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[24] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[23] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[22] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[21] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[20] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[19] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[18] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[17] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[16] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[15] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[14] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[13] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[12] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[11] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[10] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[9] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[8] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[7] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[6] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[5] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[4] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[3] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[2] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[1] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe3_round_sat_fast11_fill[0] = cosmic_pe3_round_sat_fast11_nneg;
-assign cosmic_pe4_sat20_fill[30] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[29] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[28] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[27] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[26] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[25] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[24] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[23] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[22] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[21] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[20] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[19] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[18] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[17] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[16] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[15] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[14] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[13] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[12] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[11] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[10] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[9] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[8] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[7] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[6] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[5] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[4] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[3] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[2] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[1] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat20_fill[0] = cosmic_pe4_sat20_nsign;
-assign cosmic_pe4_sat21_fill[30] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[29] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[28] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[27] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[26] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[25] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[24] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[23] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[22] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[21] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[20] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[19] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[18] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[17] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[16] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[15] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[14] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[13] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[12] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[11] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[10] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[9] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[8] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[7] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[6] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[5] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[4] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[3] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[2] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[1] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_sat21_fill[0] = cosmic_pe4_sat21_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[30] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[29] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[28] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[27] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[26] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[25] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[24] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[23] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[22] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[21] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[20] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[19] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[18] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[17] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[16] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[15] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[14] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[13] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[12] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[11] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[10] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[9] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[8] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[7] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[6] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[5] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[4] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[3] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[2] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[1] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill[0] = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[30] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[29] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[28] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[27] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[26] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[25] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[24] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[23] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[22] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[21] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[20] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[19] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[18] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[17] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[16] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[15] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[14] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[13] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[12] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[11] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[10] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[9] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[8] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[7] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[6] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[5] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[4] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[3] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[2] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[1] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_pwl_pipe4_sat23_fill[0] = cosmic_pe4_pwl_pipe4_sat23_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[70] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[69] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[68] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[67] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[66] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[65] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[64] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[63] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[62] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[61] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[60] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[59] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[58] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[57] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[56] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[55] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[54] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[53] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[52] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[51] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[50] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[49] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[48] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[47] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[46] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[45] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[44] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[43] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[42] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[41] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[40] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[39] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[38] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[37] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[36] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[35] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[34] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[33] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[32] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[31] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[30] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[29] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[28] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[27] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[26] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[25] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[24] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[23] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[22] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[21] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[20] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[19] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[18] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[17] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[16] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[15] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[14] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[13] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[12] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[11] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[10] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[9] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[8] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[7] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[6] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[5] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[4] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[3] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[2] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[1] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_acc_csel4_sat24_fill[0] = cosmic_pe4_acc_csel4_sat24_nsign;
-assign cosmic_pe4_round_sat_fast13_fill[30] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[29] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[28] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[27] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[26] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[25] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[24] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[23] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[22] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[21] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[20] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[19] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[18] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[17] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[16] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[15] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[14] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[13] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[12] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[11] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[10] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[9] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[8] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[7] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[6] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[5] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[4] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[3] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[2] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[1] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast13_fill[0] = cosmic_pe4_round_sat_fast13_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[30] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[29] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[28] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[27] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[26] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[25] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[24] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[23] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[22] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[21] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[20] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[19] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[18] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[17] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[16] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[15] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[14] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[13] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[12] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[11] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[10] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[9] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[8] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[7] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[6] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[5] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[4] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[3] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[2] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[1] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe4_round_sat_fast14_fill[0] = cosmic_pe4_round_sat_fast14_nneg;
-assign cosmic_pe5_sat25_fill[30] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[29] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[28] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[27] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[26] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[25] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[24] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[23] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[22] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[21] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[20] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[19] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[18] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[17] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[16] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[15] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[14] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[13] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[12] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[11] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[10] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[9] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[8] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[7] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[6] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[5] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[4] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[3] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[2] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[1] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat25_fill[0] = cosmic_pe5_sat25_nsign;
-assign cosmic_pe5_sat26_fill[30] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[29] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[28] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[27] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[26] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[25] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[24] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[23] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[22] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[21] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[20] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[19] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[18] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[17] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[16] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[15] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[14] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[13] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[12] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[11] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[10] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[9] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[8] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[7] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[6] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[5] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[4] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[3] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[2] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[1] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_sat26_fill[0] = cosmic_pe5_sat26_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[30] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[29] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[28] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[27] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[26] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[25] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[24] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[23] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[22] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[21] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[20] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[19] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[18] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[17] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[16] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[15] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[14] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[13] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[12] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[11] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[10] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[9] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[8] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[7] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[6] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[5] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[4] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[3] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[2] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[1] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill[0] = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[30] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[29] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[28] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[27] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[26] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[25] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[24] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[23] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[22] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[21] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[20] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[19] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[18] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[17] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[16] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[15] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[14] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[13] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[12] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[11] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[10] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[9] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[8] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[7] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[6] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[5] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[4] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[3] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[2] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[1] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_pwl_pipe5_sat28_fill[0] = cosmic_pe5_pwl_pipe5_sat28_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[70] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[69] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[68] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[67] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[66] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[65] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[64] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[63] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[62] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[61] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[60] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[59] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[58] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[57] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[56] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[55] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[54] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[53] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[52] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[51] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[50] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[49] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[48] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[47] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[46] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[45] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[44] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[43] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[42] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[41] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[40] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[39] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[38] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[37] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[36] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[35] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[34] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[33] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[32] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[31] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[30] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[29] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[28] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[27] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[26] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[25] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[24] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[23] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[22] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[21] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[20] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[19] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[18] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[17] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[16] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[15] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[14] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[13] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[12] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[11] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[10] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[9] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[8] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[7] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[6] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[5] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[4] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[3] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[2] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[1] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_acc_csel5_sat29_fill[0] = cosmic_pe5_acc_csel5_sat29_nsign;
-assign cosmic_pe5_round_sat_fast16_fill[30] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[29] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[28] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[27] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[26] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[25] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[24] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[23] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[22] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[21] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[20] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[19] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[18] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[17] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[16] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[15] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[14] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[13] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[12] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[11] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[10] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[9] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[8] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[7] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[6] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[5] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[4] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[3] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[2] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[1] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast16_fill[0] = cosmic_pe5_round_sat_fast16_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[30] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[29] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[28] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[27] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[26] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[25] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[24] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[23] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[22] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[21] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[20] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[19] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[18] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[17] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[16] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[15] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[14] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[13] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[12] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[11] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[10] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[9] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[8] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[7] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[6] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[5] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[4] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[3] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[2] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[1] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe5_round_sat_fast17_fill[0] = cosmic_pe5_round_sat_fast17_nneg;
-assign cosmic_pe6_sat30_fill[30] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[29] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[28] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[27] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[26] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[25] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[24] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[23] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[22] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[21] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[20] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[19] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[18] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[17] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[16] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[15] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[14] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[13] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[12] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[11] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[10] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[9] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[8] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[7] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[6] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[5] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[4] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[3] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[2] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[1] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat30_fill[0] = cosmic_pe6_sat30_nsign;
-assign cosmic_pe6_sat31_fill[30] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[29] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[28] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[27] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[26] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[25] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[24] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[23] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[22] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[21] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[20] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[19] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[18] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[17] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[16] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[15] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[14] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[13] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[12] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[11] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[10] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[9] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[8] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[7] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[6] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[5] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[4] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[3] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[2] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[1] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_sat31_fill[0] = cosmic_pe6_sat31_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[30] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[29] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[28] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[27] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[26] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[25] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[24] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[23] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[22] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[21] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[20] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[19] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[18] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[17] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[16] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[15] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[14] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[13] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[12] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[11] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[10] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[9] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[8] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[7] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[6] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[5] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[4] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[3] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[2] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[1] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill[0] = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[30] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[29] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[28] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[27] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[26] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[25] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[24] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[23] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[22] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[21] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[20] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[19] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[18] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[17] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[16] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[15] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[14] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[13] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[12] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[11] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[10] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[9] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[8] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[7] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[6] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[5] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[4] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[3] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[2] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[1] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_pwl_pipe6_sat33_fill[0] = cosmic_pe6_pwl_pipe6_sat33_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[70] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[69] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[68] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[67] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[66] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[65] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[64] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[63] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[62] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[61] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[60] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[59] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[58] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[57] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[56] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[55] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[54] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[53] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[52] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[51] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[50] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[49] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[48] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[47] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[46] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[45] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[44] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[43] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[42] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[41] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[40] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[39] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[38] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[37] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[36] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[35] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[34] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[33] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[32] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[31] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[30] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[29] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[28] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[27] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[26] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[25] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[24] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[23] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[22] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[21] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[20] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[19] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[18] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[17] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[16] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[15] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[14] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[13] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[12] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[11] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[10] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[9] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[8] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[7] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[6] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[5] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[4] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[3] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[2] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[1] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_acc_csel6_sat34_fill[0] = cosmic_pe6_acc_csel6_sat34_nsign;
-assign cosmic_pe6_round_sat_fast19_fill[30] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[29] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[28] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[27] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[26] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[25] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[24] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[23] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[22] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[21] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[20] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[19] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[18] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[17] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[16] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[15] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[14] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[13] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[12] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[11] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[10] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[9] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[8] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[7] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[6] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[5] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[4] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[3] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[2] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[1] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast19_fill[0] = cosmic_pe6_round_sat_fast19_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[30] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[29] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[28] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[27] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[26] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[25] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[24] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[23] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[22] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[21] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[20] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[19] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[18] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[17] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[16] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[15] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[14] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[13] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[12] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[11] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[10] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[9] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[8] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[7] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[6] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[5] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[4] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[3] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[2] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[1] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe6_round_sat_fast20_fill[0] = cosmic_pe6_round_sat_fast20_nneg;
-assign cosmic_pe7_sat35_fill[30] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[29] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[28] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[27] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[26] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[25] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[24] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[23] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[22] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[21] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[20] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[19] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[18] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[17] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[16] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[15] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[14] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[13] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[12] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[11] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[10] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[9] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[8] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[7] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[6] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[5] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[4] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[3] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[2] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[1] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat35_fill[0] = cosmic_pe7_sat35_nsign;
-assign cosmic_pe7_sat36_fill[30] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[29] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[28] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[27] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[26] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[25] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[24] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[23] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[22] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[21] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[20] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[19] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[18] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[17] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[16] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[15] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[14] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[13] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[12] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[11] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[10] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[9] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[8] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[7] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[6] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[5] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[4] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[3] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[2] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[1] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_sat36_fill[0] = cosmic_pe7_sat36_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[30] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[29] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[28] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[27] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[26] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[25] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[24] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[23] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[22] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[21] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[20] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[19] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[18] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[17] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[16] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[15] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[14] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[13] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[12] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[11] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[10] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[9] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[8] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[7] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[6] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[5] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[4] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[3] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[2] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[1] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill[0] = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[30] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[29] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[28] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[27] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[26] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[25] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[24] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[23] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[22] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[21] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[20] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[19] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[18] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[17] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[16] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[15] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[14] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[13] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[12] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[11] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[10] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[9] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[8] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[7] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[6] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[5] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[4] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[3] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[2] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[1] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_pwl_pipe7_sat38_fill[0] = cosmic_pe7_pwl_pipe7_sat38_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[70] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[69] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[68] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[67] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[66] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[65] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[64] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[63] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[62] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[61] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[60] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[59] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[58] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[57] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[56] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[55] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[54] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[53] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[52] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[51] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[50] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[49] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[48] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[47] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[46] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[45] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[44] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[43] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[42] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[41] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[40] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[39] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[38] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[37] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[36] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[35] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[34] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[33] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[32] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[31] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[30] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[29] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[28] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[27] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[26] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[25] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[24] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[23] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[22] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[21] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[20] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[19] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[18] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[17] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[16] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[15] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[14] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[13] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[12] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[11] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[10] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[9] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[8] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[7] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[6] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[5] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[4] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[3] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[2] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[1] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_acc_csel7_sat39_fill[0] = cosmic_pe7_acc_csel7_sat39_nsign;
-assign cosmic_pe7_round_sat_fast22_fill[30] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[29] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[28] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[27] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[26] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[25] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[24] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[23] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[22] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[21] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[20] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[19] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[18] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[17] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[16] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[15] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[14] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[13] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[12] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[11] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[10] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[9] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[8] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[7] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[6] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[5] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[4] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[3] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[2] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[1] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast22_fill[0] = cosmic_pe7_round_sat_fast22_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[30] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[29] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[28] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[27] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[26] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[25] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[24] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[23] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[22] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[21] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[20] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[19] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[18] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[17] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[16] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[15] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[14] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[13] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[12] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[11] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[10] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[9] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[8] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[7] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[6] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[5] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[4] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[3] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[2] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[1] = cosmic_pe7_round_sat_fast23_nneg;
-assign cosmic_pe7_round_sat_fast23_fill[0] = cosmic_pe7_round_sat_fast23_nneg;
-assign sat40_fill[30] = sat40_nsign;
-assign sat40_fill[29] = sat40_nsign;
-assign sat40_fill[28] = sat40_nsign;
-assign sat40_fill[27] = sat40_nsign;
-assign sat40_fill[26] = sat40_nsign;
-assign sat40_fill[25] = sat40_nsign;
-assign sat40_fill[24] = sat40_nsign;
-assign sat40_fill[23] = sat40_nsign;
-assign sat40_fill[22] = sat40_nsign;
-assign sat40_fill[21] = sat40_nsign;
-assign sat40_fill[20] = sat40_nsign;
-assign sat40_fill[19] = sat40_nsign;
-assign sat40_fill[18] = sat40_nsign;
-assign sat40_fill[17] = sat40_nsign;
-assign sat40_fill[16] = sat40_nsign;
-assign sat40_fill[15] = sat40_nsign;
-assign sat40_fill[14] = sat40_nsign;
-assign sat40_fill[13] = sat40_nsign;
-assign sat40_fill[12] = sat40_nsign;
-assign sat40_fill[11] = sat40_nsign;
-assign sat40_fill[10] = sat40_nsign;
-assign sat40_fill[9] = sat40_nsign;
-assign sat40_fill[8] = sat40_nsign;
-assign sat40_fill[7] = sat40_nsign;
-assign sat40_fill[6] = sat40_nsign;
-assign sat40_fill[5] = sat40_nsign;
-assign sat40_fill[4] = sat40_nsign;
-assign sat40_fill[3] = sat40_nsign;
-assign sat40_fill[2] = sat40_nsign;
-assign sat40_fill[1] = sat40_nsign;
-assign sat40_fill[0] = sat40_nsign;
-assign fold_link0_sat41_fill[30] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[29] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[28] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[27] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[26] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[25] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[24] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[23] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[22] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[21] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[20] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[19] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[18] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[17] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[16] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[15] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[14] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[13] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[12] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[11] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[10] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[9] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[8] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[7] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[6] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[5] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[4] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[3] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[2] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[1] = fold_link0_sat41_nsign;
-assign fold_link0_sat41_fill[0] = fold_link0_sat41_nsign;
-assign fold_link0_round_sat8_sat42_fill[30] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[29] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[28] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[27] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[26] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[25] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[24] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[23] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[22] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[21] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[20] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[19] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[18] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[17] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[16] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[15] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[14] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[13] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[12] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[11] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[10] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[9] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[8] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[7] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[6] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[5] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[4] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[3] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[2] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[1] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link0_round_sat8_sat42_fill[0] = fold_link0_round_sat8_sat42_nsign;
-assign fold_link1_sat43_fill[30] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[29] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[28] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[27] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[26] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[25] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[24] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[23] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[22] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[21] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[20] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[19] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[18] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[17] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[16] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[15] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[14] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[13] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[12] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[11] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[10] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[9] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[8] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[7] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[6] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[5] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[4] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[3] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[2] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[1] = fold_link1_sat43_nsign;
-assign fold_link1_sat43_fill[0] = fold_link1_sat43_nsign;
-assign fold_link1_round_sat9_sat44_fill[30] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[29] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[28] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[27] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[26] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[25] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[24] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[23] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[22] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[21] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[20] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[19] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[18] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[17] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[16] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[15] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[14] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[13] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[12] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[11] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[10] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[9] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[8] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[7] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[6] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[5] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[4] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[3] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[2] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[1] = fold_link1_round_sat9_sat44_nsign;
-assign fold_link1_round_sat9_sat44_fill[0] = fold_link1_round_sat9_sat44_nsign;
+assign cosmic_pe1_sat3_fill[30] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[29] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[28] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[27] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[26] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[25] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[24] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[23] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[22] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[21] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[20] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[19] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[18] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[17] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[16] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[15] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[14] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[13] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[12] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[11] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[10] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[9] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[8] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[7] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[6] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[5] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[4] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[3] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[2] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[1] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat3_fill[0] = cosmic_pe1_sat3_nsign;
+assign cosmic_pe1_sat4_fill[30] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[29] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[28] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[27] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[26] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[25] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[24] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[23] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[22] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[21] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[20] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[19] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[18] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[17] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[16] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[15] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[14] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[13] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[12] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[11] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[10] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[9] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[8] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[7] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[6] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[5] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[4] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[3] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[2] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[1] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_sat4_fill[0] = cosmic_pe1_sat4_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[70] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[69] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[68] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[67] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[66] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[65] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[64] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[63] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[62] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[61] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[60] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[59] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[58] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[57] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[56] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[55] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[54] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[53] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[52] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[51] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[50] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[49] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[48] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[47] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[46] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[45] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[44] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[43] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[42] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[41] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[40] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[39] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[38] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[37] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[36] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[35] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[34] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[33] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[32] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[31] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[30] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[29] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[28] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[27] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[26] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[25] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[24] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[23] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[22] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[21] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[20] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[19] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[18] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[17] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[16] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[15] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[14] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[13] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[12] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[11] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[10] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[9] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[8] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[7] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[6] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[5] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[4] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[3] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[2] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[1] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_acc_csel1_sat5_fill[0] = cosmic_pe1_acc_csel1_sat5_nsign;
+assign cosmic_pe1_round_sat_fast2_fill[30] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[29] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[28] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[27] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[26] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[25] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[24] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[23] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[22] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[21] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[20] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[19] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[18] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[17] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[16] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[15] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[14] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[13] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[12] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[11] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[10] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[9] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[8] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[7] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[6] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[5] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[4] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[3] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[2] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[1] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast2_fill[0] = cosmic_pe1_round_sat_fast2_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[30] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[29] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[28] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[27] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[26] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[25] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[24] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[23] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[22] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[21] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[20] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[19] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[18] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[17] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[16] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[15] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[14] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[13] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[12] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[11] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[10] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[9] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[8] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[7] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[6] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[5] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[4] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[3] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[2] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[1] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe1_round_sat_fast3_fill[0] = cosmic_pe1_round_sat_fast3_nneg;
+assign cosmic_pe2_sat6_fill[30] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[29] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[28] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[27] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[26] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[25] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[24] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[23] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[22] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[21] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[20] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[19] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[18] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[17] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[16] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[15] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[14] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[13] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[12] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[11] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[10] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[9] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[8] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[7] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[6] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[5] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[4] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[3] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[2] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[1] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat6_fill[0] = cosmic_pe2_sat6_nsign;
+assign cosmic_pe2_sat7_fill[30] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[29] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[28] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[27] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[26] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[25] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[24] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[23] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[22] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[21] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[20] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[19] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[18] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[17] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[16] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[15] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[14] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[13] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[12] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[11] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[10] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[9] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[8] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[7] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[6] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[5] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[4] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[3] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[2] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[1] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_sat7_fill[0] = cosmic_pe2_sat7_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[70] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[69] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[68] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[67] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[66] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[65] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[64] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[63] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[62] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[61] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[60] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[59] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[58] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[57] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[56] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[55] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[54] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[53] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[52] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[51] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[50] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[49] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[48] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[47] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[46] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[45] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[44] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[43] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[42] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[41] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[40] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[39] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[38] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[37] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[36] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[35] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[34] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[33] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[32] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[31] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[30] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[29] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[28] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[27] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[26] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[25] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[24] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[23] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[22] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[21] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[20] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[19] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[18] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[17] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[16] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[15] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[14] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[13] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[12] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[11] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[10] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[9] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[8] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[7] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[6] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[5] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[4] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[3] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[2] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[1] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_acc_csel2_sat8_fill[0] = cosmic_pe2_acc_csel2_sat8_nsign;
+assign cosmic_pe2_round_sat_fast4_fill[30] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[29] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[28] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[27] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[26] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[25] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[24] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[23] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[22] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[21] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[20] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[19] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[18] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[17] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[16] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[15] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[14] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[13] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[12] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[11] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[10] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[9] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[8] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[7] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[6] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[5] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[4] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[3] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[2] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[1] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast4_fill[0] = cosmic_pe2_round_sat_fast4_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[30] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[29] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[28] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[27] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[26] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[25] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[24] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[23] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[22] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[21] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[20] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[19] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[18] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[17] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[16] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[15] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[14] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[13] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[12] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[11] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[10] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[9] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[8] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[7] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[6] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[5] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[4] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[3] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[2] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[1] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe2_round_sat_fast5_fill[0] = cosmic_pe2_round_sat_fast5_nneg;
+assign cosmic_pe3_sat9_fill[30] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[29] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[28] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[27] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[26] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[25] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[24] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[23] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[22] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[21] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[20] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[19] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[18] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[17] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[16] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[15] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[14] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[13] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[12] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[11] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[10] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[9] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[8] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[7] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[6] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[5] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[4] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[3] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[2] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[1] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat9_fill[0] = cosmic_pe3_sat9_nsign;
+assign cosmic_pe3_sat10_fill[30] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[29] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[28] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[27] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[26] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[25] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[24] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[23] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[22] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[21] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[20] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[19] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[18] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[17] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[16] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[15] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[14] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[13] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[12] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[11] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[10] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[9] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[8] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[7] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[6] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[5] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[4] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[3] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[2] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[1] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_sat10_fill[0] = cosmic_pe3_sat10_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[70] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[69] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[68] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[67] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[66] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[65] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[64] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[63] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[62] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[61] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[60] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[59] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[58] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[57] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[56] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[55] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[54] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[53] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[52] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[51] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[50] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[49] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[48] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[47] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[46] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[45] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[44] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[43] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[42] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[41] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[40] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[39] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[38] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[37] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[36] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[35] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[34] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[33] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[32] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[31] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[30] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[29] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[28] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[27] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[26] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[25] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[24] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[23] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[22] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[21] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[20] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[19] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[18] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[17] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[16] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[15] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[14] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[13] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[12] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[11] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[10] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[9] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[8] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[7] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[6] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[5] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[4] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[3] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[2] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[1] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_acc_csel3_sat11_fill[0] = cosmic_pe3_acc_csel3_sat11_nsign;
+assign cosmic_pe3_round_sat_fast6_fill[30] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[29] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[28] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[27] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[26] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[25] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[24] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[23] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[22] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[21] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[20] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[19] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[18] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[17] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[16] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[15] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[14] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[13] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[12] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[11] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[10] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[9] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[8] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[7] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[6] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[5] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[4] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[3] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[2] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[1] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast6_fill[0] = cosmic_pe3_round_sat_fast6_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[30] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[29] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[28] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[27] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[26] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[25] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[24] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[23] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[22] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[21] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[20] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[19] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[18] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[17] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[16] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[15] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[14] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[13] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[12] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[11] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[10] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[9] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[8] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[7] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[6] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[5] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[4] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[3] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[2] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[1] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe3_round_sat_fast7_fill[0] = cosmic_pe3_round_sat_fast7_nneg;
+assign cosmic_pe4_sat12_fill[30] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[29] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[28] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[27] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[26] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[25] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[24] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[23] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[22] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[21] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[20] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[19] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[18] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[17] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[16] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[15] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[14] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[13] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[12] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[11] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[10] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[9] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[8] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[7] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[6] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[5] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[4] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[3] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[2] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[1] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat12_fill[0] = cosmic_pe4_sat12_nsign;
+assign cosmic_pe4_sat13_fill[30] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[29] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[28] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[27] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[26] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[25] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[24] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[23] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[22] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[21] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[20] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[19] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[18] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[17] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[16] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[15] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[14] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[13] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[12] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[11] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[10] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[9] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[8] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[7] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[6] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[5] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[4] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[3] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[2] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[1] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_sat13_fill[0] = cosmic_pe4_sat13_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[70] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[69] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[68] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[67] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[66] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[65] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[64] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[63] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[62] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[61] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[60] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[59] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[58] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[57] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[56] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[55] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[54] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[53] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[52] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[51] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[50] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[49] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[48] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[47] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[46] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[45] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[44] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[43] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[42] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[41] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[40] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[39] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[38] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[37] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[36] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[35] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[34] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[33] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[32] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[31] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[30] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[29] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[28] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[27] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[26] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[25] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[24] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[23] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[22] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[21] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[20] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[19] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[18] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[17] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[16] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[15] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[14] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[13] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[12] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[11] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[10] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[9] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[8] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[7] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[6] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[5] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[4] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[3] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[2] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[1] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_acc_csel4_sat14_fill[0] = cosmic_pe4_acc_csel4_sat14_nsign;
+assign cosmic_pe4_round_sat_fast8_fill[30] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[29] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[28] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[27] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[26] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[25] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[24] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[23] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[22] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[21] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[20] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[19] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[18] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[17] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[16] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[15] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[14] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[13] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[12] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[11] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[10] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[9] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[8] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[7] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[6] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[5] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[4] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[3] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[2] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[1] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast8_fill[0] = cosmic_pe4_round_sat_fast8_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[30] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[29] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[28] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[27] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[26] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[25] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[24] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[23] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[22] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[21] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[20] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[19] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[18] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[17] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[16] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[15] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[14] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[13] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[12] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[11] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[10] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[9] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[8] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[7] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[6] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[5] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[4] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[3] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[2] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[1] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe4_round_sat_fast9_fill[0] = cosmic_pe4_round_sat_fast9_nneg;
+assign cosmic_pe5_sat15_fill[30] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[29] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[28] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[27] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[26] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[25] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[24] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[23] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[22] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[21] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[20] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[19] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[18] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[17] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[16] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[15] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[14] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[13] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[12] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[11] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[10] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[9] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[8] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[7] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[6] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[5] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[4] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[3] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[2] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[1] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat15_fill[0] = cosmic_pe5_sat15_nsign;
+assign cosmic_pe5_sat16_fill[30] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[29] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[28] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[27] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[26] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[25] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[24] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[23] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[22] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[21] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[20] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[19] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[18] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[17] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[16] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[15] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[14] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[13] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[12] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[11] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[10] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[9] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[8] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[7] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[6] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[5] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[4] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[3] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[2] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[1] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_sat16_fill[0] = cosmic_pe5_sat16_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[70] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[69] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[68] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[67] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[66] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[65] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[64] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[63] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[62] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[61] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[60] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[59] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[58] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[57] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[56] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[55] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[54] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[53] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[52] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[51] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[50] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[49] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[48] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[47] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[46] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[45] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[44] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[43] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[42] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[41] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[40] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[39] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[38] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[37] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[36] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[35] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[34] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[33] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[32] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[31] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[30] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[29] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[28] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[27] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[26] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[25] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[24] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[23] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[22] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[21] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[20] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[19] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[18] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[17] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[16] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[15] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[14] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[13] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[12] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[11] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[10] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[9] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[8] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[7] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[6] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[5] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[4] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[3] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[2] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[1] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_acc_csel5_sat17_fill[0] = cosmic_pe5_acc_csel5_sat17_nsign;
+assign cosmic_pe5_round_sat_fast10_fill[30] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[29] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[28] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[27] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[26] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[25] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[24] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[23] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[22] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[21] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[20] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[19] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[18] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[17] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[16] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[15] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[14] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[13] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[12] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[11] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[10] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[9] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[8] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[7] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[6] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[5] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[4] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[3] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[2] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[1] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast10_fill[0] = cosmic_pe5_round_sat_fast10_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[30] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[29] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[28] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[27] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[26] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[25] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[24] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[23] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[22] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[21] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[20] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[19] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[18] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[17] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[16] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[15] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[14] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[13] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[12] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[11] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[10] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[9] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[8] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[7] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[6] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[5] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[4] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[3] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[2] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[1] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe5_round_sat_fast11_fill[0] = cosmic_pe5_round_sat_fast11_nneg;
+assign cosmic_pe6_sat18_fill[30] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[29] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[28] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[27] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[26] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[25] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[24] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[23] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[22] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[21] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[20] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[19] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[18] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[17] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[16] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[15] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[14] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[13] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[12] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[11] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[10] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[9] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[8] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[7] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[6] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[5] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[4] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[3] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[2] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[1] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat18_fill[0] = cosmic_pe6_sat18_nsign;
+assign cosmic_pe6_sat19_fill[30] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[29] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[28] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[27] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[26] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[25] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[24] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[23] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[22] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[21] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[20] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[19] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[18] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[17] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[16] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[15] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[14] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[13] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[12] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[11] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[10] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[9] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[8] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[7] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[6] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[5] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[4] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[3] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[2] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[1] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_sat19_fill[0] = cosmic_pe6_sat19_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[70] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[69] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[68] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[67] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[66] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[65] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[64] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[63] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[62] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[61] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[60] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[59] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[58] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[57] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[56] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[55] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[54] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[53] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[52] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[51] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[50] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[49] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[48] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[47] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[46] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[45] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[44] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[43] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[42] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[41] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[40] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[39] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[38] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[37] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[36] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[35] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[34] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[33] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[32] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[31] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[30] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[29] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[28] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[27] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[26] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[25] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[24] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[23] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[22] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[21] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[20] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[19] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[18] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[17] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[16] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[15] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[14] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[13] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[12] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[11] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[10] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[9] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[8] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[7] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[6] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[5] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[4] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[3] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[2] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[1] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_acc_csel6_sat20_fill[0] = cosmic_pe6_acc_csel6_sat20_nsign;
+assign cosmic_pe6_round_sat_fast12_fill[30] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[29] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[28] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[27] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[26] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[25] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[24] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[23] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[22] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[21] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[20] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[19] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[18] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[17] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[16] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[15] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[14] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[13] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[12] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[11] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[10] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[9] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[8] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[7] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[6] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[5] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[4] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[3] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[2] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[1] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast12_fill[0] = cosmic_pe6_round_sat_fast12_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[30] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[29] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[28] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[27] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[26] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[25] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[24] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[23] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[22] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[21] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[20] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[19] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[18] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[17] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[16] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[15] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[14] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[13] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[12] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[11] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[10] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[9] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[8] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[7] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[6] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[5] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[4] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[3] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[2] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[1] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe6_round_sat_fast13_fill[0] = cosmic_pe6_round_sat_fast13_nneg;
+assign cosmic_pe7_sat21_fill[30] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[29] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[28] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[27] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[26] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[25] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[24] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[23] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[22] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[21] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[20] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[19] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[18] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[17] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[16] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[15] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[14] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[13] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[12] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[11] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[10] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[9] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[8] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[7] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[6] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[5] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[4] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[3] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[2] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[1] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat21_fill[0] = cosmic_pe7_sat21_nsign;
+assign cosmic_pe7_sat22_fill[30] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[29] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[28] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[27] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[26] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[25] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[24] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[23] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[22] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[21] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[20] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[19] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[18] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[17] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[16] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[15] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[14] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[13] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[12] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[11] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[10] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[9] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[8] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[7] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[6] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[5] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[4] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[3] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[2] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[1] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_sat22_fill[0] = cosmic_pe7_sat22_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[70] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[69] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[68] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[67] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[66] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[65] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[64] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[63] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[62] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[61] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[60] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[59] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[58] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[57] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[56] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[55] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[54] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[53] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[52] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[51] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[50] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[49] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[48] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[47] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[46] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[45] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[44] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[43] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[42] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[41] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[40] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[39] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[38] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[37] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[36] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[35] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[34] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[33] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[32] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[31] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[30] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[29] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[28] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[27] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[26] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[25] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[24] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[23] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[22] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[21] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[20] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[19] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[18] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[17] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[16] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[15] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[14] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[13] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[12] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[11] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[10] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[9] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[8] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[7] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[6] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[5] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[4] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[3] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[2] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[1] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_acc_csel7_sat23_fill[0] = cosmic_pe7_acc_csel7_sat23_nsign;
+assign cosmic_pe7_round_sat_fast14_fill[30] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[29] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[28] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[27] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[26] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[25] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[24] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[23] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[22] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[21] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[20] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[19] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[18] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[17] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[16] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[15] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[14] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[13] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[12] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[11] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[10] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[9] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[8] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[7] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[6] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[5] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[4] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[3] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[2] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[1] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast14_fill[0] = cosmic_pe7_round_sat_fast14_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[30] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[29] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[28] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[27] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[26] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[25] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[24] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[23] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[22] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[21] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[20] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[19] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[18] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[17] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[16] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[15] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[14] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[13] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[12] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[11] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[10] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[9] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[8] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[7] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[6] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[5] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[4] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[3] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[2] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[1] = cosmic_pe7_round_sat_fast15_nneg;
+assign cosmic_pe7_round_sat_fast15_fill[0] = cosmic_pe7_round_sat_fast15_nneg;
+assign sat24_fill[30] = sat24_nsign;
+assign sat24_fill[29] = sat24_nsign;
+assign sat24_fill[28] = sat24_nsign;
+assign sat24_fill[27] = sat24_nsign;
+assign sat24_fill[26] = sat24_nsign;
+assign sat24_fill[25] = sat24_nsign;
+assign sat24_fill[24] = sat24_nsign;
+assign sat24_fill[23] = sat24_nsign;
+assign sat24_fill[22] = sat24_nsign;
+assign sat24_fill[21] = sat24_nsign;
+assign sat24_fill[20] = sat24_nsign;
+assign sat24_fill[19] = sat24_nsign;
+assign sat24_fill[18] = sat24_nsign;
+assign sat24_fill[17] = sat24_nsign;
+assign sat24_fill[16] = sat24_nsign;
+assign sat24_fill[15] = sat24_nsign;
+assign sat24_fill[14] = sat24_nsign;
+assign sat24_fill[13] = sat24_nsign;
+assign sat24_fill[12] = sat24_nsign;
+assign sat24_fill[11] = sat24_nsign;
+assign sat24_fill[10] = sat24_nsign;
+assign sat24_fill[9] = sat24_nsign;
+assign sat24_fill[8] = sat24_nsign;
+assign sat24_fill[7] = sat24_nsign;
+assign sat24_fill[6] = sat24_nsign;
+assign sat24_fill[5] = sat24_nsign;
+assign sat24_fill[4] = sat24_nsign;
+assign sat24_fill[3] = sat24_nsign;
+assign sat24_fill[2] = sat24_nsign;
+assign sat24_fill[1] = sat24_nsign;
+assign sat24_fill[0] = sat24_nsign;
+assign fold_link0_sat25_fill[30] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[29] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[28] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[27] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[26] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[25] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[24] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[23] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[22] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[21] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[20] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[19] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[18] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[17] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[16] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[15] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[14] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[13] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[12] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[11] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[10] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[9] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[8] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[7] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[6] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[5] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[4] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[3] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[2] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[1] = fold_link0_sat25_nsign;
+assign fold_link0_sat25_fill[0] = fold_link0_sat25_nsign;
+assign fold_link0_round_sat0_sat26_fill[30] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[29] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[28] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[27] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[26] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[25] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[24] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[23] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[22] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[21] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[20] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[19] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[18] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[17] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[16] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[15] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[14] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[13] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[12] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[11] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[10] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[9] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[8] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[7] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[6] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[5] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[4] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[3] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[2] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[1] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link0_round_sat0_sat26_fill[0] = fold_link0_round_sat0_sat26_nsign;
+assign fold_link1_sat27_fill[30] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[29] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[28] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[27] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[26] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[25] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[24] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[23] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[22] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[21] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[20] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[19] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[18] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[17] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[16] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[15] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[14] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[13] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[12] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[11] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[10] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[9] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[8] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[7] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[6] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[5] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[4] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[3] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[2] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[1] = fold_link1_sat27_nsign;
+assign fold_link1_sat27_fill[0] = fold_link1_sat27_nsign;
+assign fold_link1_round_sat1_sat28_fill[30] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[29] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[28] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[27] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[26] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[25] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[24] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[23] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[22] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[21] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[20] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[19] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[18] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[17] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[16] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[15] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[14] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[13] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[12] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[11] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[10] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[9] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[8] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[7] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[6] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[5] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[4] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[3] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[2] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[1] = fold_link1_round_sat1_sat28_nsign;
+assign fold_link1_round_sat1_sat28_fill[0] = fold_link1_round_sat1_sat28_nsign;
 
 
 
@@ -7882,406 +7370,257 @@ end
 assign cosmic_pe0_pwl_pipe0_zl = (cosmic_pe0_fa + 524288);
 
 
-always @(cosmic_pe0_pwl_pipe0_zl, cosmic_pe0_fa) begin: cosmic_pe0_pwl_pipe0_clampz
-    if ((cosmic_pe0_fa >= 524288)) begin
-        cosmic_pe0_pwl_pipe0_u_c = 1048575;
-    end
-    else if ((cosmic_pe0_fa < (-524288))) begin
-        cosmic_pe0_pwl_pipe0_u_c = 0;
-    end
-    else begin
-        cosmic_pe0_pwl_pipe0_u_c = cosmic_pe0_pwl_pipe0_zl[20-1:0];
-    end
-end
+
+assign cosmic_pe0_pwl_pipe0_zl_unused = cosmic_pe0_pwl_pipe0_zl[(32 + 1)-1:20];
 
 
 always @(posedge clk) begin: cosmic_pe0_pwl_pipe0_p1
     if (rst == 1) begin
-        cosmic_pe0_pwl_pipe0_u1 <= 0;
+        cosmic_pe0_pwl_pipe0_ge1 <= 0;
+        cosmic_pe0_pwl_pipe0_lt1 <= 0;
+        cosmic_pe0_pwl_pipe0_zl1 <= 0;
     end
     else begin
-        cosmic_pe0_pwl_pipe0_u1 <= cosmic_pe0_pwl_pipe0_u_c;
+        cosmic_pe0_pwl_pipe0_zl1 <= cosmic_pe0_pwl_pipe0_zl[20-1:0];
+        cosmic_pe0_pwl_pipe0_ge1 <= (cosmic_pe0_fa >= 524288);
+        cosmic_pe0_pwl_pipe0_lt1 <= (cosmic_pe0_fa < (-524288));
     end
 end
 
 
+always @(cosmic_pe0_pwl_pipe0_ge1, cosmic_pe0_pwl_pipe0_zl1, cosmic_pe0_pwl_pipe0_lt1) begin: cosmic_pe0_pwl_pipe0_clampz
+    if (cosmic_pe0_pwl_pipe0_ge1) begin
+        cosmic_pe0_pwl_pipe0_idx_s = 63;
+        cosmic_pe0_pwl_pipe0_idx_b = 63;
+        cosmic_pe0_pwl_pipe0_off2 = 16383;
+    end
+    else if (cosmic_pe0_pwl_pipe0_lt1) begin
+        cosmic_pe0_pwl_pipe0_idx_s = cosmic_pe0_pwl_pipe0_zl1[20-1:14];
+        cosmic_pe0_pwl_pipe0_idx_b = 0;
+        cosmic_pe0_pwl_pipe0_off2 = cosmic_pe0_pwl_pipe0_zl1[14-1:0];
+    end
+    else begin
+        cosmic_pe0_pwl_pipe0_idx_s = cosmic_pe0_pwl_pipe0_zl1[20-1:14];
+        cosmic_pe0_pwl_pipe0_idx_b = cosmic_pe0_pwl_pipe0_zl1[20-1:14];
+        cosmic_pe0_pwl_pipe0_off2 = cosmic_pe0_pwl_pipe0_zl1[14-1:0];
+    end
+end
 
-assign cosmic_pe0_pwl_pipe0_idx2 = cosmic_pe0_pwl_pipe0_u1[20-1:14];
-assign cosmic_pe0_pwl_pipe0_off2 = $signed({1'h0, cosmic_pe0_pwl_pipe0_u1[14-1:0]});
 
-
-always @(cosmic_pe0_pwl_pipe0_idx2) begin: cosmic_pe0_pwl_pipe0_p2rom
-    case (cosmic_pe0_pwl_pipe0_idx2)
-        0: cosmic_pe0_pwl_pipe0_slope2 = 25;
-        1: cosmic_pe0_pwl_pipe0_slope2 = 32;
-        2: cosmic_pe0_pwl_pipe0_slope2 = 41;
-        3: cosmic_pe0_pwl_pipe0_slope2 = 53;
-        4: cosmic_pe0_pwl_pipe0_slope2 = 68;
-        5: cosmic_pe0_pwl_pipe0_slope2 = 87;
-        6: cosmic_pe0_pwl_pipe0_slope2 = 112;
-        7: cosmic_pe0_pwl_pipe0_slope2 = 143;
-        8: cosmic_pe0_pwl_pipe0_slope2 = 184;
-        9: cosmic_pe0_pwl_pipe0_slope2 = 235;
-        10: cosmic_pe0_pwl_pipe0_slope2 = 301;
-        11: cosmic_pe0_pwl_pipe0_slope2 = 386;
-        12: cosmic_pe0_pwl_pipe0_slope2 = 494;
-        13: cosmic_pe0_pwl_pipe0_slope2 = 632;
-        14: cosmic_pe0_pwl_pipe0_slope2 = 807;
-        15: cosmic_pe0_pwl_pipe0_slope2 = 1028;
-        16: cosmic_pe0_pwl_pipe0_slope2 = 1308;
-        17: cosmic_pe0_pwl_pipe0_slope2 = 1661;
-        18: cosmic_pe0_pwl_pipe0_slope2 = 2101;
-        19: cosmic_pe0_pwl_pipe0_slope2 = 2647;
-        20: cosmic_pe0_pwl_pipe0_slope2 = 3319;
-        21: cosmic_pe0_pwl_pipe0_slope2 = 4134;
-        22: cosmic_pe0_pwl_pipe0_slope2 = 5110;
-        23: cosmic_pe0_pwl_pipe0_slope2 = 6253;
-        24: cosmic_pe0_pwl_pipe0_slope2 = 7561;
-        25: cosmic_pe0_pwl_pipe0_slope2 = 9012;
-        26: cosmic_pe0_pwl_pipe0_slope2 = 10558;
-        27: cosmic_pe0_pwl_pipe0_slope2 = 12122;
-        28: cosmic_pe0_pwl_pipe0_slope2 = 13600;
-        29: cosmic_pe0_pwl_pipe0_slope2 = 14869;
-        30: cosmic_pe0_pwl_pipe0_slope2 = 15803;
-        31: cosmic_pe0_pwl_pipe0_slope2 = 16299;
-        32: cosmic_pe0_pwl_pipe0_slope2 = 16299;
-        33: cosmic_pe0_pwl_pipe0_slope2 = 15803;
-        34: cosmic_pe0_pwl_pipe0_slope2 = 14869;
-        35: cosmic_pe0_pwl_pipe0_slope2 = 13600;
-        36: cosmic_pe0_pwl_pipe0_slope2 = 12122;
-        37: cosmic_pe0_pwl_pipe0_slope2 = 10558;
-        38: cosmic_pe0_pwl_pipe0_slope2 = 9012;
-        39: cosmic_pe0_pwl_pipe0_slope2 = 7561;
-        40: cosmic_pe0_pwl_pipe0_slope2 = 6253;
-        41: cosmic_pe0_pwl_pipe0_slope2 = 5110;
-        42: cosmic_pe0_pwl_pipe0_slope2 = 4134;
-        43: cosmic_pe0_pwl_pipe0_slope2 = 3319;
-        44: cosmic_pe0_pwl_pipe0_slope2 = 2647;
-        45: cosmic_pe0_pwl_pipe0_slope2 = 2101;
-        46: cosmic_pe0_pwl_pipe0_slope2 = 1661;
-        47: cosmic_pe0_pwl_pipe0_slope2 = 1308;
-        48: cosmic_pe0_pwl_pipe0_slope2 = 1028;
-        49: cosmic_pe0_pwl_pipe0_slope2 = 807;
-        50: cosmic_pe0_pwl_pipe0_slope2 = 632;
-        51: cosmic_pe0_pwl_pipe0_slope2 = 494;
-        52: cosmic_pe0_pwl_pipe0_slope2 = 386;
-        53: cosmic_pe0_pwl_pipe0_slope2 = 301;
-        54: cosmic_pe0_pwl_pipe0_slope2 = 235;
-        55: cosmic_pe0_pwl_pipe0_slope2 = 184;
-        56: cosmic_pe0_pwl_pipe0_slope2 = 143;
-        57: cosmic_pe0_pwl_pipe0_slope2 = 112;
-        58: cosmic_pe0_pwl_pipe0_slope2 = 87;
-        59: cosmic_pe0_pwl_pipe0_slope2 = 68;
-        60: cosmic_pe0_pwl_pipe0_slope2 = 53;
-        61: cosmic_pe0_pwl_pipe0_slope2 = 41;
-        62: cosmic_pe0_pwl_pipe0_slope2 = 32;
-        default: cosmic_pe0_pwl_pipe0_slope2 = 25;
+always @(cosmic_pe0_pwl_pipe0_idx_s) begin: cosmic_pe0_pwl_pipe0_p2rom
+    case (cosmic_pe0_pwl_pipe0_idx_s)
+        0: cosmic_pe0_pwl_pipe0_slope_r = 25;
+        1: cosmic_pe0_pwl_pipe0_slope_r = 32;
+        2: cosmic_pe0_pwl_pipe0_slope_r = 41;
+        3: cosmic_pe0_pwl_pipe0_slope_r = 53;
+        4: cosmic_pe0_pwl_pipe0_slope_r = 68;
+        5: cosmic_pe0_pwl_pipe0_slope_r = 87;
+        6: cosmic_pe0_pwl_pipe0_slope_r = 112;
+        7: cosmic_pe0_pwl_pipe0_slope_r = 143;
+        8: cosmic_pe0_pwl_pipe0_slope_r = 184;
+        9: cosmic_pe0_pwl_pipe0_slope_r = 235;
+        10: cosmic_pe0_pwl_pipe0_slope_r = 301;
+        11: cosmic_pe0_pwl_pipe0_slope_r = 386;
+        12: cosmic_pe0_pwl_pipe0_slope_r = 494;
+        13: cosmic_pe0_pwl_pipe0_slope_r = 632;
+        14: cosmic_pe0_pwl_pipe0_slope_r = 807;
+        15: cosmic_pe0_pwl_pipe0_slope_r = 1028;
+        16: cosmic_pe0_pwl_pipe0_slope_r = 1308;
+        17: cosmic_pe0_pwl_pipe0_slope_r = 1661;
+        18: cosmic_pe0_pwl_pipe0_slope_r = 2101;
+        19: cosmic_pe0_pwl_pipe0_slope_r = 2647;
+        20: cosmic_pe0_pwl_pipe0_slope_r = 3319;
+        21: cosmic_pe0_pwl_pipe0_slope_r = 4134;
+        22: cosmic_pe0_pwl_pipe0_slope_r = 5110;
+        23: cosmic_pe0_pwl_pipe0_slope_r = 6253;
+        24: cosmic_pe0_pwl_pipe0_slope_r = 7561;
+        25: cosmic_pe0_pwl_pipe0_slope_r = 9012;
+        26: cosmic_pe0_pwl_pipe0_slope_r = 10558;
+        27: cosmic_pe0_pwl_pipe0_slope_r = 12122;
+        28: cosmic_pe0_pwl_pipe0_slope_r = 13600;
+        29: cosmic_pe0_pwl_pipe0_slope_r = 14869;
+        30: cosmic_pe0_pwl_pipe0_slope_r = 15803;
+        31: cosmic_pe0_pwl_pipe0_slope_r = 16299;
+        32: cosmic_pe0_pwl_pipe0_slope_r = 16299;
+        33: cosmic_pe0_pwl_pipe0_slope_r = 15803;
+        34: cosmic_pe0_pwl_pipe0_slope_r = 14869;
+        35: cosmic_pe0_pwl_pipe0_slope_r = 13600;
+        36: cosmic_pe0_pwl_pipe0_slope_r = 12122;
+        37: cosmic_pe0_pwl_pipe0_slope_r = 10558;
+        38: cosmic_pe0_pwl_pipe0_slope_r = 9012;
+        39: cosmic_pe0_pwl_pipe0_slope_r = 7561;
+        40: cosmic_pe0_pwl_pipe0_slope_r = 6253;
+        41: cosmic_pe0_pwl_pipe0_slope_r = 5110;
+        42: cosmic_pe0_pwl_pipe0_slope_r = 4134;
+        43: cosmic_pe0_pwl_pipe0_slope_r = 3319;
+        44: cosmic_pe0_pwl_pipe0_slope_r = 2647;
+        45: cosmic_pe0_pwl_pipe0_slope_r = 2101;
+        46: cosmic_pe0_pwl_pipe0_slope_r = 1661;
+        47: cosmic_pe0_pwl_pipe0_slope_r = 1308;
+        48: cosmic_pe0_pwl_pipe0_slope_r = 1028;
+        49: cosmic_pe0_pwl_pipe0_slope_r = 807;
+        50: cosmic_pe0_pwl_pipe0_slope_r = 632;
+        51: cosmic_pe0_pwl_pipe0_slope_r = 494;
+        52: cosmic_pe0_pwl_pipe0_slope_r = 386;
+        53: cosmic_pe0_pwl_pipe0_slope_r = 301;
+        54: cosmic_pe0_pwl_pipe0_slope_r = 235;
+        55: cosmic_pe0_pwl_pipe0_slope_r = 184;
+        56: cosmic_pe0_pwl_pipe0_slope_r = 143;
+        57: cosmic_pe0_pwl_pipe0_slope_r = 112;
+        58: cosmic_pe0_pwl_pipe0_slope_r = 87;
+        59: cosmic_pe0_pwl_pipe0_slope_r = 68;
+        60: cosmic_pe0_pwl_pipe0_slope_r = 53;
+        61: cosmic_pe0_pwl_pipe0_slope_r = 41;
+        62: cosmic_pe0_pwl_pipe0_slope_r = 32;
+        default: cosmic_pe0_pwl_pipe0_slope_r = 25;
     endcase
+end
+
+
+always @(cosmic_pe0_pwl_pipe0_idx_b) begin: cosmic_pe0_pwl_pipe0_p2romb
+    case (cosmic_pe0_pwl_pipe0_idx_b)
+        0: cosmic_pe0_pwl_pipe0_base2 = 22;
+        1: cosmic_pe0_pwl_pipe0_base2 = 28;
+        2: cosmic_pe0_pwl_pipe0_base2 = 36;
+        3: cosmic_pe0_pwl_pipe0_base2 = 47;
+        4: cosmic_pe0_pwl_pipe0_base2 = 60;
+        5: cosmic_pe0_pwl_pipe0_base2 = 77;
+        6: cosmic_pe0_pwl_pipe0_base2 = 98;
+        7: cosmic_pe0_pwl_pipe0_base2 = 126;
+        8: cosmic_pe0_pwl_pipe0_base2 = 162;
+        9: cosmic_pe0_pwl_pipe0_base2 = 208;
+        10: cosmic_pe0_pwl_pipe0_base2 = 267;
+        11: cosmic_pe0_pwl_pipe0_base2 = 342;
+        12: cosmic_pe0_pwl_pipe0_base2 = 439;
+        13: cosmic_pe0_pwl_pipe0_base2 = 562;
+        14: cosmic_pe0_pwl_pipe0_base2 = 720;
+        15: cosmic_pe0_pwl_pipe0_base2 = 922;
+        16: cosmic_pe0_pwl_pipe0_base2 = 1179;
+        17: cosmic_pe0_pwl_pipe0_base2 = 1506;
+        18: cosmic_pe0_pwl_pipe0_base2 = 1921;
+        19: cosmic_pe0_pwl_pipe0_base2 = 2446;
+        20: cosmic_pe0_pwl_pipe0_base2 = 3108;
+        21: cosmic_pe0_pwl_pipe0_base2 = 3938;
+        22: cosmic_pe0_pwl_pipe0_base2 = 4971;
+        23: cosmic_pe0_pwl_pipe0_base2 = 6249;
+        24: cosmic_pe0_pwl_pipe0_base2 = 7812;
+        25: cosmic_pe0_pwl_pipe0_base2 = 9702;
+        26: cosmic_pe0_pwl_pipe0_base2 = 11955;
+        27: cosmic_pe0_pwl_pipe0_base2 = 14595;
+        28: cosmic_pe0_pwl_pipe0_base2 = 17625;
+        29: cosmic_pe0_pwl_pipe0_base2 = 21025;
+        30: cosmic_pe0_pwl_pipe0_base2 = 24743;
+        31: cosmic_pe0_pwl_pipe0_base2 = 28693;
+        32: cosmic_pe0_pwl_pipe0_base2 = 32768;
+        33: cosmic_pe0_pwl_pipe0_base2 = 36843;
+        34: cosmic_pe0_pwl_pipe0_base2 = 40793;
+        35: cosmic_pe0_pwl_pipe0_base2 = 44511;
+        36: cosmic_pe0_pwl_pipe0_base2 = 47911;
+        37: cosmic_pe0_pwl_pipe0_base2 = 50941;
+        38: cosmic_pe0_pwl_pipe0_base2 = 53581;
+        39: cosmic_pe0_pwl_pipe0_base2 = 55834;
+        40: cosmic_pe0_pwl_pipe0_base2 = 57724;
+        41: cosmic_pe0_pwl_pipe0_base2 = 59287;
+        42: cosmic_pe0_pwl_pipe0_base2 = 60565;
+        43: cosmic_pe0_pwl_pipe0_base2 = 61598;
+        44: cosmic_pe0_pwl_pipe0_base2 = 62428;
+        45: cosmic_pe0_pwl_pipe0_base2 = 63090;
+        46: cosmic_pe0_pwl_pipe0_base2 = 63615;
+        47: cosmic_pe0_pwl_pipe0_base2 = 64030;
+        48: cosmic_pe0_pwl_pipe0_base2 = 64357;
+        49: cosmic_pe0_pwl_pipe0_base2 = 64614;
+        50: cosmic_pe0_pwl_pipe0_base2 = 64816;
+        51: cosmic_pe0_pwl_pipe0_base2 = 64974;
+        52: cosmic_pe0_pwl_pipe0_base2 = 65097;
+        53: cosmic_pe0_pwl_pipe0_base2 = 65194;
+        54: cosmic_pe0_pwl_pipe0_base2 = 65269;
+        55: cosmic_pe0_pwl_pipe0_base2 = 65328;
+        56: cosmic_pe0_pwl_pipe0_base2 = 65374;
+        57: cosmic_pe0_pwl_pipe0_base2 = 65410;
+        58: cosmic_pe0_pwl_pipe0_base2 = 65438;
+        59: cosmic_pe0_pwl_pipe0_base2 = 65459;
+        60: cosmic_pe0_pwl_pipe0_base2 = 65476;
+        61: cosmic_pe0_pwl_pipe0_base2 = 65489;
+        62: cosmic_pe0_pwl_pipe0_base2 = 65500;
+        default: cosmic_pe0_pwl_pipe0_base2 = 65508;
+    endcase
+end
+
+
+always @(cosmic_pe0_pwl_pipe0_slope_r, cosmic_pe0_pwl_pipe0_lt1) begin: cosmic_pe0_pwl_pipe0_p2z
+    if (cosmic_pe0_pwl_pipe0_lt1) begin
+        cosmic_pe0_pwl_pipe0_slope2 = 0;
+    end
+    else begin
+        cosmic_pe0_pwl_pipe0_slope2 = cosmic_pe0_pwl_pipe0_slope_r;
+    end
 end
 
 
 always @(posedge clk) begin: cosmic_pe0_pwl_pipe0_p2
     if (rst == 1) begin
-        cosmic_pe0_pwl_pipe0_idx3 <= 0;
-        cosmic_pe0_pwl_pipe0_prod3 <= 0;
+        cosmic_pe0_pwl_pipe0_base3 <= 0;
+        cosmic_pe0_pwl_pipe0_slope3 <= 0;
+        cosmic_pe0_pwl_pipe0_off3 <= 0;
     end
     else begin
-        cosmic_pe0_pwl_pipe0_prod3 <= (cosmic_pe0_pwl_pipe0_slope2 * cosmic_pe0_pwl_pipe0_off2);
-        cosmic_pe0_pwl_pipe0_idx3 <= cosmic_pe0_pwl_pipe0_idx2;
+        cosmic_pe0_pwl_pipe0_slope3 <= cosmic_pe0_pwl_pipe0_slope2;
+        cosmic_pe0_pwl_pipe0_off3 <= cosmic_pe0_pwl_pipe0_off2;
+        cosmic_pe0_pwl_pipe0_base3 <= cosmic_pe0_pwl_pipe0_base2;
     end
 end
 
 
 
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_t = $signed(cosmic_pe0_pwl_pipe0_prod3 >>> 16);
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_rb = $signed({32'h0, cosmic_pe0_pwl_pipe0_prod3[(16 - 1)]});
-
-
-
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r = (cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_t + cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_rb);
-
-
-
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi = cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin = (~cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi);
-
-
-
-assign cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign = (!cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r[(33 - 1)]);
-
-
-always @(cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill, cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi, cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r, cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin) begin: cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_clamp
-    if (((cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi == 0) || (cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin == 0))) begin
-        cosmic_pe0_pwl_pipe0_rnd_c = $signed(cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r[32-1:0]);
-    end
-    else begin
-        cosmic_pe0_pwl_pipe0_rnd_c = $signed({cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r[(33 - 1)], cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill});
-    end
-end
+assign cosmic_pe0_pwl_pipe0_off3s = $signed({1'h0, cosmic_pe0_pwl_pipe0_off3});
 
 
 always @(posedge clk) begin: cosmic_pe0_pwl_pipe0_p3
     if (rst == 1) begin
-        cosmic_pe0_pwl_pipe0_rnd4 <= 0;
-        cosmic_pe0_pwl_pipe0_idx4 <= 0;
+        cosmic_pe0_pwl_pipe0_base4 <= 0;
+        cosmic_pe0_pwl_pipe0_prod4 <= 0;
     end
     else begin
-        cosmic_pe0_pwl_pipe0_rnd4 <= cosmic_pe0_pwl_pipe0_rnd_c;
-        cosmic_pe0_pwl_pipe0_idx4 <= cosmic_pe0_pwl_pipe0_idx3;
+        cosmic_pe0_pwl_pipe0_prod4 <= (cosmic_pe0_pwl_pipe0_slope3 * cosmic_pe0_pwl_pipe0_off3s);
+        cosmic_pe0_pwl_pipe0_base4 <= cosmic_pe0_pwl_pipe0_base3;
     end
 end
 
 
-always @(cosmic_pe0_pwl_pipe0_idx4) begin: cosmic_pe0_pwl_pipe0_p4rom
-    case (cosmic_pe0_pwl_pipe0_idx4)
-        0: cosmic_pe0_pwl_pipe0_base4 = 22;
-        1: cosmic_pe0_pwl_pipe0_base4 = 28;
-        2: cosmic_pe0_pwl_pipe0_base4 = 36;
-        3: cosmic_pe0_pwl_pipe0_base4 = 47;
-        4: cosmic_pe0_pwl_pipe0_base4 = 60;
-        5: cosmic_pe0_pwl_pipe0_base4 = 77;
-        6: cosmic_pe0_pwl_pipe0_base4 = 98;
-        7: cosmic_pe0_pwl_pipe0_base4 = 126;
-        8: cosmic_pe0_pwl_pipe0_base4 = 162;
-        9: cosmic_pe0_pwl_pipe0_base4 = 208;
-        10: cosmic_pe0_pwl_pipe0_base4 = 267;
-        11: cosmic_pe0_pwl_pipe0_base4 = 342;
-        12: cosmic_pe0_pwl_pipe0_base4 = 439;
-        13: cosmic_pe0_pwl_pipe0_base4 = 562;
-        14: cosmic_pe0_pwl_pipe0_base4 = 720;
-        15: cosmic_pe0_pwl_pipe0_base4 = 922;
-        16: cosmic_pe0_pwl_pipe0_base4 = 1179;
-        17: cosmic_pe0_pwl_pipe0_base4 = 1506;
-        18: cosmic_pe0_pwl_pipe0_base4 = 1921;
-        19: cosmic_pe0_pwl_pipe0_base4 = 2446;
-        20: cosmic_pe0_pwl_pipe0_base4 = 3108;
-        21: cosmic_pe0_pwl_pipe0_base4 = 3938;
-        22: cosmic_pe0_pwl_pipe0_base4 = 4971;
-        23: cosmic_pe0_pwl_pipe0_base4 = 6249;
-        24: cosmic_pe0_pwl_pipe0_base4 = 7812;
-        25: cosmic_pe0_pwl_pipe0_base4 = 9702;
-        26: cosmic_pe0_pwl_pipe0_base4 = 11955;
-        27: cosmic_pe0_pwl_pipe0_base4 = 14595;
-        28: cosmic_pe0_pwl_pipe0_base4 = 17625;
-        29: cosmic_pe0_pwl_pipe0_base4 = 21025;
-        30: cosmic_pe0_pwl_pipe0_base4 = 24743;
-        31: cosmic_pe0_pwl_pipe0_base4 = 28693;
-        32: cosmic_pe0_pwl_pipe0_base4 = 32768;
-        33: cosmic_pe0_pwl_pipe0_base4 = 36843;
-        34: cosmic_pe0_pwl_pipe0_base4 = 40793;
-        35: cosmic_pe0_pwl_pipe0_base4 = 44511;
-        36: cosmic_pe0_pwl_pipe0_base4 = 47911;
-        37: cosmic_pe0_pwl_pipe0_base4 = 50941;
-        38: cosmic_pe0_pwl_pipe0_base4 = 53581;
-        39: cosmic_pe0_pwl_pipe0_base4 = 55834;
-        40: cosmic_pe0_pwl_pipe0_base4 = 57724;
-        41: cosmic_pe0_pwl_pipe0_base4 = 59287;
-        42: cosmic_pe0_pwl_pipe0_base4 = 60565;
-        43: cosmic_pe0_pwl_pipe0_base4 = 61598;
-        44: cosmic_pe0_pwl_pipe0_base4 = 62428;
-        45: cosmic_pe0_pwl_pipe0_base4 = 63090;
-        46: cosmic_pe0_pwl_pipe0_base4 = 63615;
-        47: cosmic_pe0_pwl_pipe0_base4 = 64030;
-        48: cosmic_pe0_pwl_pipe0_base4 = 64357;
-        49: cosmic_pe0_pwl_pipe0_base4 = 64614;
-        50: cosmic_pe0_pwl_pipe0_base4 = 64816;
-        51: cosmic_pe0_pwl_pipe0_base4 = 64974;
-        52: cosmic_pe0_pwl_pipe0_base4 = 65097;
-        53: cosmic_pe0_pwl_pipe0_base4 = 65194;
-        54: cosmic_pe0_pwl_pipe0_base4 = 65269;
-        55: cosmic_pe0_pwl_pipe0_base4 = 65328;
-        56: cosmic_pe0_pwl_pipe0_base4 = 65374;
-        57: cosmic_pe0_pwl_pipe0_base4 = 65410;
-        58: cosmic_pe0_pwl_pipe0_base4 = 65438;
-        59: cosmic_pe0_pwl_pipe0_base4 = 65459;
-        60: cosmic_pe0_pwl_pipe0_base4 = 65476;
-        61: cosmic_pe0_pwl_pipe0_base4 = 65489;
-        62: cosmic_pe0_pwl_pipe0_base4 = 65500;
-        default: cosmic_pe0_pwl_pipe0_base4 = 65508;
-    endcase
-end
+
+assign cosmic_pe0_pwl_pipe0_q4 = $signed(cosmic_pe0_pwl_pipe0_prod4[33-1:16]);
+assign cosmic_pe0_pwl_pipe0_rb4 = cosmic_pe0_pwl_pipe0_prod4[(16 - 1)];
 
 
-
-assign cosmic_pe0_pwl_pipe0_sumv = (cosmic_pe0_pwl_pipe0_base4 + cosmic_pe0_pwl_pipe0_rnd4);
-
-
-
-assign cosmic_pe0_pwl_pipe0_sat3_hi = cosmic_pe0_pwl_pipe0_sumv[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe0_pwl_pipe0_sat3_hin = (~cosmic_pe0_pwl_pipe0_sat3_hi);
-
-
-
-assign cosmic_pe0_pwl_pipe0_sat3_nsign = (!cosmic_pe0_pwl_pipe0_sumv[(33 - 1)]);
-
-
-always @(cosmic_pe0_pwl_pipe0_sat3_fill, cosmic_pe0_pwl_pipe0_sat3_hi, cosmic_pe0_pwl_pipe0_sumv, cosmic_pe0_pwl_pipe0_sat3_hin) begin: cosmic_pe0_pwl_pipe0_sat3_clamp
-    if (((cosmic_pe0_pwl_pipe0_sat3_hi == 0) || (cosmic_pe0_pwl_pipe0_sat3_hin == 0))) begin
-        cosmic_pe0_pwl_pipe0_ys = $signed(cosmic_pe0_pwl_pipe0_sumv[32-1:0]);
+always @(cosmic_pe0_pwl_pipe0_q4) begin: cosmic_pe0_pwl_pipe0_sext2_fill
+    if (cosmic_pe0_pwl_pipe0_q4[(17 - 1)]) begin
+        cosmic_pe0_pwl_pipe0_sext2_sgn = 65535;
     end
     else begin
-        cosmic_pe0_pwl_pipe0_ys = $signed({cosmic_pe0_pwl_pipe0_sumv[(33 - 1)], cosmic_pe0_pwl_pipe0_sat3_fill});
+        cosmic_pe0_pwl_pipe0_sext2_sgn = 0;
     end
 end
 
 
-always @(cosmic_pe0_pwl_pipe0_idx4) begin: cosmic_pe0_pwl_pipe0_p4romh
-    case (cosmic_pe0_pwl_pipe0_idx4)
-        0: cosmic_pe0_pwl_pipe0_limh = 65514;
-        1: cosmic_pe0_pwl_pipe0_limh = 65508;
-        2: cosmic_pe0_pwl_pipe0_limh = 65500;
-        3: cosmic_pe0_pwl_pipe0_limh = 65489;
-        4: cosmic_pe0_pwl_pipe0_limh = 65476;
-        5: cosmic_pe0_pwl_pipe0_limh = 65459;
-        6: cosmic_pe0_pwl_pipe0_limh = 65438;
-        7: cosmic_pe0_pwl_pipe0_limh = 65410;
-        8: cosmic_pe0_pwl_pipe0_limh = 65374;
-        9: cosmic_pe0_pwl_pipe0_limh = 65328;
-        10: cosmic_pe0_pwl_pipe0_limh = 65269;
-        11: cosmic_pe0_pwl_pipe0_limh = 65194;
-        12: cosmic_pe0_pwl_pipe0_limh = 65097;
-        13: cosmic_pe0_pwl_pipe0_limh = 64974;
-        14: cosmic_pe0_pwl_pipe0_limh = 64816;
-        15: cosmic_pe0_pwl_pipe0_limh = 64614;
-        16: cosmic_pe0_pwl_pipe0_limh = 64357;
-        17: cosmic_pe0_pwl_pipe0_limh = 64030;
-        18: cosmic_pe0_pwl_pipe0_limh = 63615;
-        19: cosmic_pe0_pwl_pipe0_limh = 63090;
-        20: cosmic_pe0_pwl_pipe0_limh = 62428;
-        21: cosmic_pe0_pwl_pipe0_limh = 61598;
-        22: cosmic_pe0_pwl_pipe0_limh = 60565;
-        23: cosmic_pe0_pwl_pipe0_limh = 59287;
-        24: cosmic_pe0_pwl_pipe0_limh = 57724;
-        25: cosmic_pe0_pwl_pipe0_limh = 55834;
-        26: cosmic_pe0_pwl_pipe0_limh = 53581;
-        27: cosmic_pe0_pwl_pipe0_limh = 50941;
-        28: cosmic_pe0_pwl_pipe0_limh = 47911;
-        29: cosmic_pe0_pwl_pipe0_limh = 44511;
-        30: cosmic_pe0_pwl_pipe0_limh = 40793;
-        31: cosmic_pe0_pwl_pipe0_limh = 36843;
-        32: cosmic_pe0_pwl_pipe0_limh = 32768;
-        33: cosmic_pe0_pwl_pipe0_limh = 28693;
-        34: cosmic_pe0_pwl_pipe0_limh = 24743;
-        35: cosmic_pe0_pwl_pipe0_limh = 21025;
-        36: cosmic_pe0_pwl_pipe0_limh = 17625;
-        37: cosmic_pe0_pwl_pipe0_limh = 14595;
-        38: cosmic_pe0_pwl_pipe0_limh = 11955;
-        39: cosmic_pe0_pwl_pipe0_limh = 9702;
-        40: cosmic_pe0_pwl_pipe0_limh = 7812;
-        41: cosmic_pe0_pwl_pipe0_limh = 6249;
-        42: cosmic_pe0_pwl_pipe0_limh = 4971;
-        43: cosmic_pe0_pwl_pipe0_limh = 3938;
-        44: cosmic_pe0_pwl_pipe0_limh = 3108;
-        45: cosmic_pe0_pwl_pipe0_limh = 2446;
-        46: cosmic_pe0_pwl_pipe0_limh = 1921;
-        47: cosmic_pe0_pwl_pipe0_limh = 1506;
-        48: cosmic_pe0_pwl_pipe0_limh = 1179;
-        49: cosmic_pe0_pwl_pipe0_limh = 922;
-        50: cosmic_pe0_pwl_pipe0_limh = 720;
-        51: cosmic_pe0_pwl_pipe0_limh = 562;
-        52: cosmic_pe0_pwl_pipe0_limh = 439;
-        53: cosmic_pe0_pwl_pipe0_limh = 342;
-        54: cosmic_pe0_pwl_pipe0_limh = 267;
-        55: cosmic_pe0_pwl_pipe0_limh = 208;
-        56: cosmic_pe0_pwl_pipe0_limh = 162;
-        57: cosmic_pe0_pwl_pipe0_limh = 126;
-        58: cosmic_pe0_pwl_pipe0_limh = 98;
-        59: cosmic_pe0_pwl_pipe0_limh = 77;
-        60: cosmic_pe0_pwl_pipe0_limh = 60;
-        61: cosmic_pe0_pwl_pipe0_limh = 47;
-        62: cosmic_pe0_pwl_pipe0_limh = 36;
-        default: cosmic_pe0_pwl_pipe0_limh = 28;
-    endcase
-end
+
+assign cosmic_pe0_pwl_pipe0_qe = $signed({cosmic_pe0_pwl_pipe0_sext2_sgn, cosmic_pe0_pwl_pipe0_q4});
 
 
-always @(cosmic_pe0_pwl_pipe0_idx4) begin: cosmic_pe0_pwl_pipe0_p4roml
-    case (cosmic_pe0_pwl_pipe0_idx4)
-        0: cosmic_pe0_pwl_pipe0_liml = (-22);
-        1: cosmic_pe0_pwl_pipe0_liml = (-28);
-        2: cosmic_pe0_pwl_pipe0_liml = (-36);
-        3: cosmic_pe0_pwl_pipe0_liml = (-47);
-        4: cosmic_pe0_pwl_pipe0_liml = (-60);
-        5: cosmic_pe0_pwl_pipe0_liml = (-77);
-        6: cosmic_pe0_pwl_pipe0_liml = (-98);
-        7: cosmic_pe0_pwl_pipe0_liml = (-126);
-        8: cosmic_pe0_pwl_pipe0_liml = (-162);
-        9: cosmic_pe0_pwl_pipe0_liml = (-208);
-        10: cosmic_pe0_pwl_pipe0_liml = (-267);
-        11: cosmic_pe0_pwl_pipe0_liml = (-342);
-        12: cosmic_pe0_pwl_pipe0_liml = (-439);
-        13: cosmic_pe0_pwl_pipe0_liml = (-562);
-        14: cosmic_pe0_pwl_pipe0_liml = (-720);
-        15: cosmic_pe0_pwl_pipe0_liml = (-922);
-        16: cosmic_pe0_pwl_pipe0_liml = (-1179);
-        17: cosmic_pe0_pwl_pipe0_liml = (-1506);
-        18: cosmic_pe0_pwl_pipe0_liml = (-1921);
-        19: cosmic_pe0_pwl_pipe0_liml = (-2446);
-        20: cosmic_pe0_pwl_pipe0_liml = (-3108);
-        21: cosmic_pe0_pwl_pipe0_liml = (-3938);
-        22: cosmic_pe0_pwl_pipe0_liml = (-4971);
-        23: cosmic_pe0_pwl_pipe0_liml = (-6249);
-        24: cosmic_pe0_pwl_pipe0_liml = (-7812);
-        25: cosmic_pe0_pwl_pipe0_liml = (-9702);
-        26: cosmic_pe0_pwl_pipe0_liml = (-11955);
-        27: cosmic_pe0_pwl_pipe0_liml = (-14595);
-        28: cosmic_pe0_pwl_pipe0_liml = (-17625);
-        29: cosmic_pe0_pwl_pipe0_liml = (-21025);
-        30: cosmic_pe0_pwl_pipe0_liml = (-24743);
-        31: cosmic_pe0_pwl_pipe0_liml = (-28693);
-        32: cosmic_pe0_pwl_pipe0_liml = (-32768);
-        33: cosmic_pe0_pwl_pipe0_liml = (-36843);
-        34: cosmic_pe0_pwl_pipe0_liml = (-40793);
-        35: cosmic_pe0_pwl_pipe0_liml = (-44511);
-        36: cosmic_pe0_pwl_pipe0_liml = (-47911);
-        37: cosmic_pe0_pwl_pipe0_liml = (-50941);
-        38: cosmic_pe0_pwl_pipe0_liml = (-53581);
-        39: cosmic_pe0_pwl_pipe0_liml = (-55834);
-        40: cosmic_pe0_pwl_pipe0_liml = (-57724);
-        41: cosmic_pe0_pwl_pipe0_liml = (-59287);
-        42: cosmic_pe0_pwl_pipe0_liml = (-60565);
-        43: cosmic_pe0_pwl_pipe0_liml = (-61598);
-        44: cosmic_pe0_pwl_pipe0_liml = (-62428);
-        45: cosmic_pe0_pwl_pipe0_liml = (-63090);
-        46: cosmic_pe0_pwl_pipe0_liml = (-63615);
-        47: cosmic_pe0_pwl_pipe0_liml = (-64030);
-        48: cosmic_pe0_pwl_pipe0_liml = (-64357);
-        49: cosmic_pe0_pwl_pipe0_liml = (-64614);
-        50: cosmic_pe0_pwl_pipe0_liml = (-64816);
-        51: cosmic_pe0_pwl_pipe0_liml = (-64974);
-        52: cosmic_pe0_pwl_pipe0_liml = (-65097);
-        53: cosmic_pe0_pwl_pipe0_liml = (-65194);
-        54: cosmic_pe0_pwl_pipe0_liml = (-65269);
-        55: cosmic_pe0_pwl_pipe0_liml = (-65328);
-        56: cosmic_pe0_pwl_pipe0_liml = (-65374);
-        57: cosmic_pe0_pwl_pipe0_liml = (-65410);
-        58: cosmic_pe0_pwl_pipe0_liml = (-65438);
-        59: cosmic_pe0_pwl_pipe0_liml = (-65459);
-        60: cosmic_pe0_pwl_pipe0_liml = (-65476);
-        61: cosmic_pe0_pwl_pipe0_liml = (-65489);
-        62: cosmic_pe0_pwl_pipe0_liml = (-65500);
-        default: cosmic_pe0_pwl_pipe0_liml = (-65508);
-    endcase
-end
+
+assign cosmic_pe0_pwl_pipe0_ta = $signed({cosmic_pe0_pwl_pipe0_base4[(32 - 1)], cosmic_pe0_pwl_pipe0_base4, cosmic_pe0_pwl_pipe0_rb4});
+assign cosmic_pe0_pwl_pipe0_tb = $signed({cosmic_pe0_pwl_pipe0_qe, cosmic_pe0_pwl_pipe0_rb4});
 
 
-always @(cosmic_pe0_pwl_pipe0_limh, cosmic_pe0_pwl_pipe0_liml, cosmic_pe0_pwl_pipe0_rnd4, cosmic_pe0_pwl_pipe0_ys) begin: cosmic_pe0_pwl_pipe0_outc
-    if ((cosmic_pe0_pwl_pipe0_rnd4 > cosmic_pe0_pwl_pipe0_limh)) begin
-        cosmic_pe0_y_sig = 65536;
-    end
-    else if ((cosmic_pe0_pwl_pipe0_rnd4 < cosmic_pe0_pwl_pipe0_liml)) begin
-        cosmic_pe0_y_sig = 0;
-    end
-    else begin
-        cosmic_pe0_y_sig = cosmic_pe0_pwl_pipe0_ys;
-    end
-end
+
+assign cosmic_pe0_pwl_pipe0_t4 = (cosmic_pe0_pwl_pipe0_ta + cosmic_pe0_pwl_pipe0_tb);
+
+
+
+assign cosmic_pe0_pwl_pipe0_unused = {cosmic_pe0_pwl_pipe0_t4[(32 + 1)], cosmic_pe0_pwl_pipe0_prod4[(16 - 1)-1:0], cosmic_pe0_pwl_pipe0_t4[0]};
+
+
+
+assign cosmic_pe0_y_sig = $signed(cosmic_pe0_pwl_pipe0_t4[(32 + 1)-1:1]);
 
 
 always @(posedge clk) begin: cosmic_pe0_pipe
@@ -8366,18 +7705,18 @@ always @(posedge clk) begin: cosmic_pe0_pipe
 end
 
 
-always @(cosmic_pe0_mul2_csa0_p) begin: cosmic_pe0_sext2_fill
+always @(cosmic_pe0_mul2_csa0_p) begin: cosmic_pe0_sext3_fill
     if (cosmic_pe0_mul2_csa0_p[(64 - 1)]) begin
-        cosmic_pe0_sext2_sgn = 255;
+        cosmic_pe0_sext3_sgn = 255;
     end
     else begin
-        cosmic_pe0_sext2_sgn = 0;
+        cosmic_pe0_sext3_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe0_sext2_xe = $signed({cosmic_pe0_sext2_sgn, cosmic_pe0_mul2_csa0_p});
+assign cosmic_pe0_sext3_xe = $signed({cosmic_pe0_sext3_sgn, cosmic_pe0_mul2_csa0_p});
 
 
 always @(cosmic_pe0_clr6, cosmic_pe0_acc) begin: cosmic_pe0_acc_csel0_gate
@@ -8392,9 +7731,9 @@ end
 
 
 assign cosmic_pe0_acc_csel0_al = cosmic_pe0_acc_csel0_ai[36-1:0];
-assign cosmic_pe0_acc_csel0_pl = cosmic_pe0_sext2_xe[36-1:0];
+assign cosmic_pe0_acc_csel0_pl = cosmic_pe0_sext3_xe[36-1:0];
 assign cosmic_pe0_acc_csel0_ah = $signed(cosmic_pe0_acc_csel0_ai[72-1:36]);
-assign cosmic_pe0_acc_csel0_ph = $signed(cosmic_pe0_sext2_xe[72-1:36]);
+assign cosmic_pe0_acc_csel0_ph = $signed(cosmic_pe0_sext3_xe[72-1:36]);
 
 
 
@@ -8418,33 +7757,59 @@ assign cosmic_pe0_acc_csel0_full = $signed({cosmic_pe0_acc_csel0_hs, cosmic_pe0_
 
 
 
-assign cosmic_pe0_acc_csel0_sat4_hi = cosmic_pe0_acc_csel0_full[73-1:(72 - 1)];
+assign cosmic_pe0_acc_csel0_sat2_hi = cosmic_pe0_acc_csel0_full[73-1:(72 - 1)];
 
 
 
-assign cosmic_pe0_acc_csel0_sat4_hin = (~cosmic_pe0_acc_csel0_sat4_hi);
+assign cosmic_pe0_acc_csel0_sat2_hin = (~cosmic_pe0_acc_csel0_sat2_hi);
 
 
 
-assign cosmic_pe0_acc_csel0_sat4_nsign = (!cosmic_pe0_acc_csel0_full[(73 - 1)]);
+assign cosmic_pe0_acc_csel0_sat2_nsign = (!cosmic_pe0_acc_csel0_full[(73 - 1)]);
 
 
-always @(cosmic_pe0_acc_csel0_sat4_fill, cosmic_pe0_acc_csel0_sat4_hi, cosmic_pe0_acc_csel0_full, cosmic_pe0_acc_csel0_sat4_hin) begin: cosmic_pe0_acc_csel0_sat4_clamp
-    if (((cosmic_pe0_acc_csel0_sat4_hi == 0) || (cosmic_pe0_acc_csel0_sat4_hin == 0))) begin
+always @(cosmic_pe0_acc_csel0_sat2_fill, cosmic_pe0_acc_csel0_sat2_hi, cosmic_pe0_acc_csel0_full, cosmic_pe0_acc_csel0_sat2_hin) begin: cosmic_pe0_acc_csel0_sat2_clamp
+    if (((cosmic_pe0_acc_csel0_sat2_hi == 0) || (cosmic_pe0_acc_csel0_sat2_hin == 0))) begin
         cosmic_pe0_acc_new = $signed(cosmic_pe0_acc_csel0_full[72-1:0]);
     end
     else begin
-        cosmic_pe0_acc_new = $signed({cosmic_pe0_acc_csel0_full[(73 - 1)], cosmic_pe0_acc_csel0_sat4_fill});
+        cosmic_pe0_acc_new = $signed({cosmic_pe0_acc_csel0_full[(73 - 1)], cosmic_pe0_acc_csel0_sat2_fill});
     end
 end
 
 
 
-assign cosmic_pe0_round_sat_fast1_lo = cosmic_pe0_mul2_csa0_p[16+:32];
-assign cosmic_pe0_round_sat_fast1_rb = cosmic_pe0_mul2_csa0_p[(16 - 1)];
-assign cosmic_pe0_round_sat_fast1_hi = cosmic_pe0_mul2_csa0_p[64-1:(16 + 32)];
-assign cosmic_pe0_round_sat_fast1_neg = cosmic_pe0_mul2_csa0_p[(64 - 1)];
-assign cosmic_pe0_round_sat_fast1_nneg = (!cosmic_pe0_mul2_csa0_p[(64 - 1)]);
+assign cosmic_pe0_round_sat_fast0_lo = cosmic_pe0_mul2_csa0_p[16+:32];
+assign cosmic_pe0_round_sat_fast0_rb = cosmic_pe0_mul2_csa0_p[(16 - 1)];
+assign cosmic_pe0_round_sat_fast0_hi = cosmic_pe0_mul2_csa0_p[64-1:(16 + 32)];
+assign cosmic_pe0_round_sat_fast0_neg = cosmic_pe0_mul2_csa0_p[(64 - 1)];
+assign cosmic_pe0_round_sat_fast0_nneg = (!cosmic_pe0_mul2_csa0_p[(64 - 1)]);
+
+
+
+assign cosmic_pe0_round_sat_fast0_hin = (~cosmic_pe0_round_sat_fast0_hi);
+
+
+
+assign cosmic_pe0_round_sat_fast0_s = (cosmic_pe0_round_sat_fast0_lo + cosmic_pe0_round_sat_fast0_rb);
+
+
+always @(cosmic_pe0_round_sat_fast0_s, cosmic_pe0_round_sat_fast0_hin, cosmic_pe0_round_sat_fast0_hi, cosmic_pe0_round_sat_fast0_neg, cosmic_pe0_round_sat_fast0_fill) begin: cosmic_pe0_round_sat_fast0_outc
+    if (((cosmic_pe0_round_sat_fast0_s[32] && (cosmic_pe0_round_sat_fast0_hin == 0)) || ((!cosmic_pe0_round_sat_fast0_s[32]) && (((cosmic_pe0_round_sat_fast0_hi == 0) && (!cosmic_pe0_round_sat_fast0_s[(32 - 1)])) || ((cosmic_pe0_round_sat_fast0_hin == 0) && cosmic_pe0_round_sat_fast0_s[(32 - 1)]))))) begin
+        cosmic_pe0_mul_s = $signed(cosmic_pe0_round_sat_fast0_s[32-1:0]);
+    end
+    else begin
+        cosmic_pe0_mul_s = $signed({cosmic_pe0_round_sat_fast0_neg, cosmic_pe0_round_sat_fast0_fill});
+    end
+end
+
+
+
+assign cosmic_pe0_round_sat_fast1_lo = cosmic_pe0_acc[16+:32];
+assign cosmic_pe0_round_sat_fast1_rb = cosmic_pe0_acc[(16 - 1)];
+assign cosmic_pe0_round_sat_fast1_hi = cosmic_pe0_acc[72-1:(16 + 32)];
+assign cosmic_pe0_round_sat_fast1_neg = cosmic_pe0_acc[(72 - 1)];
+assign cosmic_pe0_round_sat_fast1_nneg = (!cosmic_pe0_acc[(72 - 1)]);
 
 
 
@@ -8457,36 +7822,10 @@ assign cosmic_pe0_round_sat_fast1_s = (cosmic_pe0_round_sat_fast1_lo + cosmic_pe
 
 always @(cosmic_pe0_round_sat_fast1_s, cosmic_pe0_round_sat_fast1_hin, cosmic_pe0_round_sat_fast1_hi, cosmic_pe0_round_sat_fast1_neg, cosmic_pe0_round_sat_fast1_fill) begin: cosmic_pe0_round_sat_fast1_outc
     if (((cosmic_pe0_round_sat_fast1_s[32] && (cosmic_pe0_round_sat_fast1_hin == 0)) || ((!cosmic_pe0_round_sat_fast1_s[32]) && (((cosmic_pe0_round_sat_fast1_hi == 0) && (!cosmic_pe0_round_sat_fast1_s[(32 - 1)])) || ((cosmic_pe0_round_sat_fast1_hin == 0) && cosmic_pe0_round_sat_fast1_s[(32 - 1)]))))) begin
-        cosmic_pe0_mul_s = $signed(cosmic_pe0_round_sat_fast1_s[32-1:0]);
+        cosmic_pe0_y_gau = $signed(cosmic_pe0_round_sat_fast1_s[32-1:0]);
     end
     else begin
-        cosmic_pe0_mul_s = $signed({cosmic_pe0_round_sat_fast1_neg, cosmic_pe0_round_sat_fast1_fill});
-    end
-end
-
-
-
-assign cosmic_pe0_round_sat_fast2_lo = cosmic_pe0_acc[16+:32];
-assign cosmic_pe0_round_sat_fast2_rb = cosmic_pe0_acc[(16 - 1)];
-assign cosmic_pe0_round_sat_fast2_hi = cosmic_pe0_acc[72-1:(16 + 32)];
-assign cosmic_pe0_round_sat_fast2_neg = cosmic_pe0_acc[(72 - 1)];
-assign cosmic_pe0_round_sat_fast2_nneg = (!cosmic_pe0_acc[(72 - 1)]);
-
-
-
-assign cosmic_pe0_round_sat_fast2_hin = (~cosmic_pe0_round_sat_fast2_hi);
-
-
-
-assign cosmic_pe0_round_sat_fast2_s = (cosmic_pe0_round_sat_fast2_lo + cosmic_pe0_round_sat_fast2_rb);
-
-
-always @(cosmic_pe0_round_sat_fast2_s, cosmic_pe0_round_sat_fast2_hin, cosmic_pe0_round_sat_fast2_hi, cosmic_pe0_round_sat_fast2_neg, cosmic_pe0_round_sat_fast2_fill) begin: cosmic_pe0_round_sat_fast2_outc
-    if (((cosmic_pe0_round_sat_fast2_s[32] && (cosmic_pe0_round_sat_fast2_hin == 0)) || ((!cosmic_pe0_round_sat_fast2_s[32]) && (((cosmic_pe0_round_sat_fast2_hi == 0) && (!cosmic_pe0_round_sat_fast2_s[(32 - 1)])) || ((cosmic_pe0_round_sat_fast2_hin == 0) && cosmic_pe0_round_sat_fast2_s[(32 - 1)]))))) begin
-        cosmic_pe0_y_gau = $signed(cosmic_pe0_round_sat_fast2_s[32-1:0]);
-    end
-    else begin
-        cosmic_pe0_y_gau = $signed({cosmic_pe0_round_sat_fast2_neg, cosmic_pe0_round_sat_fast2_fill});
+        cosmic_pe0_y_gau = $signed({cosmic_pe0_round_sat_fast1_neg, cosmic_pe0_round_sat_fast1_fill});
     end
 end
 
@@ -9679,45 +9018,45 @@ assign cosmic_pe1_dif_ab = (cosmic_pe1_fa - cosmic_pe1_fb);
 
 
 
-assign cosmic_pe1_sat5_hi = cosmic_pe1_sum_ab[33-1:(32 - 1)];
+assign cosmic_pe1_sat3_hi = cosmic_pe1_sum_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe1_sat5_hin = (~cosmic_pe1_sat5_hi);
+assign cosmic_pe1_sat3_hin = (~cosmic_pe1_sat3_hi);
 
 
 
-assign cosmic_pe1_sat5_nsign = (!cosmic_pe1_sum_ab[(33 - 1)]);
+assign cosmic_pe1_sat3_nsign = (!cosmic_pe1_sum_ab[(33 - 1)]);
 
 
-always @(cosmic_pe1_sat5_fill, cosmic_pe1_sat5_hi, cosmic_pe1_sum_ab, cosmic_pe1_sat5_hin) begin: cosmic_pe1_sat5_clamp
-    if (((cosmic_pe1_sat5_hi == 0) || (cosmic_pe1_sat5_hin == 0))) begin
+always @(cosmic_pe1_sat3_fill, cosmic_pe1_sat3_hi, cosmic_pe1_sum_ab, cosmic_pe1_sat3_hin) begin: cosmic_pe1_sat3_clamp
+    if (((cosmic_pe1_sat3_hi == 0) || (cosmic_pe1_sat3_hin == 0))) begin
         cosmic_pe1_add_s = $signed(cosmic_pe1_sum_ab[32-1:0]);
     end
     else begin
-        cosmic_pe1_add_s = $signed({cosmic_pe1_sum_ab[(33 - 1)], cosmic_pe1_sat5_fill});
+        cosmic_pe1_add_s = $signed({cosmic_pe1_sum_ab[(33 - 1)], cosmic_pe1_sat3_fill});
     end
 end
 
 
 
-assign cosmic_pe1_sat6_hi = cosmic_pe1_dif_ab[33-1:(32 - 1)];
+assign cosmic_pe1_sat4_hi = cosmic_pe1_dif_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe1_sat6_hin = (~cosmic_pe1_sat6_hi);
+assign cosmic_pe1_sat4_hin = (~cosmic_pe1_sat4_hi);
 
 
 
-assign cosmic_pe1_sat6_nsign = (!cosmic_pe1_dif_ab[(33 - 1)]);
+assign cosmic_pe1_sat4_nsign = (!cosmic_pe1_dif_ab[(33 - 1)]);
 
 
-always @(cosmic_pe1_sat6_fill, cosmic_pe1_sat6_hi, cosmic_pe1_dif_ab, cosmic_pe1_sat6_hin) begin: cosmic_pe1_sat6_clamp
-    if (((cosmic_pe1_sat6_hi == 0) || (cosmic_pe1_sat6_hin == 0))) begin
+always @(cosmic_pe1_sat4_fill, cosmic_pe1_sat4_hi, cosmic_pe1_dif_ab, cosmic_pe1_sat4_hin) begin: cosmic_pe1_sat4_clamp
+    if (((cosmic_pe1_sat4_hi == 0) || (cosmic_pe1_sat4_hin == 0))) begin
         cosmic_pe1_sub_s = $signed(cosmic_pe1_dif_ab[32-1:0]);
     end
     else begin
-        cosmic_pe1_sub_s = $signed({cosmic_pe1_dif_ab[(33 - 1)], cosmic_pe1_sat6_fill});
+        cosmic_pe1_sub_s = $signed({cosmic_pe1_dif_ab[(33 - 1)], cosmic_pe1_sat4_fill});
     end
 end
 
@@ -9801,22 +9140,8 @@ always @(posedge clk) begin: cosmic_pe1_mul2_csa1_st1
 end
 
 
-always @(cosmic_pe1_mul2_csa1_lh) begin: cosmic_pe1_mul2_csa1_sext3_fill
+always @(cosmic_pe1_mul2_csa1_lh) begin: cosmic_pe1_mul2_csa1_sext4_fill
     if (cosmic_pe1_mul2_csa1_lh[(33 - 1)]) begin
-        cosmic_pe1_mul2_csa1_sext3_sgn = 32767;
-    end
-    else begin
-        cosmic_pe1_mul2_csa1_sext3_sgn = 0;
-    end
-end
-
-
-
-assign cosmic_pe1_mul2_csa1_lhe = $signed({cosmic_pe1_mul2_csa1_sext3_sgn, cosmic_pe1_mul2_csa1_lh});
-
-
-always @(cosmic_pe1_mul2_csa1_hl) begin: cosmic_pe1_mul2_csa1_sext4_fill
-    if (cosmic_pe1_mul2_csa1_hl[(33 - 1)]) begin
         cosmic_pe1_mul2_csa1_sext4_sgn = 32767;
     end
     else begin
@@ -9826,7 +9151,21 @@ end
 
 
 
-assign cosmic_pe1_mul2_csa1_hle = $signed({cosmic_pe1_mul2_csa1_sext4_sgn, cosmic_pe1_mul2_csa1_hl});
+assign cosmic_pe1_mul2_csa1_lhe = $signed({cosmic_pe1_mul2_csa1_sext4_sgn, cosmic_pe1_mul2_csa1_lh});
+
+
+always @(cosmic_pe1_mul2_csa1_hl) begin: cosmic_pe1_mul2_csa1_sext5_fill
+    if (cosmic_pe1_mul2_csa1_hl[(33 - 1)]) begin
+        cosmic_pe1_mul2_csa1_sext5_sgn = 32767;
+    end
+    else begin
+        cosmic_pe1_mul2_csa1_sext5_sgn = 0;
+    end
+end
+
+
+
+assign cosmic_pe1_mul2_csa1_hle = $signed({cosmic_pe1_mul2_csa1_sext5_sgn, cosmic_pe1_mul2_csa1_hl});
 
 
 
@@ -9864,406 +9203,257 @@ end
 assign cosmic_pe1_pwl_pipe1_zl = (cosmic_pe1_fa + 524288);
 
 
-always @(cosmic_pe1_pwl_pipe1_zl, cosmic_pe1_fa) begin: cosmic_pe1_pwl_pipe1_clampz
-    if ((cosmic_pe1_fa >= 524288)) begin
-        cosmic_pe1_pwl_pipe1_u_c = 1048575;
-    end
-    else if ((cosmic_pe1_fa < (-524288))) begin
-        cosmic_pe1_pwl_pipe1_u_c = 0;
-    end
-    else begin
-        cosmic_pe1_pwl_pipe1_u_c = cosmic_pe1_pwl_pipe1_zl[20-1:0];
-    end
-end
+
+assign cosmic_pe1_pwl_pipe1_zl_unused = cosmic_pe1_pwl_pipe1_zl[(32 + 1)-1:20];
 
 
 always @(posedge clk) begin: cosmic_pe1_pwl_pipe1_p1
     if (rst == 1) begin
-        cosmic_pe1_pwl_pipe1_u1 <= 0;
+        cosmic_pe1_pwl_pipe1_ge1 <= 0;
+        cosmic_pe1_pwl_pipe1_lt1 <= 0;
+        cosmic_pe1_pwl_pipe1_zl1 <= 0;
     end
     else begin
-        cosmic_pe1_pwl_pipe1_u1 <= cosmic_pe1_pwl_pipe1_u_c;
+        cosmic_pe1_pwl_pipe1_zl1 <= cosmic_pe1_pwl_pipe1_zl[20-1:0];
+        cosmic_pe1_pwl_pipe1_ge1 <= (cosmic_pe1_fa >= 524288);
+        cosmic_pe1_pwl_pipe1_lt1 <= (cosmic_pe1_fa < (-524288));
     end
 end
 
 
+always @(cosmic_pe1_pwl_pipe1_ge1, cosmic_pe1_pwl_pipe1_zl1, cosmic_pe1_pwl_pipe1_lt1) begin: cosmic_pe1_pwl_pipe1_clampz
+    if (cosmic_pe1_pwl_pipe1_ge1) begin
+        cosmic_pe1_pwl_pipe1_idx_s = 63;
+        cosmic_pe1_pwl_pipe1_idx_b = 63;
+        cosmic_pe1_pwl_pipe1_off2 = 16383;
+    end
+    else if (cosmic_pe1_pwl_pipe1_lt1) begin
+        cosmic_pe1_pwl_pipe1_idx_s = cosmic_pe1_pwl_pipe1_zl1[20-1:14];
+        cosmic_pe1_pwl_pipe1_idx_b = 0;
+        cosmic_pe1_pwl_pipe1_off2 = cosmic_pe1_pwl_pipe1_zl1[14-1:0];
+    end
+    else begin
+        cosmic_pe1_pwl_pipe1_idx_s = cosmic_pe1_pwl_pipe1_zl1[20-1:14];
+        cosmic_pe1_pwl_pipe1_idx_b = cosmic_pe1_pwl_pipe1_zl1[20-1:14];
+        cosmic_pe1_pwl_pipe1_off2 = cosmic_pe1_pwl_pipe1_zl1[14-1:0];
+    end
+end
 
-assign cosmic_pe1_pwl_pipe1_idx2 = cosmic_pe1_pwl_pipe1_u1[20-1:14];
-assign cosmic_pe1_pwl_pipe1_off2 = $signed({1'h0, cosmic_pe1_pwl_pipe1_u1[14-1:0]});
 
-
-always @(cosmic_pe1_pwl_pipe1_idx2) begin: cosmic_pe1_pwl_pipe1_p2rom
-    case (cosmic_pe1_pwl_pipe1_idx2)
-        0: cosmic_pe1_pwl_pipe1_slope2 = 25;
-        1: cosmic_pe1_pwl_pipe1_slope2 = 32;
-        2: cosmic_pe1_pwl_pipe1_slope2 = 41;
-        3: cosmic_pe1_pwl_pipe1_slope2 = 53;
-        4: cosmic_pe1_pwl_pipe1_slope2 = 68;
-        5: cosmic_pe1_pwl_pipe1_slope2 = 87;
-        6: cosmic_pe1_pwl_pipe1_slope2 = 112;
-        7: cosmic_pe1_pwl_pipe1_slope2 = 143;
-        8: cosmic_pe1_pwl_pipe1_slope2 = 184;
-        9: cosmic_pe1_pwl_pipe1_slope2 = 235;
-        10: cosmic_pe1_pwl_pipe1_slope2 = 301;
-        11: cosmic_pe1_pwl_pipe1_slope2 = 386;
-        12: cosmic_pe1_pwl_pipe1_slope2 = 494;
-        13: cosmic_pe1_pwl_pipe1_slope2 = 632;
-        14: cosmic_pe1_pwl_pipe1_slope2 = 807;
-        15: cosmic_pe1_pwl_pipe1_slope2 = 1028;
-        16: cosmic_pe1_pwl_pipe1_slope2 = 1308;
-        17: cosmic_pe1_pwl_pipe1_slope2 = 1661;
-        18: cosmic_pe1_pwl_pipe1_slope2 = 2101;
-        19: cosmic_pe1_pwl_pipe1_slope2 = 2647;
-        20: cosmic_pe1_pwl_pipe1_slope2 = 3319;
-        21: cosmic_pe1_pwl_pipe1_slope2 = 4134;
-        22: cosmic_pe1_pwl_pipe1_slope2 = 5110;
-        23: cosmic_pe1_pwl_pipe1_slope2 = 6253;
-        24: cosmic_pe1_pwl_pipe1_slope2 = 7561;
-        25: cosmic_pe1_pwl_pipe1_slope2 = 9012;
-        26: cosmic_pe1_pwl_pipe1_slope2 = 10558;
-        27: cosmic_pe1_pwl_pipe1_slope2 = 12122;
-        28: cosmic_pe1_pwl_pipe1_slope2 = 13600;
-        29: cosmic_pe1_pwl_pipe1_slope2 = 14869;
-        30: cosmic_pe1_pwl_pipe1_slope2 = 15803;
-        31: cosmic_pe1_pwl_pipe1_slope2 = 16299;
-        32: cosmic_pe1_pwl_pipe1_slope2 = 16299;
-        33: cosmic_pe1_pwl_pipe1_slope2 = 15803;
-        34: cosmic_pe1_pwl_pipe1_slope2 = 14869;
-        35: cosmic_pe1_pwl_pipe1_slope2 = 13600;
-        36: cosmic_pe1_pwl_pipe1_slope2 = 12122;
-        37: cosmic_pe1_pwl_pipe1_slope2 = 10558;
-        38: cosmic_pe1_pwl_pipe1_slope2 = 9012;
-        39: cosmic_pe1_pwl_pipe1_slope2 = 7561;
-        40: cosmic_pe1_pwl_pipe1_slope2 = 6253;
-        41: cosmic_pe1_pwl_pipe1_slope2 = 5110;
-        42: cosmic_pe1_pwl_pipe1_slope2 = 4134;
-        43: cosmic_pe1_pwl_pipe1_slope2 = 3319;
-        44: cosmic_pe1_pwl_pipe1_slope2 = 2647;
-        45: cosmic_pe1_pwl_pipe1_slope2 = 2101;
-        46: cosmic_pe1_pwl_pipe1_slope2 = 1661;
-        47: cosmic_pe1_pwl_pipe1_slope2 = 1308;
-        48: cosmic_pe1_pwl_pipe1_slope2 = 1028;
-        49: cosmic_pe1_pwl_pipe1_slope2 = 807;
-        50: cosmic_pe1_pwl_pipe1_slope2 = 632;
-        51: cosmic_pe1_pwl_pipe1_slope2 = 494;
-        52: cosmic_pe1_pwl_pipe1_slope2 = 386;
-        53: cosmic_pe1_pwl_pipe1_slope2 = 301;
-        54: cosmic_pe1_pwl_pipe1_slope2 = 235;
-        55: cosmic_pe1_pwl_pipe1_slope2 = 184;
-        56: cosmic_pe1_pwl_pipe1_slope2 = 143;
-        57: cosmic_pe1_pwl_pipe1_slope2 = 112;
-        58: cosmic_pe1_pwl_pipe1_slope2 = 87;
-        59: cosmic_pe1_pwl_pipe1_slope2 = 68;
-        60: cosmic_pe1_pwl_pipe1_slope2 = 53;
-        61: cosmic_pe1_pwl_pipe1_slope2 = 41;
-        62: cosmic_pe1_pwl_pipe1_slope2 = 32;
-        default: cosmic_pe1_pwl_pipe1_slope2 = 25;
+always @(cosmic_pe1_pwl_pipe1_idx_s) begin: cosmic_pe1_pwl_pipe1_p2rom
+    case (cosmic_pe1_pwl_pipe1_idx_s)
+        0: cosmic_pe1_pwl_pipe1_slope_r = 25;
+        1: cosmic_pe1_pwl_pipe1_slope_r = 32;
+        2: cosmic_pe1_pwl_pipe1_slope_r = 41;
+        3: cosmic_pe1_pwl_pipe1_slope_r = 53;
+        4: cosmic_pe1_pwl_pipe1_slope_r = 68;
+        5: cosmic_pe1_pwl_pipe1_slope_r = 87;
+        6: cosmic_pe1_pwl_pipe1_slope_r = 112;
+        7: cosmic_pe1_pwl_pipe1_slope_r = 143;
+        8: cosmic_pe1_pwl_pipe1_slope_r = 184;
+        9: cosmic_pe1_pwl_pipe1_slope_r = 235;
+        10: cosmic_pe1_pwl_pipe1_slope_r = 301;
+        11: cosmic_pe1_pwl_pipe1_slope_r = 386;
+        12: cosmic_pe1_pwl_pipe1_slope_r = 494;
+        13: cosmic_pe1_pwl_pipe1_slope_r = 632;
+        14: cosmic_pe1_pwl_pipe1_slope_r = 807;
+        15: cosmic_pe1_pwl_pipe1_slope_r = 1028;
+        16: cosmic_pe1_pwl_pipe1_slope_r = 1308;
+        17: cosmic_pe1_pwl_pipe1_slope_r = 1661;
+        18: cosmic_pe1_pwl_pipe1_slope_r = 2101;
+        19: cosmic_pe1_pwl_pipe1_slope_r = 2647;
+        20: cosmic_pe1_pwl_pipe1_slope_r = 3319;
+        21: cosmic_pe1_pwl_pipe1_slope_r = 4134;
+        22: cosmic_pe1_pwl_pipe1_slope_r = 5110;
+        23: cosmic_pe1_pwl_pipe1_slope_r = 6253;
+        24: cosmic_pe1_pwl_pipe1_slope_r = 7561;
+        25: cosmic_pe1_pwl_pipe1_slope_r = 9012;
+        26: cosmic_pe1_pwl_pipe1_slope_r = 10558;
+        27: cosmic_pe1_pwl_pipe1_slope_r = 12122;
+        28: cosmic_pe1_pwl_pipe1_slope_r = 13600;
+        29: cosmic_pe1_pwl_pipe1_slope_r = 14869;
+        30: cosmic_pe1_pwl_pipe1_slope_r = 15803;
+        31: cosmic_pe1_pwl_pipe1_slope_r = 16299;
+        32: cosmic_pe1_pwl_pipe1_slope_r = 16299;
+        33: cosmic_pe1_pwl_pipe1_slope_r = 15803;
+        34: cosmic_pe1_pwl_pipe1_slope_r = 14869;
+        35: cosmic_pe1_pwl_pipe1_slope_r = 13600;
+        36: cosmic_pe1_pwl_pipe1_slope_r = 12122;
+        37: cosmic_pe1_pwl_pipe1_slope_r = 10558;
+        38: cosmic_pe1_pwl_pipe1_slope_r = 9012;
+        39: cosmic_pe1_pwl_pipe1_slope_r = 7561;
+        40: cosmic_pe1_pwl_pipe1_slope_r = 6253;
+        41: cosmic_pe1_pwl_pipe1_slope_r = 5110;
+        42: cosmic_pe1_pwl_pipe1_slope_r = 4134;
+        43: cosmic_pe1_pwl_pipe1_slope_r = 3319;
+        44: cosmic_pe1_pwl_pipe1_slope_r = 2647;
+        45: cosmic_pe1_pwl_pipe1_slope_r = 2101;
+        46: cosmic_pe1_pwl_pipe1_slope_r = 1661;
+        47: cosmic_pe1_pwl_pipe1_slope_r = 1308;
+        48: cosmic_pe1_pwl_pipe1_slope_r = 1028;
+        49: cosmic_pe1_pwl_pipe1_slope_r = 807;
+        50: cosmic_pe1_pwl_pipe1_slope_r = 632;
+        51: cosmic_pe1_pwl_pipe1_slope_r = 494;
+        52: cosmic_pe1_pwl_pipe1_slope_r = 386;
+        53: cosmic_pe1_pwl_pipe1_slope_r = 301;
+        54: cosmic_pe1_pwl_pipe1_slope_r = 235;
+        55: cosmic_pe1_pwl_pipe1_slope_r = 184;
+        56: cosmic_pe1_pwl_pipe1_slope_r = 143;
+        57: cosmic_pe1_pwl_pipe1_slope_r = 112;
+        58: cosmic_pe1_pwl_pipe1_slope_r = 87;
+        59: cosmic_pe1_pwl_pipe1_slope_r = 68;
+        60: cosmic_pe1_pwl_pipe1_slope_r = 53;
+        61: cosmic_pe1_pwl_pipe1_slope_r = 41;
+        62: cosmic_pe1_pwl_pipe1_slope_r = 32;
+        default: cosmic_pe1_pwl_pipe1_slope_r = 25;
     endcase
+end
+
+
+always @(cosmic_pe1_pwl_pipe1_idx_b) begin: cosmic_pe1_pwl_pipe1_p2romb
+    case (cosmic_pe1_pwl_pipe1_idx_b)
+        0: cosmic_pe1_pwl_pipe1_base2 = 22;
+        1: cosmic_pe1_pwl_pipe1_base2 = 28;
+        2: cosmic_pe1_pwl_pipe1_base2 = 36;
+        3: cosmic_pe1_pwl_pipe1_base2 = 47;
+        4: cosmic_pe1_pwl_pipe1_base2 = 60;
+        5: cosmic_pe1_pwl_pipe1_base2 = 77;
+        6: cosmic_pe1_pwl_pipe1_base2 = 98;
+        7: cosmic_pe1_pwl_pipe1_base2 = 126;
+        8: cosmic_pe1_pwl_pipe1_base2 = 162;
+        9: cosmic_pe1_pwl_pipe1_base2 = 208;
+        10: cosmic_pe1_pwl_pipe1_base2 = 267;
+        11: cosmic_pe1_pwl_pipe1_base2 = 342;
+        12: cosmic_pe1_pwl_pipe1_base2 = 439;
+        13: cosmic_pe1_pwl_pipe1_base2 = 562;
+        14: cosmic_pe1_pwl_pipe1_base2 = 720;
+        15: cosmic_pe1_pwl_pipe1_base2 = 922;
+        16: cosmic_pe1_pwl_pipe1_base2 = 1179;
+        17: cosmic_pe1_pwl_pipe1_base2 = 1506;
+        18: cosmic_pe1_pwl_pipe1_base2 = 1921;
+        19: cosmic_pe1_pwl_pipe1_base2 = 2446;
+        20: cosmic_pe1_pwl_pipe1_base2 = 3108;
+        21: cosmic_pe1_pwl_pipe1_base2 = 3938;
+        22: cosmic_pe1_pwl_pipe1_base2 = 4971;
+        23: cosmic_pe1_pwl_pipe1_base2 = 6249;
+        24: cosmic_pe1_pwl_pipe1_base2 = 7812;
+        25: cosmic_pe1_pwl_pipe1_base2 = 9702;
+        26: cosmic_pe1_pwl_pipe1_base2 = 11955;
+        27: cosmic_pe1_pwl_pipe1_base2 = 14595;
+        28: cosmic_pe1_pwl_pipe1_base2 = 17625;
+        29: cosmic_pe1_pwl_pipe1_base2 = 21025;
+        30: cosmic_pe1_pwl_pipe1_base2 = 24743;
+        31: cosmic_pe1_pwl_pipe1_base2 = 28693;
+        32: cosmic_pe1_pwl_pipe1_base2 = 32768;
+        33: cosmic_pe1_pwl_pipe1_base2 = 36843;
+        34: cosmic_pe1_pwl_pipe1_base2 = 40793;
+        35: cosmic_pe1_pwl_pipe1_base2 = 44511;
+        36: cosmic_pe1_pwl_pipe1_base2 = 47911;
+        37: cosmic_pe1_pwl_pipe1_base2 = 50941;
+        38: cosmic_pe1_pwl_pipe1_base2 = 53581;
+        39: cosmic_pe1_pwl_pipe1_base2 = 55834;
+        40: cosmic_pe1_pwl_pipe1_base2 = 57724;
+        41: cosmic_pe1_pwl_pipe1_base2 = 59287;
+        42: cosmic_pe1_pwl_pipe1_base2 = 60565;
+        43: cosmic_pe1_pwl_pipe1_base2 = 61598;
+        44: cosmic_pe1_pwl_pipe1_base2 = 62428;
+        45: cosmic_pe1_pwl_pipe1_base2 = 63090;
+        46: cosmic_pe1_pwl_pipe1_base2 = 63615;
+        47: cosmic_pe1_pwl_pipe1_base2 = 64030;
+        48: cosmic_pe1_pwl_pipe1_base2 = 64357;
+        49: cosmic_pe1_pwl_pipe1_base2 = 64614;
+        50: cosmic_pe1_pwl_pipe1_base2 = 64816;
+        51: cosmic_pe1_pwl_pipe1_base2 = 64974;
+        52: cosmic_pe1_pwl_pipe1_base2 = 65097;
+        53: cosmic_pe1_pwl_pipe1_base2 = 65194;
+        54: cosmic_pe1_pwl_pipe1_base2 = 65269;
+        55: cosmic_pe1_pwl_pipe1_base2 = 65328;
+        56: cosmic_pe1_pwl_pipe1_base2 = 65374;
+        57: cosmic_pe1_pwl_pipe1_base2 = 65410;
+        58: cosmic_pe1_pwl_pipe1_base2 = 65438;
+        59: cosmic_pe1_pwl_pipe1_base2 = 65459;
+        60: cosmic_pe1_pwl_pipe1_base2 = 65476;
+        61: cosmic_pe1_pwl_pipe1_base2 = 65489;
+        62: cosmic_pe1_pwl_pipe1_base2 = 65500;
+        default: cosmic_pe1_pwl_pipe1_base2 = 65508;
+    endcase
+end
+
+
+always @(cosmic_pe1_pwl_pipe1_slope_r, cosmic_pe1_pwl_pipe1_lt1) begin: cosmic_pe1_pwl_pipe1_p2z
+    if (cosmic_pe1_pwl_pipe1_lt1) begin
+        cosmic_pe1_pwl_pipe1_slope2 = 0;
+    end
+    else begin
+        cosmic_pe1_pwl_pipe1_slope2 = cosmic_pe1_pwl_pipe1_slope_r;
+    end
 end
 
 
 always @(posedge clk) begin: cosmic_pe1_pwl_pipe1_p2
     if (rst == 1) begin
-        cosmic_pe1_pwl_pipe1_idx3 <= 0;
-        cosmic_pe1_pwl_pipe1_prod3 <= 0;
+        cosmic_pe1_pwl_pipe1_base3 <= 0;
+        cosmic_pe1_pwl_pipe1_slope3 <= 0;
+        cosmic_pe1_pwl_pipe1_off3 <= 0;
     end
     else begin
-        cosmic_pe1_pwl_pipe1_prod3 <= (cosmic_pe1_pwl_pipe1_slope2 * cosmic_pe1_pwl_pipe1_off2);
-        cosmic_pe1_pwl_pipe1_idx3 <= cosmic_pe1_pwl_pipe1_idx2;
+        cosmic_pe1_pwl_pipe1_slope3 <= cosmic_pe1_pwl_pipe1_slope2;
+        cosmic_pe1_pwl_pipe1_off3 <= cosmic_pe1_pwl_pipe1_off2;
+        cosmic_pe1_pwl_pipe1_base3 <= cosmic_pe1_pwl_pipe1_base2;
     end
 end
 
 
 
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_t = $signed(cosmic_pe1_pwl_pipe1_prod3 >>> 16);
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_rb = $signed({32'h0, cosmic_pe1_pwl_pipe1_prod3[(16 - 1)]});
-
-
-
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r = (cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_t + cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_rb);
-
-
-
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hi = cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hin = (~cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hi);
-
-
-
-assign cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign = (!cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r[(33 - 1)]);
-
-
-always @(cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill, cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hi, cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r, cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hin) begin: cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_clamp
-    if (((cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hi == 0) || (cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hin == 0))) begin
-        cosmic_pe1_pwl_pipe1_rnd_c = $signed(cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r[32-1:0]);
-    end
-    else begin
-        cosmic_pe1_pwl_pipe1_rnd_c = $signed({cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r[(33 - 1)], cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill});
-    end
-end
+assign cosmic_pe1_pwl_pipe1_off3s = $signed({1'h0, cosmic_pe1_pwl_pipe1_off3});
 
 
 always @(posedge clk) begin: cosmic_pe1_pwl_pipe1_p3
     if (rst == 1) begin
-        cosmic_pe1_pwl_pipe1_rnd4 <= 0;
-        cosmic_pe1_pwl_pipe1_idx4 <= 0;
+        cosmic_pe1_pwl_pipe1_base4 <= 0;
+        cosmic_pe1_pwl_pipe1_prod4 <= 0;
     end
     else begin
-        cosmic_pe1_pwl_pipe1_rnd4 <= cosmic_pe1_pwl_pipe1_rnd_c;
-        cosmic_pe1_pwl_pipe1_idx4 <= cosmic_pe1_pwl_pipe1_idx3;
+        cosmic_pe1_pwl_pipe1_prod4 <= (cosmic_pe1_pwl_pipe1_slope3 * cosmic_pe1_pwl_pipe1_off3s);
+        cosmic_pe1_pwl_pipe1_base4 <= cosmic_pe1_pwl_pipe1_base3;
     end
 end
 
 
-always @(cosmic_pe1_pwl_pipe1_idx4) begin: cosmic_pe1_pwl_pipe1_p4rom
-    case (cosmic_pe1_pwl_pipe1_idx4)
-        0: cosmic_pe1_pwl_pipe1_base4 = 22;
-        1: cosmic_pe1_pwl_pipe1_base4 = 28;
-        2: cosmic_pe1_pwl_pipe1_base4 = 36;
-        3: cosmic_pe1_pwl_pipe1_base4 = 47;
-        4: cosmic_pe1_pwl_pipe1_base4 = 60;
-        5: cosmic_pe1_pwl_pipe1_base4 = 77;
-        6: cosmic_pe1_pwl_pipe1_base4 = 98;
-        7: cosmic_pe1_pwl_pipe1_base4 = 126;
-        8: cosmic_pe1_pwl_pipe1_base4 = 162;
-        9: cosmic_pe1_pwl_pipe1_base4 = 208;
-        10: cosmic_pe1_pwl_pipe1_base4 = 267;
-        11: cosmic_pe1_pwl_pipe1_base4 = 342;
-        12: cosmic_pe1_pwl_pipe1_base4 = 439;
-        13: cosmic_pe1_pwl_pipe1_base4 = 562;
-        14: cosmic_pe1_pwl_pipe1_base4 = 720;
-        15: cosmic_pe1_pwl_pipe1_base4 = 922;
-        16: cosmic_pe1_pwl_pipe1_base4 = 1179;
-        17: cosmic_pe1_pwl_pipe1_base4 = 1506;
-        18: cosmic_pe1_pwl_pipe1_base4 = 1921;
-        19: cosmic_pe1_pwl_pipe1_base4 = 2446;
-        20: cosmic_pe1_pwl_pipe1_base4 = 3108;
-        21: cosmic_pe1_pwl_pipe1_base4 = 3938;
-        22: cosmic_pe1_pwl_pipe1_base4 = 4971;
-        23: cosmic_pe1_pwl_pipe1_base4 = 6249;
-        24: cosmic_pe1_pwl_pipe1_base4 = 7812;
-        25: cosmic_pe1_pwl_pipe1_base4 = 9702;
-        26: cosmic_pe1_pwl_pipe1_base4 = 11955;
-        27: cosmic_pe1_pwl_pipe1_base4 = 14595;
-        28: cosmic_pe1_pwl_pipe1_base4 = 17625;
-        29: cosmic_pe1_pwl_pipe1_base4 = 21025;
-        30: cosmic_pe1_pwl_pipe1_base4 = 24743;
-        31: cosmic_pe1_pwl_pipe1_base4 = 28693;
-        32: cosmic_pe1_pwl_pipe1_base4 = 32768;
-        33: cosmic_pe1_pwl_pipe1_base4 = 36843;
-        34: cosmic_pe1_pwl_pipe1_base4 = 40793;
-        35: cosmic_pe1_pwl_pipe1_base4 = 44511;
-        36: cosmic_pe1_pwl_pipe1_base4 = 47911;
-        37: cosmic_pe1_pwl_pipe1_base4 = 50941;
-        38: cosmic_pe1_pwl_pipe1_base4 = 53581;
-        39: cosmic_pe1_pwl_pipe1_base4 = 55834;
-        40: cosmic_pe1_pwl_pipe1_base4 = 57724;
-        41: cosmic_pe1_pwl_pipe1_base4 = 59287;
-        42: cosmic_pe1_pwl_pipe1_base4 = 60565;
-        43: cosmic_pe1_pwl_pipe1_base4 = 61598;
-        44: cosmic_pe1_pwl_pipe1_base4 = 62428;
-        45: cosmic_pe1_pwl_pipe1_base4 = 63090;
-        46: cosmic_pe1_pwl_pipe1_base4 = 63615;
-        47: cosmic_pe1_pwl_pipe1_base4 = 64030;
-        48: cosmic_pe1_pwl_pipe1_base4 = 64357;
-        49: cosmic_pe1_pwl_pipe1_base4 = 64614;
-        50: cosmic_pe1_pwl_pipe1_base4 = 64816;
-        51: cosmic_pe1_pwl_pipe1_base4 = 64974;
-        52: cosmic_pe1_pwl_pipe1_base4 = 65097;
-        53: cosmic_pe1_pwl_pipe1_base4 = 65194;
-        54: cosmic_pe1_pwl_pipe1_base4 = 65269;
-        55: cosmic_pe1_pwl_pipe1_base4 = 65328;
-        56: cosmic_pe1_pwl_pipe1_base4 = 65374;
-        57: cosmic_pe1_pwl_pipe1_base4 = 65410;
-        58: cosmic_pe1_pwl_pipe1_base4 = 65438;
-        59: cosmic_pe1_pwl_pipe1_base4 = 65459;
-        60: cosmic_pe1_pwl_pipe1_base4 = 65476;
-        61: cosmic_pe1_pwl_pipe1_base4 = 65489;
-        62: cosmic_pe1_pwl_pipe1_base4 = 65500;
-        default: cosmic_pe1_pwl_pipe1_base4 = 65508;
-    endcase
-end
+
+assign cosmic_pe1_pwl_pipe1_q4 = $signed(cosmic_pe1_pwl_pipe1_prod4[33-1:16]);
+assign cosmic_pe1_pwl_pipe1_rb4 = cosmic_pe1_pwl_pipe1_prod4[(16 - 1)];
 
 
-
-assign cosmic_pe1_pwl_pipe1_sumv = (cosmic_pe1_pwl_pipe1_base4 + cosmic_pe1_pwl_pipe1_rnd4);
-
-
-
-assign cosmic_pe1_pwl_pipe1_sat8_hi = cosmic_pe1_pwl_pipe1_sumv[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe1_pwl_pipe1_sat8_hin = (~cosmic_pe1_pwl_pipe1_sat8_hi);
-
-
-
-assign cosmic_pe1_pwl_pipe1_sat8_nsign = (!cosmic_pe1_pwl_pipe1_sumv[(33 - 1)]);
-
-
-always @(cosmic_pe1_pwl_pipe1_sat8_fill, cosmic_pe1_pwl_pipe1_sat8_hi, cosmic_pe1_pwl_pipe1_sumv, cosmic_pe1_pwl_pipe1_sat8_hin) begin: cosmic_pe1_pwl_pipe1_sat8_clamp
-    if (((cosmic_pe1_pwl_pipe1_sat8_hi == 0) || (cosmic_pe1_pwl_pipe1_sat8_hin == 0))) begin
-        cosmic_pe1_pwl_pipe1_ys = $signed(cosmic_pe1_pwl_pipe1_sumv[32-1:0]);
+always @(cosmic_pe1_pwl_pipe1_q4) begin: cosmic_pe1_pwl_pipe1_sext6_fill
+    if (cosmic_pe1_pwl_pipe1_q4[(17 - 1)]) begin
+        cosmic_pe1_pwl_pipe1_sext6_sgn = 65535;
     end
     else begin
-        cosmic_pe1_pwl_pipe1_ys = $signed({cosmic_pe1_pwl_pipe1_sumv[(33 - 1)], cosmic_pe1_pwl_pipe1_sat8_fill});
+        cosmic_pe1_pwl_pipe1_sext6_sgn = 0;
     end
 end
 
 
-always @(cosmic_pe1_pwl_pipe1_idx4) begin: cosmic_pe1_pwl_pipe1_p4romh
-    case (cosmic_pe1_pwl_pipe1_idx4)
-        0: cosmic_pe1_pwl_pipe1_limh = 65514;
-        1: cosmic_pe1_pwl_pipe1_limh = 65508;
-        2: cosmic_pe1_pwl_pipe1_limh = 65500;
-        3: cosmic_pe1_pwl_pipe1_limh = 65489;
-        4: cosmic_pe1_pwl_pipe1_limh = 65476;
-        5: cosmic_pe1_pwl_pipe1_limh = 65459;
-        6: cosmic_pe1_pwl_pipe1_limh = 65438;
-        7: cosmic_pe1_pwl_pipe1_limh = 65410;
-        8: cosmic_pe1_pwl_pipe1_limh = 65374;
-        9: cosmic_pe1_pwl_pipe1_limh = 65328;
-        10: cosmic_pe1_pwl_pipe1_limh = 65269;
-        11: cosmic_pe1_pwl_pipe1_limh = 65194;
-        12: cosmic_pe1_pwl_pipe1_limh = 65097;
-        13: cosmic_pe1_pwl_pipe1_limh = 64974;
-        14: cosmic_pe1_pwl_pipe1_limh = 64816;
-        15: cosmic_pe1_pwl_pipe1_limh = 64614;
-        16: cosmic_pe1_pwl_pipe1_limh = 64357;
-        17: cosmic_pe1_pwl_pipe1_limh = 64030;
-        18: cosmic_pe1_pwl_pipe1_limh = 63615;
-        19: cosmic_pe1_pwl_pipe1_limh = 63090;
-        20: cosmic_pe1_pwl_pipe1_limh = 62428;
-        21: cosmic_pe1_pwl_pipe1_limh = 61598;
-        22: cosmic_pe1_pwl_pipe1_limh = 60565;
-        23: cosmic_pe1_pwl_pipe1_limh = 59287;
-        24: cosmic_pe1_pwl_pipe1_limh = 57724;
-        25: cosmic_pe1_pwl_pipe1_limh = 55834;
-        26: cosmic_pe1_pwl_pipe1_limh = 53581;
-        27: cosmic_pe1_pwl_pipe1_limh = 50941;
-        28: cosmic_pe1_pwl_pipe1_limh = 47911;
-        29: cosmic_pe1_pwl_pipe1_limh = 44511;
-        30: cosmic_pe1_pwl_pipe1_limh = 40793;
-        31: cosmic_pe1_pwl_pipe1_limh = 36843;
-        32: cosmic_pe1_pwl_pipe1_limh = 32768;
-        33: cosmic_pe1_pwl_pipe1_limh = 28693;
-        34: cosmic_pe1_pwl_pipe1_limh = 24743;
-        35: cosmic_pe1_pwl_pipe1_limh = 21025;
-        36: cosmic_pe1_pwl_pipe1_limh = 17625;
-        37: cosmic_pe1_pwl_pipe1_limh = 14595;
-        38: cosmic_pe1_pwl_pipe1_limh = 11955;
-        39: cosmic_pe1_pwl_pipe1_limh = 9702;
-        40: cosmic_pe1_pwl_pipe1_limh = 7812;
-        41: cosmic_pe1_pwl_pipe1_limh = 6249;
-        42: cosmic_pe1_pwl_pipe1_limh = 4971;
-        43: cosmic_pe1_pwl_pipe1_limh = 3938;
-        44: cosmic_pe1_pwl_pipe1_limh = 3108;
-        45: cosmic_pe1_pwl_pipe1_limh = 2446;
-        46: cosmic_pe1_pwl_pipe1_limh = 1921;
-        47: cosmic_pe1_pwl_pipe1_limh = 1506;
-        48: cosmic_pe1_pwl_pipe1_limh = 1179;
-        49: cosmic_pe1_pwl_pipe1_limh = 922;
-        50: cosmic_pe1_pwl_pipe1_limh = 720;
-        51: cosmic_pe1_pwl_pipe1_limh = 562;
-        52: cosmic_pe1_pwl_pipe1_limh = 439;
-        53: cosmic_pe1_pwl_pipe1_limh = 342;
-        54: cosmic_pe1_pwl_pipe1_limh = 267;
-        55: cosmic_pe1_pwl_pipe1_limh = 208;
-        56: cosmic_pe1_pwl_pipe1_limh = 162;
-        57: cosmic_pe1_pwl_pipe1_limh = 126;
-        58: cosmic_pe1_pwl_pipe1_limh = 98;
-        59: cosmic_pe1_pwl_pipe1_limh = 77;
-        60: cosmic_pe1_pwl_pipe1_limh = 60;
-        61: cosmic_pe1_pwl_pipe1_limh = 47;
-        62: cosmic_pe1_pwl_pipe1_limh = 36;
-        default: cosmic_pe1_pwl_pipe1_limh = 28;
-    endcase
-end
+
+assign cosmic_pe1_pwl_pipe1_qe = $signed({cosmic_pe1_pwl_pipe1_sext6_sgn, cosmic_pe1_pwl_pipe1_q4});
 
 
-always @(cosmic_pe1_pwl_pipe1_idx4) begin: cosmic_pe1_pwl_pipe1_p4roml
-    case (cosmic_pe1_pwl_pipe1_idx4)
-        0: cosmic_pe1_pwl_pipe1_liml = (-22);
-        1: cosmic_pe1_pwl_pipe1_liml = (-28);
-        2: cosmic_pe1_pwl_pipe1_liml = (-36);
-        3: cosmic_pe1_pwl_pipe1_liml = (-47);
-        4: cosmic_pe1_pwl_pipe1_liml = (-60);
-        5: cosmic_pe1_pwl_pipe1_liml = (-77);
-        6: cosmic_pe1_pwl_pipe1_liml = (-98);
-        7: cosmic_pe1_pwl_pipe1_liml = (-126);
-        8: cosmic_pe1_pwl_pipe1_liml = (-162);
-        9: cosmic_pe1_pwl_pipe1_liml = (-208);
-        10: cosmic_pe1_pwl_pipe1_liml = (-267);
-        11: cosmic_pe1_pwl_pipe1_liml = (-342);
-        12: cosmic_pe1_pwl_pipe1_liml = (-439);
-        13: cosmic_pe1_pwl_pipe1_liml = (-562);
-        14: cosmic_pe1_pwl_pipe1_liml = (-720);
-        15: cosmic_pe1_pwl_pipe1_liml = (-922);
-        16: cosmic_pe1_pwl_pipe1_liml = (-1179);
-        17: cosmic_pe1_pwl_pipe1_liml = (-1506);
-        18: cosmic_pe1_pwl_pipe1_liml = (-1921);
-        19: cosmic_pe1_pwl_pipe1_liml = (-2446);
-        20: cosmic_pe1_pwl_pipe1_liml = (-3108);
-        21: cosmic_pe1_pwl_pipe1_liml = (-3938);
-        22: cosmic_pe1_pwl_pipe1_liml = (-4971);
-        23: cosmic_pe1_pwl_pipe1_liml = (-6249);
-        24: cosmic_pe1_pwl_pipe1_liml = (-7812);
-        25: cosmic_pe1_pwl_pipe1_liml = (-9702);
-        26: cosmic_pe1_pwl_pipe1_liml = (-11955);
-        27: cosmic_pe1_pwl_pipe1_liml = (-14595);
-        28: cosmic_pe1_pwl_pipe1_liml = (-17625);
-        29: cosmic_pe1_pwl_pipe1_liml = (-21025);
-        30: cosmic_pe1_pwl_pipe1_liml = (-24743);
-        31: cosmic_pe1_pwl_pipe1_liml = (-28693);
-        32: cosmic_pe1_pwl_pipe1_liml = (-32768);
-        33: cosmic_pe1_pwl_pipe1_liml = (-36843);
-        34: cosmic_pe1_pwl_pipe1_liml = (-40793);
-        35: cosmic_pe1_pwl_pipe1_liml = (-44511);
-        36: cosmic_pe1_pwl_pipe1_liml = (-47911);
-        37: cosmic_pe1_pwl_pipe1_liml = (-50941);
-        38: cosmic_pe1_pwl_pipe1_liml = (-53581);
-        39: cosmic_pe1_pwl_pipe1_liml = (-55834);
-        40: cosmic_pe1_pwl_pipe1_liml = (-57724);
-        41: cosmic_pe1_pwl_pipe1_liml = (-59287);
-        42: cosmic_pe1_pwl_pipe1_liml = (-60565);
-        43: cosmic_pe1_pwl_pipe1_liml = (-61598);
-        44: cosmic_pe1_pwl_pipe1_liml = (-62428);
-        45: cosmic_pe1_pwl_pipe1_liml = (-63090);
-        46: cosmic_pe1_pwl_pipe1_liml = (-63615);
-        47: cosmic_pe1_pwl_pipe1_liml = (-64030);
-        48: cosmic_pe1_pwl_pipe1_liml = (-64357);
-        49: cosmic_pe1_pwl_pipe1_liml = (-64614);
-        50: cosmic_pe1_pwl_pipe1_liml = (-64816);
-        51: cosmic_pe1_pwl_pipe1_liml = (-64974);
-        52: cosmic_pe1_pwl_pipe1_liml = (-65097);
-        53: cosmic_pe1_pwl_pipe1_liml = (-65194);
-        54: cosmic_pe1_pwl_pipe1_liml = (-65269);
-        55: cosmic_pe1_pwl_pipe1_liml = (-65328);
-        56: cosmic_pe1_pwl_pipe1_liml = (-65374);
-        57: cosmic_pe1_pwl_pipe1_liml = (-65410);
-        58: cosmic_pe1_pwl_pipe1_liml = (-65438);
-        59: cosmic_pe1_pwl_pipe1_liml = (-65459);
-        60: cosmic_pe1_pwl_pipe1_liml = (-65476);
-        61: cosmic_pe1_pwl_pipe1_liml = (-65489);
-        62: cosmic_pe1_pwl_pipe1_liml = (-65500);
-        default: cosmic_pe1_pwl_pipe1_liml = (-65508);
-    endcase
-end
+
+assign cosmic_pe1_pwl_pipe1_ta = $signed({cosmic_pe1_pwl_pipe1_base4[(32 - 1)], cosmic_pe1_pwl_pipe1_base4, cosmic_pe1_pwl_pipe1_rb4});
+assign cosmic_pe1_pwl_pipe1_tb = $signed({cosmic_pe1_pwl_pipe1_qe, cosmic_pe1_pwl_pipe1_rb4});
 
 
-always @(cosmic_pe1_pwl_pipe1_limh, cosmic_pe1_pwl_pipe1_liml, cosmic_pe1_pwl_pipe1_rnd4, cosmic_pe1_pwl_pipe1_ys) begin: cosmic_pe1_pwl_pipe1_outc
-    if ((cosmic_pe1_pwl_pipe1_rnd4 > cosmic_pe1_pwl_pipe1_limh)) begin
-        cosmic_pe1_y_sig = 65536;
-    end
-    else if ((cosmic_pe1_pwl_pipe1_rnd4 < cosmic_pe1_pwl_pipe1_liml)) begin
-        cosmic_pe1_y_sig = 0;
-    end
-    else begin
-        cosmic_pe1_y_sig = cosmic_pe1_pwl_pipe1_ys;
-    end
-end
+
+assign cosmic_pe1_pwl_pipe1_t4 = (cosmic_pe1_pwl_pipe1_ta + cosmic_pe1_pwl_pipe1_tb);
+
+
+
+assign cosmic_pe1_pwl_pipe1_unused = {cosmic_pe1_pwl_pipe1_t4[(32 + 1)], cosmic_pe1_pwl_pipe1_prod4[(16 - 1)-1:0], cosmic_pe1_pwl_pipe1_t4[0]};
+
+
+
+assign cosmic_pe1_y_sig = $signed(cosmic_pe1_pwl_pipe1_t4[(32 + 1)-1:1]);
 
 
 always @(posedge clk) begin: cosmic_pe1_pipe
@@ -10348,18 +9538,18 @@ always @(posedge clk) begin: cosmic_pe1_pipe
 end
 
 
-always @(cosmic_pe1_mul2_csa1_p) begin: cosmic_pe1_sext5_fill
+always @(cosmic_pe1_mul2_csa1_p) begin: cosmic_pe1_sext7_fill
     if (cosmic_pe1_mul2_csa1_p[(64 - 1)]) begin
-        cosmic_pe1_sext5_sgn = 255;
+        cosmic_pe1_sext7_sgn = 255;
     end
     else begin
-        cosmic_pe1_sext5_sgn = 0;
+        cosmic_pe1_sext7_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe1_sext5_xe = $signed({cosmic_pe1_sext5_sgn, cosmic_pe1_mul2_csa1_p});
+assign cosmic_pe1_sext7_xe = $signed({cosmic_pe1_sext7_sgn, cosmic_pe1_mul2_csa1_p});
 
 
 always @(cosmic_pe1_clr6, cosmic_pe1_acc) begin: cosmic_pe1_acc_csel1_gate
@@ -10374,9 +9564,9 @@ end
 
 
 assign cosmic_pe1_acc_csel1_al = cosmic_pe1_acc_csel1_ai[36-1:0];
-assign cosmic_pe1_acc_csel1_pl = cosmic_pe1_sext5_xe[36-1:0];
+assign cosmic_pe1_acc_csel1_pl = cosmic_pe1_sext7_xe[36-1:0];
 assign cosmic_pe1_acc_csel1_ah = $signed(cosmic_pe1_acc_csel1_ai[72-1:36]);
-assign cosmic_pe1_acc_csel1_ph = $signed(cosmic_pe1_sext5_xe[72-1:36]);
+assign cosmic_pe1_acc_csel1_ph = $signed(cosmic_pe1_sext7_xe[72-1:36]);
 
 
 
@@ -10400,75 +9590,75 @@ assign cosmic_pe1_acc_csel1_full = $signed({cosmic_pe1_acc_csel1_hs, cosmic_pe1_
 
 
 
-assign cosmic_pe1_acc_csel1_sat9_hi = cosmic_pe1_acc_csel1_full[73-1:(72 - 1)];
+assign cosmic_pe1_acc_csel1_sat5_hi = cosmic_pe1_acc_csel1_full[73-1:(72 - 1)];
 
 
 
-assign cosmic_pe1_acc_csel1_sat9_hin = (~cosmic_pe1_acc_csel1_sat9_hi);
+assign cosmic_pe1_acc_csel1_sat5_hin = (~cosmic_pe1_acc_csel1_sat5_hi);
 
 
 
-assign cosmic_pe1_acc_csel1_sat9_nsign = (!cosmic_pe1_acc_csel1_full[(73 - 1)]);
+assign cosmic_pe1_acc_csel1_sat5_nsign = (!cosmic_pe1_acc_csel1_full[(73 - 1)]);
 
 
-always @(cosmic_pe1_acc_csel1_sat9_fill, cosmic_pe1_acc_csel1_sat9_hi, cosmic_pe1_acc_csel1_full, cosmic_pe1_acc_csel1_sat9_hin) begin: cosmic_pe1_acc_csel1_sat9_clamp
-    if (((cosmic_pe1_acc_csel1_sat9_hi == 0) || (cosmic_pe1_acc_csel1_sat9_hin == 0))) begin
+always @(cosmic_pe1_acc_csel1_sat5_fill, cosmic_pe1_acc_csel1_sat5_hi, cosmic_pe1_acc_csel1_full, cosmic_pe1_acc_csel1_sat5_hin) begin: cosmic_pe1_acc_csel1_sat5_clamp
+    if (((cosmic_pe1_acc_csel1_sat5_hi == 0) || (cosmic_pe1_acc_csel1_sat5_hin == 0))) begin
         cosmic_pe1_acc_new = $signed(cosmic_pe1_acc_csel1_full[72-1:0]);
     end
     else begin
-        cosmic_pe1_acc_new = $signed({cosmic_pe1_acc_csel1_full[(73 - 1)], cosmic_pe1_acc_csel1_sat9_fill});
+        cosmic_pe1_acc_new = $signed({cosmic_pe1_acc_csel1_full[(73 - 1)], cosmic_pe1_acc_csel1_sat5_fill});
     end
 end
 
 
 
-assign cosmic_pe1_round_sat_fast4_lo = cosmic_pe1_mul2_csa1_p[16+:32];
-assign cosmic_pe1_round_sat_fast4_rb = cosmic_pe1_mul2_csa1_p[(16 - 1)];
-assign cosmic_pe1_round_sat_fast4_hi = cosmic_pe1_mul2_csa1_p[64-1:(16 + 32)];
-assign cosmic_pe1_round_sat_fast4_neg = cosmic_pe1_mul2_csa1_p[(64 - 1)];
-assign cosmic_pe1_round_sat_fast4_nneg = (!cosmic_pe1_mul2_csa1_p[(64 - 1)]);
+assign cosmic_pe1_round_sat_fast2_lo = cosmic_pe1_mul2_csa1_p[16+:32];
+assign cosmic_pe1_round_sat_fast2_rb = cosmic_pe1_mul2_csa1_p[(16 - 1)];
+assign cosmic_pe1_round_sat_fast2_hi = cosmic_pe1_mul2_csa1_p[64-1:(16 + 32)];
+assign cosmic_pe1_round_sat_fast2_neg = cosmic_pe1_mul2_csa1_p[(64 - 1)];
+assign cosmic_pe1_round_sat_fast2_nneg = (!cosmic_pe1_mul2_csa1_p[(64 - 1)]);
 
 
 
-assign cosmic_pe1_round_sat_fast4_hin = (~cosmic_pe1_round_sat_fast4_hi);
+assign cosmic_pe1_round_sat_fast2_hin = (~cosmic_pe1_round_sat_fast2_hi);
 
 
 
-assign cosmic_pe1_round_sat_fast4_s = (cosmic_pe1_round_sat_fast4_lo + cosmic_pe1_round_sat_fast4_rb);
+assign cosmic_pe1_round_sat_fast2_s = (cosmic_pe1_round_sat_fast2_lo + cosmic_pe1_round_sat_fast2_rb);
 
 
-always @(cosmic_pe1_round_sat_fast4_s, cosmic_pe1_round_sat_fast4_hin, cosmic_pe1_round_sat_fast4_hi, cosmic_pe1_round_sat_fast4_neg, cosmic_pe1_round_sat_fast4_fill) begin: cosmic_pe1_round_sat_fast4_outc
-    if (((cosmic_pe1_round_sat_fast4_s[32] && (cosmic_pe1_round_sat_fast4_hin == 0)) || ((!cosmic_pe1_round_sat_fast4_s[32]) && (((cosmic_pe1_round_sat_fast4_hi == 0) && (!cosmic_pe1_round_sat_fast4_s[(32 - 1)])) || ((cosmic_pe1_round_sat_fast4_hin == 0) && cosmic_pe1_round_sat_fast4_s[(32 - 1)]))))) begin
-        cosmic_pe1_mul_s = $signed(cosmic_pe1_round_sat_fast4_s[32-1:0]);
+always @(cosmic_pe1_round_sat_fast2_s, cosmic_pe1_round_sat_fast2_hin, cosmic_pe1_round_sat_fast2_hi, cosmic_pe1_round_sat_fast2_neg, cosmic_pe1_round_sat_fast2_fill) begin: cosmic_pe1_round_sat_fast2_outc
+    if (((cosmic_pe1_round_sat_fast2_s[32] && (cosmic_pe1_round_sat_fast2_hin == 0)) || ((!cosmic_pe1_round_sat_fast2_s[32]) && (((cosmic_pe1_round_sat_fast2_hi == 0) && (!cosmic_pe1_round_sat_fast2_s[(32 - 1)])) || ((cosmic_pe1_round_sat_fast2_hin == 0) && cosmic_pe1_round_sat_fast2_s[(32 - 1)]))))) begin
+        cosmic_pe1_mul_s = $signed(cosmic_pe1_round_sat_fast2_s[32-1:0]);
     end
     else begin
-        cosmic_pe1_mul_s = $signed({cosmic_pe1_round_sat_fast4_neg, cosmic_pe1_round_sat_fast4_fill});
+        cosmic_pe1_mul_s = $signed({cosmic_pe1_round_sat_fast2_neg, cosmic_pe1_round_sat_fast2_fill});
     end
 end
 
 
 
-assign cosmic_pe1_round_sat_fast5_lo = cosmic_pe1_acc[16+:32];
-assign cosmic_pe1_round_sat_fast5_rb = cosmic_pe1_acc[(16 - 1)];
-assign cosmic_pe1_round_sat_fast5_hi = cosmic_pe1_acc[72-1:(16 + 32)];
-assign cosmic_pe1_round_sat_fast5_neg = cosmic_pe1_acc[(72 - 1)];
-assign cosmic_pe1_round_sat_fast5_nneg = (!cosmic_pe1_acc[(72 - 1)]);
+assign cosmic_pe1_round_sat_fast3_lo = cosmic_pe1_acc[16+:32];
+assign cosmic_pe1_round_sat_fast3_rb = cosmic_pe1_acc[(16 - 1)];
+assign cosmic_pe1_round_sat_fast3_hi = cosmic_pe1_acc[72-1:(16 + 32)];
+assign cosmic_pe1_round_sat_fast3_neg = cosmic_pe1_acc[(72 - 1)];
+assign cosmic_pe1_round_sat_fast3_nneg = (!cosmic_pe1_acc[(72 - 1)]);
 
 
 
-assign cosmic_pe1_round_sat_fast5_hin = (~cosmic_pe1_round_sat_fast5_hi);
+assign cosmic_pe1_round_sat_fast3_hin = (~cosmic_pe1_round_sat_fast3_hi);
 
 
 
-assign cosmic_pe1_round_sat_fast5_s = (cosmic_pe1_round_sat_fast5_lo + cosmic_pe1_round_sat_fast5_rb);
+assign cosmic_pe1_round_sat_fast3_s = (cosmic_pe1_round_sat_fast3_lo + cosmic_pe1_round_sat_fast3_rb);
 
 
-always @(cosmic_pe1_round_sat_fast5_s, cosmic_pe1_round_sat_fast5_hin, cosmic_pe1_round_sat_fast5_hi, cosmic_pe1_round_sat_fast5_neg, cosmic_pe1_round_sat_fast5_fill) begin: cosmic_pe1_round_sat_fast5_outc
-    if (((cosmic_pe1_round_sat_fast5_s[32] && (cosmic_pe1_round_sat_fast5_hin == 0)) || ((!cosmic_pe1_round_sat_fast5_s[32]) && (((cosmic_pe1_round_sat_fast5_hi == 0) && (!cosmic_pe1_round_sat_fast5_s[(32 - 1)])) || ((cosmic_pe1_round_sat_fast5_hin == 0) && cosmic_pe1_round_sat_fast5_s[(32 - 1)]))))) begin
-        cosmic_pe1_y_gau = $signed(cosmic_pe1_round_sat_fast5_s[32-1:0]);
+always @(cosmic_pe1_round_sat_fast3_s, cosmic_pe1_round_sat_fast3_hin, cosmic_pe1_round_sat_fast3_hi, cosmic_pe1_round_sat_fast3_neg, cosmic_pe1_round_sat_fast3_fill) begin: cosmic_pe1_round_sat_fast3_outc
+    if (((cosmic_pe1_round_sat_fast3_s[32] && (cosmic_pe1_round_sat_fast3_hin == 0)) || ((!cosmic_pe1_round_sat_fast3_s[32]) && (((cosmic_pe1_round_sat_fast3_hi == 0) && (!cosmic_pe1_round_sat_fast3_s[(32 - 1)])) || ((cosmic_pe1_round_sat_fast3_hin == 0) && cosmic_pe1_round_sat_fast3_s[(32 - 1)]))))) begin
+        cosmic_pe1_y_gau = $signed(cosmic_pe1_round_sat_fast3_s[32-1:0]);
     end
     else begin
-        cosmic_pe1_y_gau = $signed({cosmic_pe1_round_sat_fast5_neg, cosmic_pe1_round_sat_fast5_fill});
+        cosmic_pe1_y_gau = $signed({cosmic_pe1_round_sat_fast3_neg, cosmic_pe1_round_sat_fast3_fill});
     end
 end
 
@@ -11661,45 +10851,45 @@ assign cosmic_pe2_dif_ab = (cosmic_pe2_fa - cosmic_pe2_fb);
 
 
 
-assign cosmic_pe2_sat10_hi = cosmic_pe2_sum_ab[33-1:(32 - 1)];
+assign cosmic_pe2_sat6_hi = cosmic_pe2_sum_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe2_sat10_hin = (~cosmic_pe2_sat10_hi);
+assign cosmic_pe2_sat6_hin = (~cosmic_pe2_sat6_hi);
 
 
 
-assign cosmic_pe2_sat10_nsign = (!cosmic_pe2_sum_ab[(33 - 1)]);
+assign cosmic_pe2_sat6_nsign = (!cosmic_pe2_sum_ab[(33 - 1)]);
 
 
-always @(cosmic_pe2_sat10_fill, cosmic_pe2_sat10_hi, cosmic_pe2_sum_ab, cosmic_pe2_sat10_hin) begin: cosmic_pe2_sat10_clamp
-    if (((cosmic_pe2_sat10_hi == 0) || (cosmic_pe2_sat10_hin == 0))) begin
+always @(cosmic_pe2_sat6_fill, cosmic_pe2_sat6_hi, cosmic_pe2_sum_ab, cosmic_pe2_sat6_hin) begin: cosmic_pe2_sat6_clamp
+    if (((cosmic_pe2_sat6_hi == 0) || (cosmic_pe2_sat6_hin == 0))) begin
         cosmic_pe2_add_s = $signed(cosmic_pe2_sum_ab[32-1:0]);
     end
     else begin
-        cosmic_pe2_add_s = $signed({cosmic_pe2_sum_ab[(33 - 1)], cosmic_pe2_sat10_fill});
+        cosmic_pe2_add_s = $signed({cosmic_pe2_sum_ab[(33 - 1)], cosmic_pe2_sat6_fill});
     end
 end
 
 
 
-assign cosmic_pe2_sat11_hi = cosmic_pe2_dif_ab[33-1:(32 - 1)];
+assign cosmic_pe2_sat7_hi = cosmic_pe2_dif_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe2_sat11_hin = (~cosmic_pe2_sat11_hi);
+assign cosmic_pe2_sat7_hin = (~cosmic_pe2_sat7_hi);
 
 
 
-assign cosmic_pe2_sat11_nsign = (!cosmic_pe2_dif_ab[(33 - 1)]);
+assign cosmic_pe2_sat7_nsign = (!cosmic_pe2_dif_ab[(33 - 1)]);
 
 
-always @(cosmic_pe2_sat11_fill, cosmic_pe2_sat11_hi, cosmic_pe2_dif_ab, cosmic_pe2_sat11_hin) begin: cosmic_pe2_sat11_clamp
-    if (((cosmic_pe2_sat11_hi == 0) || (cosmic_pe2_sat11_hin == 0))) begin
+always @(cosmic_pe2_sat7_fill, cosmic_pe2_sat7_hi, cosmic_pe2_dif_ab, cosmic_pe2_sat7_hin) begin: cosmic_pe2_sat7_clamp
+    if (((cosmic_pe2_sat7_hi == 0) || (cosmic_pe2_sat7_hin == 0))) begin
         cosmic_pe2_sub_s = $signed(cosmic_pe2_dif_ab[32-1:0]);
     end
     else begin
-        cosmic_pe2_sub_s = $signed({cosmic_pe2_dif_ab[(33 - 1)], cosmic_pe2_sat11_fill});
+        cosmic_pe2_sub_s = $signed({cosmic_pe2_dif_ab[(33 - 1)], cosmic_pe2_sat7_fill});
     end
 end
 
@@ -11783,32 +10973,32 @@ always @(posedge clk) begin: cosmic_pe2_mul2_csa2_st1
 end
 
 
-always @(cosmic_pe2_mul2_csa2_lh) begin: cosmic_pe2_mul2_csa2_sext6_fill
+always @(cosmic_pe2_mul2_csa2_lh) begin: cosmic_pe2_mul2_csa2_sext8_fill
     if (cosmic_pe2_mul2_csa2_lh[(33 - 1)]) begin
-        cosmic_pe2_mul2_csa2_sext6_sgn = 32767;
+        cosmic_pe2_mul2_csa2_sext8_sgn = 32767;
     end
     else begin
-        cosmic_pe2_mul2_csa2_sext6_sgn = 0;
+        cosmic_pe2_mul2_csa2_sext8_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe2_mul2_csa2_lhe = $signed({cosmic_pe2_mul2_csa2_sext6_sgn, cosmic_pe2_mul2_csa2_lh});
+assign cosmic_pe2_mul2_csa2_lhe = $signed({cosmic_pe2_mul2_csa2_sext8_sgn, cosmic_pe2_mul2_csa2_lh});
 
 
-always @(cosmic_pe2_mul2_csa2_hl) begin: cosmic_pe2_mul2_csa2_sext7_fill
+always @(cosmic_pe2_mul2_csa2_hl) begin: cosmic_pe2_mul2_csa2_sext9_fill
     if (cosmic_pe2_mul2_csa2_hl[(33 - 1)]) begin
-        cosmic_pe2_mul2_csa2_sext7_sgn = 32767;
+        cosmic_pe2_mul2_csa2_sext9_sgn = 32767;
     end
     else begin
-        cosmic_pe2_mul2_csa2_sext7_sgn = 0;
+        cosmic_pe2_mul2_csa2_sext9_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe2_mul2_csa2_hle = $signed({cosmic_pe2_mul2_csa2_sext7_sgn, cosmic_pe2_mul2_csa2_hl});
+assign cosmic_pe2_mul2_csa2_hle = $signed({cosmic_pe2_mul2_csa2_sext9_sgn, cosmic_pe2_mul2_csa2_hl});
 
 
 
@@ -11846,406 +11036,257 @@ end
 assign cosmic_pe2_pwl_pipe2_zl = (cosmic_pe2_fa + 524288);
 
 
-always @(cosmic_pe2_pwl_pipe2_zl, cosmic_pe2_fa) begin: cosmic_pe2_pwl_pipe2_clampz
-    if ((cosmic_pe2_fa >= 524288)) begin
-        cosmic_pe2_pwl_pipe2_u_c = 1048575;
-    end
-    else if ((cosmic_pe2_fa < (-524288))) begin
-        cosmic_pe2_pwl_pipe2_u_c = 0;
-    end
-    else begin
-        cosmic_pe2_pwl_pipe2_u_c = cosmic_pe2_pwl_pipe2_zl[20-1:0];
-    end
-end
+
+assign cosmic_pe2_pwl_pipe2_zl_unused = cosmic_pe2_pwl_pipe2_zl[(32 + 1)-1:20];
 
 
 always @(posedge clk) begin: cosmic_pe2_pwl_pipe2_p1
     if (rst == 1) begin
-        cosmic_pe2_pwl_pipe2_u1 <= 0;
+        cosmic_pe2_pwl_pipe2_ge1 <= 0;
+        cosmic_pe2_pwl_pipe2_lt1 <= 0;
+        cosmic_pe2_pwl_pipe2_zl1 <= 0;
     end
     else begin
-        cosmic_pe2_pwl_pipe2_u1 <= cosmic_pe2_pwl_pipe2_u_c;
+        cosmic_pe2_pwl_pipe2_zl1 <= cosmic_pe2_pwl_pipe2_zl[20-1:0];
+        cosmic_pe2_pwl_pipe2_ge1 <= (cosmic_pe2_fa >= 524288);
+        cosmic_pe2_pwl_pipe2_lt1 <= (cosmic_pe2_fa < (-524288));
     end
 end
 
 
+always @(cosmic_pe2_pwl_pipe2_ge1, cosmic_pe2_pwl_pipe2_zl1, cosmic_pe2_pwl_pipe2_lt1) begin: cosmic_pe2_pwl_pipe2_clampz
+    if (cosmic_pe2_pwl_pipe2_ge1) begin
+        cosmic_pe2_pwl_pipe2_idx_s = 63;
+        cosmic_pe2_pwl_pipe2_idx_b = 63;
+        cosmic_pe2_pwl_pipe2_off2 = 16383;
+    end
+    else if (cosmic_pe2_pwl_pipe2_lt1) begin
+        cosmic_pe2_pwl_pipe2_idx_s = cosmic_pe2_pwl_pipe2_zl1[20-1:14];
+        cosmic_pe2_pwl_pipe2_idx_b = 0;
+        cosmic_pe2_pwl_pipe2_off2 = cosmic_pe2_pwl_pipe2_zl1[14-1:0];
+    end
+    else begin
+        cosmic_pe2_pwl_pipe2_idx_s = cosmic_pe2_pwl_pipe2_zl1[20-1:14];
+        cosmic_pe2_pwl_pipe2_idx_b = cosmic_pe2_pwl_pipe2_zl1[20-1:14];
+        cosmic_pe2_pwl_pipe2_off2 = cosmic_pe2_pwl_pipe2_zl1[14-1:0];
+    end
+end
 
-assign cosmic_pe2_pwl_pipe2_idx2 = cosmic_pe2_pwl_pipe2_u1[20-1:14];
-assign cosmic_pe2_pwl_pipe2_off2 = $signed({1'h0, cosmic_pe2_pwl_pipe2_u1[14-1:0]});
 
-
-always @(cosmic_pe2_pwl_pipe2_idx2) begin: cosmic_pe2_pwl_pipe2_p2rom
-    case (cosmic_pe2_pwl_pipe2_idx2)
-        0: cosmic_pe2_pwl_pipe2_slope2 = 25;
-        1: cosmic_pe2_pwl_pipe2_slope2 = 32;
-        2: cosmic_pe2_pwl_pipe2_slope2 = 41;
-        3: cosmic_pe2_pwl_pipe2_slope2 = 53;
-        4: cosmic_pe2_pwl_pipe2_slope2 = 68;
-        5: cosmic_pe2_pwl_pipe2_slope2 = 87;
-        6: cosmic_pe2_pwl_pipe2_slope2 = 112;
-        7: cosmic_pe2_pwl_pipe2_slope2 = 143;
-        8: cosmic_pe2_pwl_pipe2_slope2 = 184;
-        9: cosmic_pe2_pwl_pipe2_slope2 = 235;
-        10: cosmic_pe2_pwl_pipe2_slope2 = 301;
-        11: cosmic_pe2_pwl_pipe2_slope2 = 386;
-        12: cosmic_pe2_pwl_pipe2_slope2 = 494;
-        13: cosmic_pe2_pwl_pipe2_slope2 = 632;
-        14: cosmic_pe2_pwl_pipe2_slope2 = 807;
-        15: cosmic_pe2_pwl_pipe2_slope2 = 1028;
-        16: cosmic_pe2_pwl_pipe2_slope2 = 1308;
-        17: cosmic_pe2_pwl_pipe2_slope2 = 1661;
-        18: cosmic_pe2_pwl_pipe2_slope2 = 2101;
-        19: cosmic_pe2_pwl_pipe2_slope2 = 2647;
-        20: cosmic_pe2_pwl_pipe2_slope2 = 3319;
-        21: cosmic_pe2_pwl_pipe2_slope2 = 4134;
-        22: cosmic_pe2_pwl_pipe2_slope2 = 5110;
-        23: cosmic_pe2_pwl_pipe2_slope2 = 6253;
-        24: cosmic_pe2_pwl_pipe2_slope2 = 7561;
-        25: cosmic_pe2_pwl_pipe2_slope2 = 9012;
-        26: cosmic_pe2_pwl_pipe2_slope2 = 10558;
-        27: cosmic_pe2_pwl_pipe2_slope2 = 12122;
-        28: cosmic_pe2_pwl_pipe2_slope2 = 13600;
-        29: cosmic_pe2_pwl_pipe2_slope2 = 14869;
-        30: cosmic_pe2_pwl_pipe2_slope2 = 15803;
-        31: cosmic_pe2_pwl_pipe2_slope2 = 16299;
-        32: cosmic_pe2_pwl_pipe2_slope2 = 16299;
-        33: cosmic_pe2_pwl_pipe2_slope2 = 15803;
-        34: cosmic_pe2_pwl_pipe2_slope2 = 14869;
-        35: cosmic_pe2_pwl_pipe2_slope2 = 13600;
-        36: cosmic_pe2_pwl_pipe2_slope2 = 12122;
-        37: cosmic_pe2_pwl_pipe2_slope2 = 10558;
-        38: cosmic_pe2_pwl_pipe2_slope2 = 9012;
-        39: cosmic_pe2_pwl_pipe2_slope2 = 7561;
-        40: cosmic_pe2_pwl_pipe2_slope2 = 6253;
-        41: cosmic_pe2_pwl_pipe2_slope2 = 5110;
-        42: cosmic_pe2_pwl_pipe2_slope2 = 4134;
-        43: cosmic_pe2_pwl_pipe2_slope2 = 3319;
-        44: cosmic_pe2_pwl_pipe2_slope2 = 2647;
-        45: cosmic_pe2_pwl_pipe2_slope2 = 2101;
-        46: cosmic_pe2_pwl_pipe2_slope2 = 1661;
-        47: cosmic_pe2_pwl_pipe2_slope2 = 1308;
-        48: cosmic_pe2_pwl_pipe2_slope2 = 1028;
-        49: cosmic_pe2_pwl_pipe2_slope2 = 807;
-        50: cosmic_pe2_pwl_pipe2_slope2 = 632;
-        51: cosmic_pe2_pwl_pipe2_slope2 = 494;
-        52: cosmic_pe2_pwl_pipe2_slope2 = 386;
-        53: cosmic_pe2_pwl_pipe2_slope2 = 301;
-        54: cosmic_pe2_pwl_pipe2_slope2 = 235;
-        55: cosmic_pe2_pwl_pipe2_slope2 = 184;
-        56: cosmic_pe2_pwl_pipe2_slope2 = 143;
-        57: cosmic_pe2_pwl_pipe2_slope2 = 112;
-        58: cosmic_pe2_pwl_pipe2_slope2 = 87;
-        59: cosmic_pe2_pwl_pipe2_slope2 = 68;
-        60: cosmic_pe2_pwl_pipe2_slope2 = 53;
-        61: cosmic_pe2_pwl_pipe2_slope2 = 41;
-        62: cosmic_pe2_pwl_pipe2_slope2 = 32;
-        default: cosmic_pe2_pwl_pipe2_slope2 = 25;
+always @(cosmic_pe2_pwl_pipe2_idx_s) begin: cosmic_pe2_pwl_pipe2_p2rom
+    case (cosmic_pe2_pwl_pipe2_idx_s)
+        0: cosmic_pe2_pwl_pipe2_slope_r = 25;
+        1: cosmic_pe2_pwl_pipe2_slope_r = 32;
+        2: cosmic_pe2_pwl_pipe2_slope_r = 41;
+        3: cosmic_pe2_pwl_pipe2_slope_r = 53;
+        4: cosmic_pe2_pwl_pipe2_slope_r = 68;
+        5: cosmic_pe2_pwl_pipe2_slope_r = 87;
+        6: cosmic_pe2_pwl_pipe2_slope_r = 112;
+        7: cosmic_pe2_pwl_pipe2_slope_r = 143;
+        8: cosmic_pe2_pwl_pipe2_slope_r = 184;
+        9: cosmic_pe2_pwl_pipe2_slope_r = 235;
+        10: cosmic_pe2_pwl_pipe2_slope_r = 301;
+        11: cosmic_pe2_pwl_pipe2_slope_r = 386;
+        12: cosmic_pe2_pwl_pipe2_slope_r = 494;
+        13: cosmic_pe2_pwl_pipe2_slope_r = 632;
+        14: cosmic_pe2_pwl_pipe2_slope_r = 807;
+        15: cosmic_pe2_pwl_pipe2_slope_r = 1028;
+        16: cosmic_pe2_pwl_pipe2_slope_r = 1308;
+        17: cosmic_pe2_pwl_pipe2_slope_r = 1661;
+        18: cosmic_pe2_pwl_pipe2_slope_r = 2101;
+        19: cosmic_pe2_pwl_pipe2_slope_r = 2647;
+        20: cosmic_pe2_pwl_pipe2_slope_r = 3319;
+        21: cosmic_pe2_pwl_pipe2_slope_r = 4134;
+        22: cosmic_pe2_pwl_pipe2_slope_r = 5110;
+        23: cosmic_pe2_pwl_pipe2_slope_r = 6253;
+        24: cosmic_pe2_pwl_pipe2_slope_r = 7561;
+        25: cosmic_pe2_pwl_pipe2_slope_r = 9012;
+        26: cosmic_pe2_pwl_pipe2_slope_r = 10558;
+        27: cosmic_pe2_pwl_pipe2_slope_r = 12122;
+        28: cosmic_pe2_pwl_pipe2_slope_r = 13600;
+        29: cosmic_pe2_pwl_pipe2_slope_r = 14869;
+        30: cosmic_pe2_pwl_pipe2_slope_r = 15803;
+        31: cosmic_pe2_pwl_pipe2_slope_r = 16299;
+        32: cosmic_pe2_pwl_pipe2_slope_r = 16299;
+        33: cosmic_pe2_pwl_pipe2_slope_r = 15803;
+        34: cosmic_pe2_pwl_pipe2_slope_r = 14869;
+        35: cosmic_pe2_pwl_pipe2_slope_r = 13600;
+        36: cosmic_pe2_pwl_pipe2_slope_r = 12122;
+        37: cosmic_pe2_pwl_pipe2_slope_r = 10558;
+        38: cosmic_pe2_pwl_pipe2_slope_r = 9012;
+        39: cosmic_pe2_pwl_pipe2_slope_r = 7561;
+        40: cosmic_pe2_pwl_pipe2_slope_r = 6253;
+        41: cosmic_pe2_pwl_pipe2_slope_r = 5110;
+        42: cosmic_pe2_pwl_pipe2_slope_r = 4134;
+        43: cosmic_pe2_pwl_pipe2_slope_r = 3319;
+        44: cosmic_pe2_pwl_pipe2_slope_r = 2647;
+        45: cosmic_pe2_pwl_pipe2_slope_r = 2101;
+        46: cosmic_pe2_pwl_pipe2_slope_r = 1661;
+        47: cosmic_pe2_pwl_pipe2_slope_r = 1308;
+        48: cosmic_pe2_pwl_pipe2_slope_r = 1028;
+        49: cosmic_pe2_pwl_pipe2_slope_r = 807;
+        50: cosmic_pe2_pwl_pipe2_slope_r = 632;
+        51: cosmic_pe2_pwl_pipe2_slope_r = 494;
+        52: cosmic_pe2_pwl_pipe2_slope_r = 386;
+        53: cosmic_pe2_pwl_pipe2_slope_r = 301;
+        54: cosmic_pe2_pwl_pipe2_slope_r = 235;
+        55: cosmic_pe2_pwl_pipe2_slope_r = 184;
+        56: cosmic_pe2_pwl_pipe2_slope_r = 143;
+        57: cosmic_pe2_pwl_pipe2_slope_r = 112;
+        58: cosmic_pe2_pwl_pipe2_slope_r = 87;
+        59: cosmic_pe2_pwl_pipe2_slope_r = 68;
+        60: cosmic_pe2_pwl_pipe2_slope_r = 53;
+        61: cosmic_pe2_pwl_pipe2_slope_r = 41;
+        62: cosmic_pe2_pwl_pipe2_slope_r = 32;
+        default: cosmic_pe2_pwl_pipe2_slope_r = 25;
     endcase
+end
+
+
+always @(cosmic_pe2_pwl_pipe2_idx_b) begin: cosmic_pe2_pwl_pipe2_p2romb
+    case (cosmic_pe2_pwl_pipe2_idx_b)
+        0: cosmic_pe2_pwl_pipe2_base2 = 22;
+        1: cosmic_pe2_pwl_pipe2_base2 = 28;
+        2: cosmic_pe2_pwl_pipe2_base2 = 36;
+        3: cosmic_pe2_pwl_pipe2_base2 = 47;
+        4: cosmic_pe2_pwl_pipe2_base2 = 60;
+        5: cosmic_pe2_pwl_pipe2_base2 = 77;
+        6: cosmic_pe2_pwl_pipe2_base2 = 98;
+        7: cosmic_pe2_pwl_pipe2_base2 = 126;
+        8: cosmic_pe2_pwl_pipe2_base2 = 162;
+        9: cosmic_pe2_pwl_pipe2_base2 = 208;
+        10: cosmic_pe2_pwl_pipe2_base2 = 267;
+        11: cosmic_pe2_pwl_pipe2_base2 = 342;
+        12: cosmic_pe2_pwl_pipe2_base2 = 439;
+        13: cosmic_pe2_pwl_pipe2_base2 = 562;
+        14: cosmic_pe2_pwl_pipe2_base2 = 720;
+        15: cosmic_pe2_pwl_pipe2_base2 = 922;
+        16: cosmic_pe2_pwl_pipe2_base2 = 1179;
+        17: cosmic_pe2_pwl_pipe2_base2 = 1506;
+        18: cosmic_pe2_pwl_pipe2_base2 = 1921;
+        19: cosmic_pe2_pwl_pipe2_base2 = 2446;
+        20: cosmic_pe2_pwl_pipe2_base2 = 3108;
+        21: cosmic_pe2_pwl_pipe2_base2 = 3938;
+        22: cosmic_pe2_pwl_pipe2_base2 = 4971;
+        23: cosmic_pe2_pwl_pipe2_base2 = 6249;
+        24: cosmic_pe2_pwl_pipe2_base2 = 7812;
+        25: cosmic_pe2_pwl_pipe2_base2 = 9702;
+        26: cosmic_pe2_pwl_pipe2_base2 = 11955;
+        27: cosmic_pe2_pwl_pipe2_base2 = 14595;
+        28: cosmic_pe2_pwl_pipe2_base2 = 17625;
+        29: cosmic_pe2_pwl_pipe2_base2 = 21025;
+        30: cosmic_pe2_pwl_pipe2_base2 = 24743;
+        31: cosmic_pe2_pwl_pipe2_base2 = 28693;
+        32: cosmic_pe2_pwl_pipe2_base2 = 32768;
+        33: cosmic_pe2_pwl_pipe2_base2 = 36843;
+        34: cosmic_pe2_pwl_pipe2_base2 = 40793;
+        35: cosmic_pe2_pwl_pipe2_base2 = 44511;
+        36: cosmic_pe2_pwl_pipe2_base2 = 47911;
+        37: cosmic_pe2_pwl_pipe2_base2 = 50941;
+        38: cosmic_pe2_pwl_pipe2_base2 = 53581;
+        39: cosmic_pe2_pwl_pipe2_base2 = 55834;
+        40: cosmic_pe2_pwl_pipe2_base2 = 57724;
+        41: cosmic_pe2_pwl_pipe2_base2 = 59287;
+        42: cosmic_pe2_pwl_pipe2_base2 = 60565;
+        43: cosmic_pe2_pwl_pipe2_base2 = 61598;
+        44: cosmic_pe2_pwl_pipe2_base2 = 62428;
+        45: cosmic_pe2_pwl_pipe2_base2 = 63090;
+        46: cosmic_pe2_pwl_pipe2_base2 = 63615;
+        47: cosmic_pe2_pwl_pipe2_base2 = 64030;
+        48: cosmic_pe2_pwl_pipe2_base2 = 64357;
+        49: cosmic_pe2_pwl_pipe2_base2 = 64614;
+        50: cosmic_pe2_pwl_pipe2_base2 = 64816;
+        51: cosmic_pe2_pwl_pipe2_base2 = 64974;
+        52: cosmic_pe2_pwl_pipe2_base2 = 65097;
+        53: cosmic_pe2_pwl_pipe2_base2 = 65194;
+        54: cosmic_pe2_pwl_pipe2_base2 = 65269;
+        55: cosmic_pe2_pwl_pipe2_base2 = 65328;
+        56: cosmic_pe2_pwl_pipe2_base2 = 65374;
+        57: cosmic_pe2_pwl_pipe2_base2 = 65410;
+        58: cosmic_pe2_pwl_pipe2_base2 = 65438;
+        59: cosmic_pe2_pwl_pipe2_base2 = 65459;
+        60: cosmic_pe2_pwl_pipe2_base2 = 65476;
+        61: cosmic_pe2_pwl_pipe2_base2 = 65489;
+        62: cosmic_pe2_pwl_pipe2_base2 = 65500;
+        default: cosmic_pe2_pwl_pipe2_base2 = 65508;
+    endcase
+end
+
+
+always @(cosmic_pe2_pwl_pipe2_slope_r, cosmic_pe2_pwl_pipe2_lt1) begin: cosmic_pe2_pwl_pipe2_p2z
+    if (cosmic_pe2_pwl_pipe2_lt1) begin
+        cosmic_pe2_pwl_pipe2_slope2 = 0;
+    end
+    else begin
+        cosmic_pe2_pwl_pipe2_slope2 = cosmic_pe2_pwl_pipe2_slope_r;
+    end
 end
 
 
 always @(posedge clk) begin: cosmic_pe2_pwl_pipe2_p2
     if (rst == 1) begin
-        cosmic_pe2_pwl_pipe2_idx3 <= 0;
-        cosmic_pe2_pwl_pipe2_prod3 <= 0;
+        cosmic_pe2_pwl_pipe2_base3 <= 0;
+        cosmic_pe2_pwl_pipe2_slope3 <= 0;
+        cosmic_pe2_pwl_pipe2_off3 <= 0;
     end
     else begin
-        cosmic_pe2_pwl_pipe2_prod3 <= (cosmic_pe2_pwl_pipe2_slope2 * cosmic_pe2_pwl_pipe2_off2);
-        cosmic_pe2_pwl_pipe2_idx3 <= cosmic_pe2_pwl_pipe2_idx2;
+        cosmic_pe2_pwl_pipe2_slope3 <= cosmic_pe2_pwl_pipe2_slope2;
+        cosmic_pe2_pwl_pipe2_off3 <= cosmic_pe2_pwl_pipe2_off2;
+        cosmic_pe2_pwl_pipe2_base3 <= cosmic_pe2_pwl_pipe2_base2;
     end
 end
 
 
 
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_t = $signed(cosmic_pe2_pwl_pipe2_prod3 >>> 16);
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_rb = $signed({32'h0, cosmic_pe2_pwl_pipe2_prod3[(16 - 1)]});
-
-
-
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r = (cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_t + cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_rb);
-
-
-
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hi = cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hin = (~cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hi);
-
-
-
-assign cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign = (!cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r[(33 - 1)]);
-
-
-always @(cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill, cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hi, cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r, cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hin) begin: cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_clamp
-    if (((cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hi == 0) || (cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hin == 0))) begin
-        cosmic_pe2_pwl_pipe2_rnd_c = $signed(cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r[32-1:0]);
-    end
-    else begin
-        cosmic_pe2_pwl_pipe2_rnd_c = $signed({cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r[(33 - 1)], cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill});
-    end
-end
+assign cosmic_pe2_pwl_pipe2_off3s = $signed({1'h0, cosmic_pe2_pwl_pipe2_off3});
 
 
 always @(posedge clk) begin: cosmic_pe2_pwl_pipe2_p3
     if (rst == 1) begin
-        cosmic_pe2_pwl_pipe2_rnd4 <= 0;
-        cosmic_pe2_pwl_pipe2_idx4 <= 0;
+        cosmic_pe2_pwl_pipe2_base4 <= 0;
+        cosmic_pe2_pwl_pipe2_prod4 <= 0;
     end
     else begin
-        cosmic_pe2_pwl_pipe2_rnd4 <= cosmic_pe2_pwl_pipe2_rnd_c;
-        cosmic_pe2_pwl_pipe2_idx4 <= cosmic_pe2_pwl_pipe2_idx3;
+        cosmic_pe2_pwl_pipe2_prod4 <= (cosmic_pe2_pwl_pipe2_slope3 * cosmic_pe2_pwl_pipe2_off3s);
+        cosmic_pe2_pwl_pipe2_base4 <= cosmic_pe2_pwl_pipe2_base3;
     end
 end
 
 
-always @(cosmic_pe2_pwl_pipe2_idx4) begin: cosmic_pe2_pwl_pipe2_p4rom
-    case (cosmic_pe2_pwl_pipe2_idx4)
-        0: cosmic_pe2_pwl_pipe2_base4 = 22;
-        1: cosmic_pe2_pwl_pipe2_base4 = 28;
-        2: cosmic_pe2_pwl_pipe2_base4 = 36;
-        3: cosmic_pe2_pwl_pipe2_base4 = 47;
-        4: cosmic_pe2_pwl_pipe2_base4 = 60;
-        5: cosmic_pe2_pwl_pipe2_base4 = 77;
-        6: cosmic_pe2_pwl_pipe2_base4 = 98;
-        7: cosmic_pe2_pwl_pipe2_base4 = 126;
-        8: cosmic_pe2_pwl_pipe2_base4 = 162;
-        9: cosmic_pe2_pwl_pipe2_base4 = 208;
-        10: cosmic_pe2_pwl_pipe2_base4 = 267;
-        11: cosmic_pe2_pwl_pipe2_base4 = 342;
-        12: cosmic_pe2_pwl_pipe2_base4 = 439;
-        13: cosmic_pe2_pwl_pipe2_base4 = 562;
-        14: cosmic_pe2_pwl_pipe2_base4 = 720;
-        15: cosmic_pe2_pwl_pipe2_base4 = 922;
-        16: cosmic_pe2_pwl_pipe2_base4 = 1179;
-        17: cosmic_pe2_pwl_pipe2_base4 = 1506;
-        18: cosmic_pe2_pwl_pipe2_base4 = 1921;
-        19: cosmic_pe2_pwl_pipe2_base4 = 2446;
-        20: cosmic_pe2_pwl_pipe2_base4 = 3108;
-        21: cosmic_pe2_pwl_pipe2_base4 = 3938;
-        22: cosmic_pe2_pwl_pipe2_base4 = 4971;
-        23: cosmic_pe2_pwl_pipe2_base4 = 6249;
-        24: cosmic_pe2_pwl_pipe2_base4 = 7812;
-        25: cosmic_pe2_pwl_pipe2_base4 = 9702;
-        26: cosmic_pe2_pwl_pipe2_base4 = 11955;
-        27: cosmic_pe2_pwl_pipe2_base4 = 14595;
-        28: cosmic_pe2_pwl_pipe2_base4 = 17625;
-        29: cosmic_pe2_pwl_pipe2_base4 = 21025;
-        30: cosmic_pe2_pwl_pipe2_base4 = 24743;
-        31: cosmic_pe2_pwl_pipe2_base4 = 28693;
-        32: cosmic_pe2_pwl_pipe2_base4 = 32768;
-        33: cosmic_pe2_pwl_pipe2_base4 = 36843;
-        34: cosmic_pe2_pwl_pipe2_base4 = 40793;
-        35: cosmic_pe2_pwl_pipe2_base4 = 44511;
-        36: cosmic_pe2_pwl_pipe2_base4 = 47911;
-        37: cosmic_pe2_pwl_pipe2_base4 = 50941;
-        38: cosmic_pe2_pwl_pipe2_base4 = 53581;
-        39: cosmic_pe2_pwl_pipe2_base4 = 55834;
-        40: cosmic_pe2_pwl_pipe2_base4 = 57724;
-        41: cosmic_pe2_pwl_pipe2_base4 = 59287;
-        42: cosmic_pe2_pwl_pipe2_base4 = 60565;
-        43: cosmic_pe2_pwl_pipe2_base4 = 61598;
-        44: cosmic_pe2_pwl_pipe2_base4 = 62428;
-        45: cosmic_pe2_pwl_pipe2_base4 = 63090;
-        46: cosmic_pe2_pwl_pipe2_base4 = 63615;
-        47: cosmic_pe2_pwl_pipe2_base4 = 64030;
-        48: cosmic_pe2_pwl_pipe2_base4 = 64357;
-        49: cosmic_pe2_pwl_pipe2_base4 = 64614;
-        50: cosmic_pe2_pwl_pipe2_base4 = 64816;
-        51: cosmic_pe2_pwl_pipe2_base4 = 64974;
-        52: cosmic_pe2_pwl_pipe2_base4 = 65097;
-        53: cosmic_pe2_pwl_pipe2_base4 = 65194;
-        54: cosmic_pe2_pwl_pipe2_base4 = 65269;
-        55: cosmic_pe2_pwl_pipe2_base4 = 65328;
-        56: cosmic_pe2_pwl_pipe2_base4 = 65374;
-        57: cosmic_pe2_pwl_pipe2_base4 = 65410;
-        58: cosmic_pe2_pwl_pipe2_base4 = 65438;
-        59: cosmic_pe2_pwl_pipe2_base4 = 65459;
-        60: cosmic_pe2_pwl_pipe2_base4 = 65476;
-        61: cosmic_pe2_pwl_pipe2_base4 = 65489;
-        62: cosmic_pe2_pwl_pipe2_base4 = 65500;
-        default: cosmic_pe2_pwl_pipe2_base4 = 65508;
-    endcase
-end
+
+assign cosmic_pe2_pwl_pipe2_q4 = $signed(cosmic_pe2_pwl_pipe2_prod4[33-1:16]);
+assign cosmic_pe2_pwl_pipe2_rb4 = cosmic_pe2_pwl_pipe2_prod4[(16 - 1)];
 
 
-
-assign cosmic_pe2_pwl_pipe2_sumv = (cosmic_pe2_pwl_pipe2_base4 + cosmic_pe2_pwl_pipe2_rnd4);
-
-
-
-assign cosmic_pe2_pwl_pipe2_sat13_hi = cosmic_pe2_pwl_pipe2_sumv[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe2_pwl_pipe2_sat13_hin = (~cosmic_pe2_pwl_pipe2_sat13_hi);
-
-
-
-assign cosmic_pe2_pwl_pipe2_sat13_nsign = (!cosmic_pe2_pwl_pipe2_sumv[(33 - 1)]);
-
-
-always @(cosmic_pe2_pwl_pipe2_sat13_fill, cosmic_pe2_pwl_pipe2_sat13_hi, cosmic_pe2_pwl_pipe2_sumv, cosmic_pe2_pwl_pipe2_sat13_hin) begin: cosmic_pe2_pwl_pipe2_sat13_clamp
-    if (((cosmic_pe2_pwl_pipe2_sat13_hi == 0) || (cosmic_pe2_pwl_pipe2_sat13_hin == 0))) begin
-        cosmic_pe2_pwl_pipe2_ys = $signed(cosmic_pe2_pwl_pipe2_sumv[32-1:0]);
+always @(cosmic_pe2_pwl_pipe2_q4) begin: cosmic_pe2_pwl_pipe2_sext10_fill
+    if (cosmic_pe2_pwl_pipe2_q4[(17 - 1)]) begin
+        cosmic_pe2_pwl_pipe2_sext10_sgn = 65535;
     end
     else begin
-        cosmic_pe2_pwl_pipe2_ys = $signed({cosmic_pe2_pwl_pipe2_sumv[(33 - 1)], cosmic_pe2_pwl_pipe2_sat13_fill});
+        cosmic_pe2_pwl_pipe2_sext10_sgn = 0;
     end
 end
 
 
-always @(cosmic_pe2_pwl_pipe2_idx4) begin: cosmic_pe2_pwl_pipe2_p4romh
-    case (cosmic_pe2_pwl_pipe2_idx4)
-        0: cosmic_pe2_pwl_pipe2_limh = 65514;
-        1: cosmic_pe2_pwl_pipe2_limh = 65508;
-        2: cosmic_pe2_pwl_pipe2_limh = 65500;
-        3: cosmic_pe2_pwl_pipe2_limh = 65489;
-        4: cosmic_pe2_pwl_pipe2_limh = 65476;
-        5: cosmic_pe2_pwl_pipe2_limh = 65459;
-        6: cosmic_pe2_pwl_pipe2_limh = 65438;
-        7: cosmic_pe2_pwl_pipe2_limh = 65410;
-        8: cosmic_pe2_pwl_pipe2_limh = 65374;
-        9: cosmic_pe2_pwl_pipe2_limh = 65328;
-        10: cosmic_pe2_pwl_pipe2_limh = 65269;
-        11: cosmic_pe2_pwl_pipe2_limh = 65194;
-        12: cosmic_pe2_pwl_pipe2_limh = 65097;
-        13: cosmic_pe2_pwl_pipe2_limh = 64974;
-        14: cosmic_pe2_pwl_pipe2_limh = 64816;
-        15: cosmic_pe2_pwl_pipe2_limh = 64614;
-        16: cosmic_pe2_pwl_pipe2_limh = 64357;
-        17: cosmic_pe2_pwl_pipe2_limh = 64030;
-        18: cosmic_pe2_pwl_pipe2_limh = 63615;
-        19: cosmic_pe2_pwl_pipe2_limh = 63090;
-        20: cosmic_pe2_pwl_pipe2_limh = 62428;
-        21: cosmic_pe2_pwl_pipe2_limh = 61598;
-        22: cosmic_pe2_pwl_pipe2_limh = 60565;
-        23: cosmic_pe2_pwl_pipe2_limh = 59287;
-        24: cosmic_pe2_pwl_pipe2_limh = 57724;
-        25: cosmic_pe2_pwl_pipe2_limh = 55834;
-        26: cosmic_pe2_pwl_pipe2_limh = 53581;
-        27: cosmic_pe2_pwl_pipe2_limh = 50941;
-        28: cosmic_pe2_pwl_pipe2_limh = 47911;
-        29: cosmic_pe2_pwl_pipe2_limh = 44511;
-        30: cosmic_pe2_pwl_pipe2_limh = 40793;
-        31: cosmic_pe2_pwl_pipe2_limh = 36843;
-        32: cosmic_pe2_pwl_pipe2_limh = 32768;
-        33: cosmic_pe2_pwl_pipe2_limh = 28693;
-        34: cosmic_pe2_pwl_pipe2_limh = 24743;
-        35: cosmic_pe2_pwl_pipe2_limh = 21025;
-        36: cosmic_pe2_pwl_pipe2_limh = 17625;
-        37: cosmic_pe2_pwl_pipe2_limh = 14595;
-        38: cosmic_pe2_pwl_pipe2_limh = 11955;
-        39: cosmic_pe2_pwl_pipe2_limh = 9702;
-        40: cosmic_pe2_pwl_pipe2_limh = 7812;
-        41: cosmic_pe2_pwl_pipe2_limh = 6249;
-        42: cosmic_pe2_pwl_pipe2_limh = 4971;
-        43: cosmic_pe2_pwl_pipe2_limh = 3938;
-        44: cosmic_pe2_pwl_pipe2_limh = 3108;
-        45: cosmic_pe2_pwl_pipe2_limh = 2446;
-        46: cosmic_pe2_pwl_pipe2_limh = 1921;
-        47: cosmic_pe2_pwl_pipe2_limh = 1506;
-        48: cosmic_pe2_pwl_pipe2_limh = 1179;
-        49: cosmic_pe2_pwl_pipe2_limh = 922;
-        50: cosmic_pe2_pwl_pipe2_limh = 720;
-        51: cosmic_pe2_pwl_pipe2_limh = 562;
-        52: cosmic_pe2_pwl_pipe2_limh = 439;
-        53: cosmic_pe2_pwl_pipe2_limh = 342;
-        54: cosmic_pe2_pwl_pipe2_limh = 267;
-        55: cosmic_pe2_pwl_pipe2_limh = 208;
-        56: cosmic_pe2_pwl_pipe2_limh = 162;
-        57: cosmic_pe2_pwl_pipe2_limh = 126;
-        58: cosmic_pe2_pwl_pipe2_limh = 98;
-        59: cosmic_pe2_pwl_pipe2_limh = 77;
-        60: cosmic_pe2_pwl_pipe2_limh = 60;
-        61: cosmic_pe2_pwl_pipe2_limh = 47;
-        62: cosmic_pe2_pwl_pipe2_limh = 36;
-        default: cosmic_pe2_pwl_pipe2_limh = 28;
-    endcase
-end
+
+assign cosmic_pe2_pwl_pipe2_qe = $signed({cosmic_pe2_pwl_pipe2_sext10_sgn, cosmic_pe2_pwl_pipe2_q4});
 
 
-always @(cosmic_pe2_pwl_pipe2_idx4) begin: cosmic_pe2_pwl_pipe2_p4roml
-    case (cosmic_pe2_pwl_pipe2_idx4)
-        0: cosmic_pe2_pwl_pipe2_liml = (-22);
-        1: cosmic_pe2_pwl_pipe2_liml = (-28);
-        2: cosmic_pe2_pwl_pipe2_liml = (-36);
-        3: cosmic_pe2_pwl_pipe2_liml = (-47);
-        4: cosmic_pe2_pwl_pipe2_liml = (-60);
-        5: cosmic_pe2_pwl_pipe2_liml = (-77);
-        6: cosmic_pe2_pwl_pipe2_liml = (-98);
-        7: cosmic_pe2_pwl_pipe2_liml = (-126);
-        8: cosmic_pe2_pwl_pipe2_liml = (-162);
-        9: cosmic_pe2_pwl_pipe2_liml = (-208);
-        10: cosmic_pe2_pwl_pipe2_liml = (-267);
-        11: cosmic_pe2_pwl_pipe2_liml = (-342);
-        12: cosmic_pe2_pwl_pipe2_liml = (-439);
-        13: cosmic_pe2_pwl_pipe2_liml = (-562);
-        14: cosmic_pe2_pwl_pipe2_liml = (-720);
-        15: cosmic_pe2_pwl_pipe2_liml = (-922);
-        16: cosmic_pe2_pwl_pipe2_liml = (-1179);
-        17: cosmic_pe2_pwl_pipe2_liml = (-1506);
-        18: cosmic_pe2_pwl_pipe2_liml = (-1921);
-        19: cosmic_pe2_pwl_pipe2_liml = (-2446);
-        20: cosmic_pe2_pwl_pipe2_liml = (-3108);
-        21: cosmic_pe2_pwl_pipe2_liml = (-3938);
-        22: cosmic_pe2_pwl_pipe2_liml = (-4971);
-        23: cosmic_pe2_pwl_pipe2_liml = (-6249);
-        24: cosmic_pe2_pwl_pipe2_liml = (-7812);
-        25: cosmic_pe2_pwl_pipe2_liml = (-9702);
-        26: cosmic_pe2_pwl_pipe2_liml = (-11955);
-        27: cosmic_pe2_pwl_pipe2_liml = (-14595);
-        28: cosmic_pe2_pwl_pipe2_liml = (-17625);
-        29: cosmic_pe2_pwl_pipe2_liml = (-21025);
-        30: cosmic_pe2_pwl_pipe2_liml = (-24743);
-        31: cosmic_pe2_pwl_pipe2_liml = (-28693);
-        32: cosmic_pe2_pwl_pipe2_liml = (-32768);
-        33: cosmic_pe2_pwl_pipe2_liml = (-36843);
-        34: cosmic_pe2_pwl_pipe2_liml = (-40793);
-        35: cosmic_pe2_pwl_pipe2_liml = (-44511);
-        36: cosmic_pe2_pwl_pipe2_liml = (-47911);
-        37: cosmic_pe2_pwl_pipe2_liml = (-50941);
-        38: cosmic_pe2_pwl_pipe2_liml = (-53581);
-        39: cosmic_pe2_pwl_pipe2_liml = (-55834);
-        40: cosmic_pe2_pwl_pipe2_liml = (-57724);
-        41: cosmic_pe2_pwl_pipe2_liml = (-59287);
-        42: cosmic_pe2_pwl_pipe2_liml = (-60565);
-        43: cosmic_pe2_pwl_pipe2_liml = (-61598);
-        44: cosmic_pe2_pwl_pipe2_liml = (-62428);
-        45: cosmic_pe2_pwl_pipe2_liml = (-63090);
-        46: cosmic_pe2_pwl_pipe2_liml = (-63615);
-        47: cosmic_pe2_pwl_pipe2_liml = (-64030);
-        48: cosmic_pe2_pwl_pipe2_liml = (-64357);
-        49: cosmic_pe2_pwl_pipe2_liml = (-64614);
-        50: cosmic_pe2_pwl_pipe2_liml = (-64816);
-        51: cosmic_pe2_pwl_pipe2_liml = (-64974);
-        52: cosmic_pe2_pwl_pipe2_liml = (-65097);
-        53: cosmic_pe2_pwl_pipe2_liml = (-65194);
-        54: cosmic_pe2_pwl_pipe2_liml = (-65269);
-        55: cosmic_pe2_pwl_pipe2_liml = (-65328);
-        56: cosmic_pe2_pwl_pipe2_liml = (-65374);
-        57: cosmic_pe2_pwl_pipe2_liml = (-65410);
-        58: cosmic_pe2_pwl_pipe2_liml = (-65438);
-        59: cosmic_pe2_pwl_pipe2_liml = (-65459);
-        60: cosmic_pe2_pwl_pipe2_liml = (-65476);
-        61: cosmic_pe2_pwl_pipe2_liml = (-65489);
-        62: cosmic_pe2_pwl_pipe2_liml = (-65500);
-        default: cosmic_pe2_pwl_pipe2_liml = (-65508);
-    endcase
-end
+
+assign cosmic_pe2_pwl_pipe2_ta = $signed({cosmic_pe2_pwl_pipe2_base4[(32 - 1)], cosmic_pe2_pwl_pipe2_base4, cosmic_pe2_pwl_pipe2_rb4});
+assign cosmic_pe2_pwl_pipe2_tb = $signed({cosmic_pe2_pwl_pipe2_qe, cosmic_pe2_pwl_pipe2_rb4});
 
 
-always @(cosmic_pe2_pwl_pipe2_limh, cosmic_pe2_pwl_pipe2_liml, cosmic_pe2_pwl_pipe2_rnd4, cosmic_pe2_pwl_pipe2_ys) begin: cosmic_pe2_pwl_pipe2_outc
-    if ((cosmic_pe2_pwl_pipe2_rnd4 > cosmic_pe2_pwl_pipe2_limh)) begin
-        cosmic_pe2_y_sig = 65536;
-    end
-    else if ((cosmic_pe2_pwl_pipe2_rnd4 < cosmic_pe2_pwl_pipe2_liml)) begin
-        cosmic_pe2_y_sig = 0;
-    end
-    else begin
-        cosmic_pe2_y_sig = cosmic_pe2_pwl_pipe2_ys;
-    end
-end
+
+assign cosmic_pe2_pwl_pipe2_t4 = (cosmic_pe2_pwl_pipe2_ta + cosmic_pe2_pwl_pipe2_tb);
+
+
+
+assign cosmic_pe2_pwl_pipe2_unused = {cosmic_pe2_pwl_pipe2_t4[(32 + 1)], cosmic_pe2_pwl_pipe2_prod4[(16 - 1)-1:0], cosmic_pe2_pwl_pipe2_t4[0]};
+
+
+
+assign cosmic_pe2_y_sig = $signed(cosmic_pe2_pwl_pipe2_t4[(32 + 1)-1:1]);
 
 
 always @(posedge clk) begin: cosmic_pe2_pipe
@@ -12330,18 +11371,18 @@ always @(posedge clk) begin: cosmic_pe2_pipe
 end
 
 
-always @(cosmic_pe2_mul2_csa2_p) begin: cosmic_pe2_sext8_fill
+always @(cosmic_pe2_mul2_csa2_p) begin: cosmic_pe2_sext11_fill
     if (cosmic_pe2_mul2_csa2_p[(64 - 1)]) begin
-        cosmic_pe2_sext8_sgn = 255;
+        cosmic_pe2_sext11_sgn = 255;
     end
     else begin
-        cosmic_pe2_sext8_sgn = 0;
+        cosmic_pe2_sext11_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe2_sext8_xe = $signed({cosmic_pe2_sext8_sgn, cosmic_pe2_mul2_csa2_p});
+assign cosmic_pe2_sext11_xe = $signed({cosmic_pe2_sext11_sgn, cosmic_pe2_mul2_csa2_p});
 
 
 always @(cosmic_pe2_clr6, cosmic_pe2_acc) begin: cosmic_pe2_acc_csel2_gate
@@ -12356,9 +11397,9 @@ end
 
 
 assign cosmic_pe2_acc_csel2_al = cosmic_pe2_acc_csel2_ai[36-1:0];
-assign cosmic_pe2_acc_csel2_pl = cosmic_pe2_sext8_xe[36-1:0];
+assign cosmic_pe2_acc_csel2_pl = cosmic_pe2_sext11_xe[36-1:0];
 assign cosmic_pe2_acc_csel2_ah = $signed(cosmic_pe2_acc_csel2_ai[72-1:36]);
-assign cosmic_pe2_acc_csel2_ph = $signed(cosmic_pe2_sext8_xe[72-1:36]);
+assign cosmic_pe2_acc_csel2_ph = $signed(cosmic_pe2_sext11_xe[72-1:36]);
 
 
 
@@ -12382,75 +11423,75 @@ assign cosmic_pe2_acc_csel2_full = $signed({cosmic_pe2_acc_csel2_hs, cosmic_pe2_
 
 
 
-assign cosmic_pe2_acc_csel2_sat14_hi = cosmic_pe2_acc_csel2_full[73-1:(72 - 1)];
+assign cosmic_pe2_acc_csel2_sat8_hi = cosmic_pe2_acc_csel2_full[73-1:(72 - 1)];
 
 
 
-assign cosmic_pe2_acc_csel2_sat14_hin = (~cosmic_pe2_acc_csel2_sat14_hi);
+assign cosmic_pe2_acc_csel2_sat8_hin = (~cosmic_pe2_acc_csel2_sat8_hi);
 
 
 
-assign cosmic_pe2_acc_csel2_sat14_nsign = (!cosmic_pe2_acc_csel2_full[(73 - 1)]);
+assign cosmic_pe2_acc_csel2_sat8_nsign = (!cosmic_pe2_acc_csel2_full[(73 - 1)]);
 
 
-always @(cosmic_pe2_acc_csel2_sat14_fill, cosmic_pe2_acc_csel2_sat14_hi, cosmic_pe2_acc_csel2_full, cosmic_pe2_acc_csel2_sat14_hin) begin: cosmic_pe2_acc_csel2_sat14_clamp
-    if (((cosmic_pe2_acc_csel2_sat14_hi == 0) || (cosmic_pe2_acc_csel2_sat14_hin == 0))) begin
+always @(cosmic_pe2_acc_csel2_sat8_fill, cosmic_pe2_acc_csel2_sat8_hi, cosmic_pe2_acc_csel2_full, cosmic_pe2_acc_csel2_sat8_hin) begin: cosmic_pe2_acc_csel2_sat8_clamp
+    if (((cosmic_pe2_acc_csel2_sat8_hi == 0) || (cosmic_pe2_acc_csel2_sat8_hin == 0))) begin
         cosmic_pe2_acc_new = $signed(cosmic_pe2_acc_csel2_full[72-1:0]);
     end
     else begin
-        cosmic_pe2_acc_new = $signed({cosmic_pe2_acc_csel2_full[(73 - 1)], cosmic_pe2_acc_csel2_sat14_fill});
+        cosmic_pe2_acc_new = $signed({cosmic_pe2_acc_csel2_full[(73 - 1)], cosmic_pe2_acc_csel2_sat8_fill});
     end
 end
 
 
 
-assign cosmic_pe2_round_sat_fast7_lo = cosmic_pe2_mul2_csa2_p[16+:32];
-assign cosmic_pe2_round_sat_fast7_rb = cosmic_pe2_mul2_csa2_p[(16 - 1)];
-assign cosmic_pe2_round_sat_fast7_hi = cosmic_pe2_mul2_csa2_p[64-1:(16 + 32)];
-assign cosmic_pe2_round_sat_fast7_neg = cosmic_pe2_mul2_csa2_p[(64 - 1)];
-assign cosmic_pe2_round_sat_fast7_nneg = (!cosmic_pe2_mul2_csa2_p[(64 - 1)]);
+assign cosmic_pe2_round_sat_fast4_lo = cosmic_pe2_mul2_csa2_p[16+:32];
+assign cosmic_pe2_round_sat_fast4_rb = cosmic_pe2_mul2_csa2_p[(16 - 1)];
+assign cosmic_pe2_round_sat_fast4_hi = cosmic_pe2_mul2_csa2_p[64-1:(16 + 32)];
+assign cosmic_pe2_round_sat_fast4_neg = cosmic_pe2_mul2_csa2_p[(64 - 1)];
+assign cosmic_pe2_round_sat_fast4_nneg = (!cosmic_pe2_mul2_csa2_p[(64 - 1)]);
 
 
 
-assign cosmic_pe2_round_sat_fast7_hin = (~cosmic_pe2_round_sat_fast7_hi);
+assign cosmic_pe2_round_sat_fast4_hin = (~cosmic_pe2_round_sat_fast4_hi);
 
 
 
-assign cosmic_pe2_round_sat_fast7_s = (cosmic_pe2_round_sat_fast7_lo + cosmic_pe2_round_sat_fast7_rb);
+assign cosmic_pe2_round_sat_fast4_s = (cosmic_pe2_round_sat_fast4_lo + cosmic_pe2_round_sat_fast4_rb);
 
 
-always @(cosmic_pe2_round_sat_fast7_s, cosmic_pe2_round_sat_fast7_hin, cosmic_pe2_round_sat_fast7_hi, cosmic_pe2_round_sat_fast7_neg, cosmic_pe2_round_sat_fast7_fill) begin: cosmic_pe2_round_sat_fast7_outc
-    if (((cosmic_pe2_round_sat_fast7_s[32] && (cosmic_pe2_round_sat_fast7_hin == 0)) || ((!cosmic_pe2_round_sat_fast7_s[32]) && (((cosmic_pe2_round_sat_fast7_hi == 0) && (!cosmic_pe2_round_sat_fast7_s[(32 - 1)])) || ((cosmic_pe2_round_sat_fast7_hin == 0) && cosmic_pe2_round_sat_fast7_s[(32 - 1)]))))) begin
-        cosmic_pe2_mul_s = $signed(cosmic_pe2_round_sat_fast7_s[32-1:0]);
+always @(cosmic_pe2_round_sat_fast4_s, cosmic_pe2_round_sat_fast4_hin, cosmic_pe2_round_sat_fast4_hi, cosmic_pe2_round_sat_fast4_neg, cosmic_pe2_round_sat_fast4_fill) begin: cosmic_pe2_round_sat_fast4_outc
+    if (((cosmic_pe2_round_sat_fast4_s[32] && (cosmic_pe2_round_sat_fast4_hin == 0)) || ((!cosmic_pe2_round_sat_fast4_s[32]) && (((cosmic_pe2_round_sat_fast4_hi == 0) && (!cosmic_pe2_round_sat_fast4_s[(32 - 1)])) || ((cosmic_pe2_round_sat_fast4_hin == 0) && cosmic_pe2_round_sat_fast4_s[(32 - 1)]))))) begin
+        cosmic_pe2_mul_s = $signed(cosmic_pe2_round_sat_fast4_s[32-1:0]);
     end
     else begin
-        cosmic_pe2_mul_s = $signed({cosmic_pe2_round_sat_fast7_neg, cosmic_pe2_round_sat_fast7_fill});
+        cosmic_pe2_mul_s = $signed({cosmic_pe2_round_sat_fast4_neg, cosmic_pe2_round_sat_fast4_fill});
     end
 end
 
 
 
-assign cosmic_pe2_round_sat_fast8_lo = cosmic_pe2_acc[16+:32];
-assign cosmic_pe2_round_sat_fast8_rb = cosmic_pe2_acc[(16 - 1)];
-assign cosmic_pe2_round_sat_fast8_hi = cosmic_pe2_acc[72-1:(16 + 32)];
-assign cosmic_pe2_round_sat_fast8_neg = cosmic_pe2_acc[(72 - 1)];
-assign cosmic_pe2_round_sat_fast8_nneg = (!cosmic_pe2_acc[(72 - 1)]);
+assign cosmic_pe2_round_sat_fast5_lo = cosmic_pe2_acc[16+:32];
+assign cosmic_pe2_round_sat_fast5_rb = cosmic_pe2_acc[(16 - 1)];
+assign cosmic_pe2_round_sat_fast5_hi = cosmic_pe2_acc[72-1:(16 + 32)];
+assign cosmic_pe2_round_sat_fast5_neg = cosmic_pe2_acc[(72 - 1)];
+assign cosmic_pe2_round_sat_fast5_nneg = (!cosmic_pe2_acc[(72 - 1)]);
 
 
 
-assign cosmic_pe2_round_sat_fast8_hin = (~cosmic_pe2_round_sat_fast8_hi);
+assign cosmic_pe2_round_sat_fast5_hin = (~cosmic_pe2_round_sat_fast5_hi);
 
 
 
-assign cosmic_pe2_round_sat_fast8_s = (cosmic_pe2_round_sat_fast8_lo + cosmic_pe2_round_sat_fast8_rb);
+assign cosmic_pe2_round_sat_fast5_s = (cosmic_pe2_round_sat_fast5_lo + cosmic_pe2_round_sat_fast5_rb);
 
 
-always @(cosmic_pe2_round_sat_fast8_s, cosmic_pe2_round_sat_fast8_hin, cosmic_pe2_round_sat_fast8_hi, cosmic_pe2_round_sat_fast8_neg, cosmic_pe2_round_sat_fast8_fill) begin: cosmic_pe2_round_sat_fast8_outc
-    if (((cosmic_pe2_round_sat_fast8_s[32] && (cosmic_pe2_round_sat_fast8_hin == 0)) || ((!cosmic_pe2_round_sat_fast8_s[32]) && (((cosmic_pe2_round_sat_fast8_hi == 0) && (!cosmic_pe2_round_sat_fast8_s[(32 - 1)])) || ((cosmic_pe2_round_sat_fast8_hin == 0) && cosmic_pe2_round_sat_fast8_s[(32 - 1)]))))) begin
-        cosmic_pe2_y_gau = $signed(cosmic_pe2_round_sat_fast8_s[32-1:0]);
+always @(cosmic_pe2_round_sat_fast5_s, cosmic_pe2_round_sat_fast5_hin, cosmic_pe2_round_sat_fast5_hi, cosmic_pe2_round_sat_fast5_neg, cosmic_pe2_round_sat_fast5_fill) begin: cosmic_pe2_round_sat_fast5_outc
+    if (((cosmic_pe2_round_sat_fast5_s[32] && (cosmic_pe2_round_sat_fast5_hin == 0)) || ((!cosmic_pe2_round_sat_fast5_s[32]) && (((cosmic_pe2_round_sat_fast5_hi == 0) && (!cosmic_pe2_round_sat_fast5_s[(32 - 1)])) || ((cosmic_pe2_round_sat_fast5_hin == 0) && cosmic_pe2_round_sat_fast5_s[(32 - 1)]))))) begin
+        cosmic_pe2_y_gau = $signed(cosmic_pe2_round_sat_fast5_s[32-1:0]);
     end
     else begin
-        cosmic_pe2_y_gau = $signed({cosmic_pe2_round_sat_fast8_neg, cosmic_pe2_round_sat_fast8_fill});
+        cosmic_pe2_y_gau = $signed({cosmic_pe2_round_sat_fast5_neg, cosmic_pe2_round_sat_fast5_fill});
     end
 end
 
@@ -13643,45 +12684,45 @@ assign cosmic_pe3_dif_ab = (cosmic_pe3_fa - cosmic_pe3_fb);
 
 
 
-assign cosmic_pe3_sat15_hi = cosmic_pe3_sum_ab[33-1:(32 - 1)];
+assign cosmic_pe3_sat9_hi = cosmic_pe3_sum_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe3_sat15_hin = (~cosmic_pe3_sat15_hi);
+assign cosmic_pe3_sat9_hin = (~cosmic_pe3_sat9_hi);
 
 
 
-assign cosmic_pe3_sat15_nsign = (!cosmic_pe3_sum_ab[(33 - 1)]);
+assign cosmic_pe3_sat9_nsign = (!cosmic_pe3_sum_ab[(33 - 1)]);
 
 
-always @(cosmic_pe3_sat15_fill, cosmic_pe3_sat15_hi, cosmic_pe3_sum_ab, cosmic_pe3_sat15_hin) begin: cosmic_pe3_sat15_clamp
-    if (((cosmic_pe3_sat15_hi == 0) || (cosmic_pe3_sat15_hin == 0))) begin
+always @(cosmic_pe3_sat9_fill, cosmic_pe3_sat9_hi, cosmic_pe3_sum_ab, cosmic_pe3_sat9_hin) begin: cosmic_pe3_sat9_clamp
+    if (((cosmic_pe3_sat9_hi == 0) || (cosmic_pe3_sat9_hin == 0))) begin
         cosmic_pe3_add_s = $signed(cosmic_pe3_sum_ab[32-1:0]);
     end
     else begin
-        cosmic_pe3_add_s = $signed({cosmic_pe3_sum_ab[(33 - 1)], cosmic_pe3_sat15_fill});
+        cosmic_pe3_add_s = $signed({cosmic_pe3_sum_ab[(33 - 1)], cosmic_pe3_sat9_fill});
     end
 end
 
 
 
-assign cosmic_pe3_sat16_hi = cosmic_pe3_dif_ab[33-1:(32 - 1)];
+assign cosmic_pe3_sat10_hi = cosmic_pe3_dif_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe3_sat16_hin = (~cosmic_pe3_sat16_hi);
+assign cosmic_pe3_sat10_hin = (~cosmic_pe3_sat10_hi);
 
 
 
-assign cosmic_pe3_sat16_nsign = (!cosmic_pe3_dif_ab[(33 - 1)]);
+assign cosmic_pe3_sat10_nsign = (!cosmic_pe3_dif_ab[(33 - 1)]);
 
 
-always @(cosmic_pe3_sat16_fill, cosmic_pe3_sat16_hi, cosmic_pe3_dif_ab, cosmic_pe3_sat16_hin) begin: cosmic_pe3_sat16_clamp
-    if (((cosmic_pe3_sat16_hi == 0) || (cosmic_pe3_sat16_hin == 0))) begin
+always @(cosmic_pe3_sat10_fill, cosmic_pe3_sat10_hi, cosmic_pe3_dif_ab, cosmic_pe3_sat10_hin) begin: cosmic_pe3_sat10_clamp
+    if (((cosmic_pe3_sat10_hi == 0) || (cosmic_pe3_sat10_hin == 0))) begin
         cosmic_pe3_sub_s = $signed(cosmic_pe3_dif_ab[32-1:0]);
     end
     else begin
-        cosmic_pe3_sub_s = $signed({cosmic_pe3_dif_ab[(33 - 1)], cosmic_pe3_sat16_fill});
+        cosmic_pe3_sub_s = $signed({cosmic_pe3_dif_ab[(33 - 1)], cosmic_pe3_sat10_fill});
     end
 end
 
@@ -13765,32 +12806,32 @@ always @(posedge clk) begin: cosmic_pe3_mul2_csa3_st1
 end
 
 
-always @(cosmic_pe3_mul2_csa3_lh) begin: cosmic_pe3_mul2_csa3_sext9_fill
+always @(cosmic_pe3_mul2_csa3_lh) begin: cosmic_pe3_mul2_csa3_sext12_fill
     if (cosmic_pe3_mul2_csa3_lh[(33 - 1)]) begin
-        cosmic_pe3_mul2_csa3_sext9_sgn = 32767;
+        cosmic_pe3_mul2_csa3_sext12_sgn = 32767;
     end
     else begin
-        cosmic_pe3_mul2_csa3_sext9_sgn = 0;
+        cosmic_pe3_mul2_csa3_sext12_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe3_mul2_csa3_lhe = $signed({cosmic_pe3_mul2_csa3_sext9_sgn, cosmic_pe3_mul2_csa3_lh});
+assign cosmic_pe3_mul2_csa3_lhe = $signed({cosmic_pe3_mul2_csa3_sext12_sgn, cosmic_pe3_mul2_csa3_lh});
 
 
-always @(cosmic_pe3_mul2_csa3_hl) begin: cosmic_pe3_mul2_csa3_sext10_fill
+always @(cosmic_pe3_mul2_csa3_hl) begin: cosmic_pe3_mul2_csa3_sext13_fill
     if (cosmic_pe3_mul2_csa3_hl[(33 - 1)]) begin
-        cosmic_pe3_mul2_csa3_sext10_sgn = 32767;
+        cosmic_pe3_mul2_csa3_sext13_sgn = 32767;
     end
     else begin
-        cosmic_pe3_mul2_csa3_sext10_sgn = 0;
+        cosmic_pe3_mul2_csa3_sext13_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe3_mul2_csa3_hle = $signed({cosmic_pe3_mul2_csa3_sext10_sgn, cosmic_pe3_mul2_csa3_hl});
+assign cosmic_pe3_mul2_csa3_hle = $signed({cosmic_pe3_mul2_csa3_sext13_sgn, cosmic_pe3_mul2_csa3_hl});
 
 
 
@@ -13828,406 +12869,257 @@ end
 assign cosmic_pe3_pwl_pipe3_zl = (cosmic_pe3_fa + 524288);
 
 
-always @(cosmic_pe3_pwl_pipe3_zl, cosmic_pe3_fa) begin: cosmic_pe3_pwl_pipe3_clampz
-    if ((cosmic_pe3_fa >= 524288)) begin
-        cosmic_pe3_pwl_pipe3_u_c = 1048575;
-    end
-    else if ((cosmic_pe3_fa < (-524288))) begin
-        cosmic_pe3_pwl_pipe3_u_c = 0;
-    end
-    else begin
-        cosmic_pe3_pwl_pipe3_u_c = cosmic_pe3_pwl_pipe3_zl[20-1:0];
-    end
-end
+
+assign cosmic_pe3_pwl_pipe3_zl_unused = cosmic_pe3_pwl_pipe3_zl[(32 + 1)-1:20];
 
 
 always @(posedge clk) begin: cosmic_pe3_pwl_pipe3_p1
     if (rst == 1) begin
-        cosmic_pe3_pwl_pipe3_u1 <= 0;
+        cosmic_pe3_pwl_pipe3_ge1 <= 0;
+        cosmic_pe3_pwl_pipe3_lt1 <= 0;
+        cosmic_pe3_pwl_pipe3_zl1 <= 0;
     end
     else begin
-        cosmic_pe3_pwl_pipe3_u1 <= cosmic_pe3_pwl_pipe3_u_c;
+        cosmic_pe3_pwl_pipe3_zl1 <= cosmic_pe3_pwl_pipe3_zl[20-1:0];
+        cosmic_pe3_pwl_pipe3_ge1 <= (cosmic_pe3_fa >= 524288);
+        cosmic_pe3_pwl_pipe3_lt1 <= (cosmic_pe3_fa < (-524288));
     end
 end
 
 
+always @(cosmic_pe3_pwl_pipe3_ge1, cosmic_pe3_pwl_pipe3_zl1, cosmic_pe3_pwl_pipe3_lt1) begin: cosmic_pe3_pwl_pipe3_clampz
+    if (cosmic_pe3_pwl_pipe3_ge1) begin
+        cosmic_pe3_pwl_pipe3_idx_s = 63;
+        cosmic_pe3_pwl_pipe3_idx_b = 63;
+        cosmic_pe3_pwl_pipe3_off2 = 16383;
+    end
+    else if (cosmic_pe3_pwl_pipe3_lt1) begin
+        cosmic_pe3_pwl_pipe3_idx_s = cosmic_pe3_pwl_pipe3_zl1[20-1:14];
+        cosmic_pe3_pwl_pipe3_idx_b = 0;
+        cosmic_pe3_pwl_pipe3_off2 = cosmic_pe3_pwl_pipe3_zl1[14-1:0];
+    end
+    else begin
+        cosmic_pe3_pwl_pipe3_idx_s = cosmic_pe3_pwl_pipe3_zl1[20-1:14];
+        cosmic_pe3_pwl_pipe3_idx_b = cosmic_pe3_pwl_pipe3_zl1[20-1:14];
+        cosmic_pe3_pwl_pipe3_off2 = cosmic_pe3_pwl_pipe3_zl1[14-1:0];
+    end
+end
 
-assign cosmic_pe3_pwl_pipe3_idx2 = cosmic_pe3_pwl_pipe3_u1[20-1:14];
-assign cosmic_pe3_pwl_pipe3_off2 = $signed({1'h0, cosmic_pe3_pwl_pipe3_u1[14-1:0]});
 
-
-always @(cosmic_pe3_pwl_pipe3_idx2) begin: cosmic_pe3_pwl_pipe3_p2rom
-    case (cosmic_pe3_pwl_pipe3_idx2)
-        0: cosmic_pe3_pwl_pipe3_slope2 = 25;
-        1: cosmic_pe3_pwl_pipe3_slope2 = 32;
-        2: cosmic_pe3_pwl_pipe3_slope2 = 41;
-        3: cosmic_pe3_pwl_pipe3_slope2 = 53;
-        4: cosmic_pe3_pwl_pipe3_slope2 = 68;
-        5: cosmic_pe3_pwl_pipe3_slope2 = 87;
-        6: cosmic_pe3_pwl_pipe3_slope2 = 112;
-        7: cosmic_pe3_pwl_pipe3_slope2 = 143;
-        8: cosmic_pe3_pwl_pipe3_slope2 = 184;
-        9: cosmic_pe3_pwl_pipe3_slope2 = 235;
-        10: cosmic_pe3_pwl_pipe3_slope2 = 301;
-        11: cosmic_pe3_pwl_pipe3_slope2 = 386;
-        12: cosmic_pe3_pwl_pipe3_slope2 = 494;
-        13: cosmic_pe3_pwl_pipe3_slope2 = 632;
-        14: cosmic_pe3_pwl_pipe3_slope2 = 807;
-        15: cosmic_pe3_pwl_pipe3_slope2 = 1028;
-        16: cosmic_pe3_pwl_pipe3_slope2 = 1308;
-        17: cosmic_pe3_pwl_pipe3_slope2 = 1661;
-        18: cosmic_pe3_pwl_pipe3_slope2 = 2101;
-        19: cosmic_pe3_pwl_pipe3_slope2 = 2647;
-        20: cosmic_pe3_pwl_pipe3_slope2 = 3319;
-        21: cosmic_pe3_pwl_pipe3_slope2 = 4134;
-        22: cosmic_pe3_pwl_pipe3_slope2 = 5110;
-        23: cosmic_pe3_pwl_pipe3_slope2 = 6253;
-        24: cosmic_pe3_pwl_pipe3_slope2 = 7561;
-        25: cosmic_pe3_pwl_pipe3_slope2 = 9012;
-        26: cosmic_pe3_pwl_pipe3_slope2 = 10558;
-        27: cosmic_pe3_pwl_pipe3_slope2 = 12122;
-        28: cosmic_pe3_pwl_pipe3_slope2 = 13600;
-        29: cosmic_pe3_pwl_pipe3_slope2 = 14869;
-        30: cosmic_pe3_pwl_pipe3_slope2 = 15803;
-        31: cosmic_pe3_pwl_pipe3_slope2 = 16299;
-        32: cosmic_pe3_pwl_pipe3_slope2 = 16299;
-        33: cosmic_pe3_pwl_pipe3_slope2 = 15803;
-        34: cosmic_pe3_pwl_pipe3_slope2 = 14869;
-        35: cosmic_pe3_pwl_pipe3_slope2 = 13600;
-        36: cosmic_pe3_pwl_pipe3_slope2 = 12122;
-        37: cosmic_pe3_pwl_pipe3_slope2 = 10558;
-        38: cosmic_pe3_pwl_pipe3_slope2 = 9012;
-        39: cosmic_pe3_pwl_pipe3_slope2 = 7561;
-        40: cosmic_pe3_pwl_pipe3_slope2 = 6253;
-        41: cosmic_pe3_pwl_pipe3_slope2 = 5110;
-        42: cosmic_pe3_pwl_pipe3_slope2 = 4134;
-        43: cosmic_pe3_pwl_pipe3_slope2 = 3319;
-        44: cosmic_pe3_pwl_pipe3_slope2 = 2647;
-        45: cosmic_pe3_pwl_pipe3_slope2 = 2101;
-        46: cosmic_pe3_pwl_pipe3_slope2 = 1661;
-        47: cosmic_pe3_pwl_pipe3_slope2 = 1308;
-        48: cosmic_pe3_pwl_pipe3_slope2 = 1028;
-        49: cosmic_pe3_pwl_pipe3_slope2 = 807;
-        50: cosmic_pe3_pwl_pipe3_slope2 = 632;
-        51: cosmic_pe3_pwl_pipe3_slope2 = 494;
-        52: cosmic_pe3_pwl_pipe3_slope2 = 386;
-        53: cosmic_pe3_pwl_pipe3_slope2 = 301;
-        54: cosmic_pe3_pwl_pipe3_slope2 = 235;
-        55: cosmic_pe3_pwl_pipe3_slope2 = 184;
-        56: cosmic_pe3_pwl_pipe3_slope2 = 143;
-        57: cosmic_pe3_pwl_pipe3_slope2 = 112;
-        58: cosmic_pe3_pwl_pipe3_slope2 = 87;
-        59: cosmic_pe3_pwl_pipe3_slope2 = 68;
-        60: cosmic_pe3_pwl_pipe3_slope2 = 53;
-        61: cosmic_pe3_pwl_pipe3_slope2 = 41;
-        62: cosmic_pe3_pwl_pipe3_slope2 = 32;
-        default: cosmic_pe3_pwl_pipe3_slope2 = 25;
+always @(cosmic_pe3_pwl_pipe3_idx_s) begin: cosmic_pe3_pwl_pipe3_p2rom
+    case (cosmic_pe3_pwl_pipe3_idx_s)
+        0: cosmic_pe3_pwl_pipe3_slope_r = 25;
+        1: cosmic_pe3_pwl_pipe3_slope_r = 32;
+        2: cosmic_pe3_pwl_pipe3_slope_r = 41;
+        3: cosmic_pe3_pwl_pipe3_slope_r = 53;
+        4: cosmic_pe3_pwl_pipe3_slope_r = 68;
+        5: cosmic_pe3_pwl_pipe3_slope_r = 87;
+        6: cosmic_pe3_pwl_pipe3_slope_r = 112;
+        7: cosmic_pe3_pwl_pipe3_slope_r = 143;
+        8: cosmic_pe3_pwl_pipe3_slope_r = 184;
+        9: cosmic_pe3_pwl_pipe3_slope_r = 235;
+        10: cosmic_pe3_pwl_pipe3_slope_r = 301;
+        11: cosmic_pe3_pwl_pipe3_slope_r = 386;
+        12: cosmic_pe3_pwl_pipe3_slope_r = 494;
+        13: cosmic_pe3_pwl_pipe3_slope_r = 632;
+        14: cosmic_pe3_pwl_pipe3_slope_r = 807;
+        15: cosmic_pe3_pwl_pipe3_slope_r = 1028;
+        16: cosmic_pe3_pwl_pipe3_slope_r = 1308;
+        17: cosmic_pe3_pwl_pipe3_slope_r = 1661;
+        18: cosmic_pe3_pwl_pipe3_slope_r = 2101;
+        19: cosmic_pe3_pwl_pipe3_slope_r = 2647;
+        20: cosmic_pe3_pwl_pipe3_slope_r = 3319;
+        21: cosmic_pe3_pwl_pipe3_slope_r = 4134;
+        22: cosmic_pe3_pwl_pipe3_slope_r = 5110;
+        23: cosmic_pe3_pwl_pipe3_slope_r = 6253;
+        24: cosmic_pe3_pwl_pipe3_slope_r = 7561;
+        25: cosmic_pe3_pwl_pipe3_slope_r = 9012;
+        26: cosmic_pe3_pwl_pipe3_slope_r = 10558;
+        27: cosmic_pe3_pwl_pipe3_slope_r = 12122;
+        28: cosmic_pe3_pwl_pipe3_slope_r = 13600;
+        29: cosmic_pe3_pwl_pipe3_slope_r = 14869;
+        30: cosmic_pe3_pwl_pipe3_slope_r = 15803;
+        31: cosmic_pe3_pwl_pipe3_slope_r = 16299;
+        32: cosmic_pe3_pwl_pipe3_slope_r = 16299;
+        33: cosmic_pe3_pwl_pipe3_slope_r = 15803;
+        34: cosmic_pe3_pwl_pipe3_slope_r = 14869;
+        35: cosmic_pe3_pwl_pipe3_slope_r = 13600;
+        36: cosmic_pe3_pwl_pipe3_slope_r = 12122;
+        37: cosmic_pe3_pwl_pipe3_slope_r = 10558;
+        38: cosmic_pe3_pwl_pipe3_slope_r = 9012;
+        39: cosmic_pe3_pwl_pipe3_slope_r = 7561;
+        40: cosmic_pe3_pwl_pipe3_slope_r = 6253;
+        41: cosmic_pe3_pwl_pipe3_slope_r = 5110;
+        42: cosmic_pe3_pwl_pipe3_slope_r = 4134;
+        43: cosmic_pe3_pwl_pipe3_slope_r = 3319;
+        44: cosmic_pe3_pwl_pipe3_slope_r = 2647;
+        45: cosmic_pe3_pwl_pipe3_slope_r = 2101;
+        46: cosmic_pe3_pwl_pipe3_slope_r = 1661;
+        47: cosmic_pe3_pwl_pipe3_slope_r = 1308;
+        48: cosmic_pe3_pwl_pipe3_slope_r = 1028;
+        49: cosmic_pe3_pwl_pipe3_slope_r = 807;
+        50: cosmic_pe3_pwl_pipe3_slope_r = 632;
+        51: cosmic_pe3_pwl_pipe3_slope_r = 494;
+        52: cosmic_pe3_pwl_pipe3_slope_r = 386;
+        53: cosmic_pe3_pwl_pipe3_slope_r = 301;
+        54: cosmic_pe3_pwl_pipe3_slope_r = 235;
+        55: cosmic_pe3_pwl_pipe3_slope_r = 184;
+        56: cosmic_pe3_pwl_pipe3_slope_r = 143;
+        57: cosmic_pe3_pwl_pipe3_slope_r = 112;
+        58: cosmic_pe3_pwl_pipe3_slope_r = 87;
+        59: cosmic_pe3_pwl_pipe3_slope_r = 68;
+        60: cosmic_pe3_pwl_pipe3_slope_r = 53;
+        61: cosmic_pe3_pwl_pipe3_slope_r = 41;
+        62: cosmic_pe3_pwl_pipe3_slope_r = 32;
+        default: cosmic_pe3_pwl_pipe3_slope_r = 25;
     endcase
+end
+
+
+always @(cosmic_pe3_pwl_pipe3_idx_b) begin: cosmic_pe3_pwl_pipe3_p2romb
+    case (cosmic_pe3_pwl_pipe3_idx_b)
+        0: cosmic_pe3_pwl_pipe3_base2 = 22;
+        1: cosmic_pe3_pwl_pipe3_base2 = 28;
+        2: cosmic_pe3_pwl_pipe3_base2 = 36;
+        3: cosmic_pe3_pwl_pipe3_base2 = 47;
+        4: cosmic_pe3_pwl_pipe3_base2 = 60;
+        5: cosmic_pe3_pwl_pipe3_base2 = 77;
+        6: cosmic_pe3_pwl_pipe3_base2 = 98;
+        7: cosmic_pe3_pwl_pipe3_base2 = 126;
+        8: cosmic_pe3_pwl_pipe3_base2 = 162;
+        9: cosmic_pe3_pwl_pipe3_base2 = 208;
+        10: cosmic_pe3_pwl_pipe3_base2 = 267;
+        11: cosmic_pe3_pwl_pipe3_base2 = 342;
+        12: cosmic_pe3_pwl_pipe3_base2 = 439;
+        13: cosmic_pe3_pwl_pipe3_base2 = 562;
+        14: cosmic_pe3_pwl_pipe3_base2 = 720;
+        15: cosmic_pe3_pwl_pipe3_base2 = 922;
+        16: cosmic_pe3_pwl_pipe3_base2 = 1179;
+        17: cosmic_pe3_pwl_pipe3_base2 = 1506;
+        18: cosmic_pe3_pwl_pipe3_base2 = 1921;
+        19: cosmic_pe3_pwl_pipe3_base2 = 2446;
+        20: cosmic_pe3_pwl_pipe3_base2 = 3108;
+        21: cosmic_pe3_pwl_pipe3_base2 = 3938;
+        22: cosmic_pe3_pwl_pipe3_base2 = 4971;
+        23: cosmic_pe3_pwl_pipe3_base2 = 6249;
+        24: cosmic_pe3_pwl_pipe3_base2 = 7812;
+        25: cosmic_pe3_pwl_pipe3_base2 = 9702;
+        26: cosmic_pe3_pwl_pipe3_base2 = 11955;
+        27: cosmic_pe3_pwl_pipe3_base2 = 14595;
+        28: cosmic_pe3_pwl_pipe3_base2 = 17625;
+        29: cosmic_pe3_pwl_pipe3_base2 = 21025;
+        30: cosmic_pe3_pwl_pipe3_base2 = 24743;
+        31: cosmic_pe3_pwl_pipe3_base2 = 28693;
+        32: cosmic_pe3_pwl_pipe3_base2 = 32768;
+        33: cosmic_pe3_pwl_pipe3_base2 = 36843;
+        34: cosmic_pe3_pwl_pipe3_base2 = 40793;
+        35: cosmic_pe3_pwl_pipe3_base2 = 44511;
+        36: cosmic_pe3_pwl_pipe3_base2 = 47911;
+        37: cosmic_pe3_pwl_pipe3_base2 = 50941;
+        38: cosmic_pe3_pwl_pipe3_base2 = 53581;
+        39: cosmic_pe3_pwl_pipe3_base2 = 55834;
+        40: cosmic_pe3_pwl_pipe3_base2 = 57724;
+        41: cosmic_pe3_pwl_pipe3_base2 = 59287;
+        42: cosmic_pe3_pwl_pipe3_base2 = 60565;
+        43: cosmic_pe3_pwl_pipe3_base2 = 61598;
+        44: cosmic_pe3_pwl_pipe3_base2 = 62428;
+        45: cosmic_pe3_pwl_pipe3_base2 = 63090;
+        46: cosmic_pe3_pwl_pipe3_base2 = 63615;
+        47: cosmic_pe3_pwl_pipe3_base2 = 64030;
+        48: cosmic_pe3_pwl_pipe3_base2 = 64357;
+        49: cosmic_pe3_pwl_pipe3_base2 = 64614;
+        50: cosmic_pe3_pwl_pipe3_base2 = 64816;
+        51: cosmic_pe3_pwl_pipe3_base2 = 64974;
+        52: cosmic_pe3_pwl_pipe3_base2 = 65097;
+        53: cosmic_pe3_pwl_pipe3_base2 = 65194;
+        54: cosmic_pe3_pwl_pipe3_base2 = 65269;
+        55: cosmic_pe3_pwl_pipe3_base2 = 65328;
+        56: cosmic_pe3_pwl_pipe3_base2 = 65374;
+        57: cosmic_pe3_pwl_pipe3_base2 = 65410;
+        58: cosmic_pe3_pwl_pipe3_base2 = 65438;
+        59: cosmic_pe3_pwl_pipe3_base2 = 65459;
+        60: cosmic_pe3_pwl_pipe3_base2 = 65476;
+        61: cosmic_pe3_pwl_pipe3_base2 = 65489;
+        62: cosmic_pe3_pwl_pipe3_base2 = 65500;
+        default: cosmic_pe3_pwl_pipe3_base2 = 65508;
+    endcase
+end
+
+
+always @(cosmic_pe3_pwl_pipe3_slope_r, cosmic_pe3_pwl_pipe3_lt1) begin: cosmic_pe3_pwl_pipe3_p2z
+    if (cosmic_pe3_pwl_pipe3_lt1) begin
+        cosmic_pe3_pwl_pipe3_slope2 = 0;
+    end
+    else begin
+        cosmic_pe3_pwl_pipe3_slope2 = cosmic_pe3_pwl_pipe3_slope_r;
+    end
 end
 
 
 always @(posedge clk) begin: cosmic_pe3_pwl_pipe3_p2
     if (rst == 1) begin
-        cosmic_pe3_pwl_pipe3_idx3 <= 0;
-        cosmic_pe3_pwl_pipe3_prod3 <= 0;
+        cosmic_pe3_pwl_pipe3_base3 <= 0;
+        cosmic_pe3_pwl_pipe3_slope3 <= 0;
+        cosmic_pe3_pwl_pipe3_off3 <= 0;
     end
     else begin
-        cosmic_pe3_pwl_pipe3_prod3 <= (cosmic_pe3_pwl_pipe3_slope2 * cosmic_pe3_pwl_pipe3_off2);
-        cosmic_pe3_pwl_pipe3_idx3 <= cosmic_pe3_pwl_pipe3_idx2;
+        cosmic_pe3_pwl_pipe3_slope3 <= cosmic_pe3_pwl_pipe3_slope2;
+        cosmic_pe3_pwl_pipe3_off3 <= cosmic_pe3_pwl_pipe3_off2;
+        cosmic_pe3_pwl_pipe3_base3 <= cosmic_pe3_pwl_pipe3_base2;
     end
 end
 
 
 
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_t = $signed(cosmic_pe3_pwl_pipe3_prod3 >>> 16);
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_rb = $signed({32'h0, cosmic_pe3_pwl_pipe3_prod3[(16 - 1)]});
-
-
-
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r = (cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_t + cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_rb);
-
-
-
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hi = cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hin = (~cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hi);
-
-
-
-assign cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign = (!cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r[(33 - 1)]);
-
-
-always @(cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill, cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hi, cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r, cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hin) begin: cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_clamp
-    if (((cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hi == 0) || (cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hin == 0))) begin
-        cosmic_pe3_pwl_pipe3_rnd_c = $signed(cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r[32-1:0]);
-    end
-    else begin
-        cosmic_pe3_pwl_pipe3_rnd_c = $signed({cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r[(33 - 1)], cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill});
-    end
-end
+assign cosmic_pe3_pwl_pipe3_off3s = $signed({1'h0, cosmic_pe3_pwl_pipe3_off3});
 
 
 always @(posedge clk) begin: cosmic_pe3_pwl_pipe3_p3
     if (rst == 1) begin
-        cosmic_pe3_pwl_pipe3_rnd4 <= 0;
-        cosmic_pe3_pwl_pipe3_idx4 <= 0;
+        cosmic_pe3_pwl_pipe3_base4 <= 0;
+        cosmic_pe3_pwl_pipe3_prod4 <= 0;
     end
     else begin
-        cosmic_pe3_pwl_pipe3_rnd4 <= cosmic_pe3_pwl_pipe3_rnd_c;
-        cosmic_pe3_pwl_pipe3_idx4 <= cosmic_pe3_pwl_pipe3_idx3;
+        cosmic_pe3_pwl_pipe3_prod4 <= (cosmic_pe3_pwl_pipe3_slope3 * cosmic_pe3_pwl_pipe3_off3s);
+        cosmic_pe3_pwl_pipe3_base4 <= cosmic_pe3_pwl_pipe3_base3;
     end
 end
 
 
-always @(cosmic_pe3_pwl_pipe3_idx4) begin: cosmic_pe3_pwl_pipe3_p4rom
-    case (cosmic_pe3_pwl_pipe3_idx4)
-        0: cosmic_pe3_pwl_pipe3_base4 = 22;
-        1: cosmic_pe3_pwl_pipe3_base4 = 28;
-        2: cosmic_pe3_pwl_pipe3_base4 = 36;
-        3: cosmic_pe3_pwl_pipe3_base4 = 47;
-        4: cosmic_pe3_pwl_pipe3_base4 = 60;
-        5: cosmic_pe3_pwl_pipe3_base4 = 77;
-        6: cosmic_pe3_pwl_pipe3_base4 = 98;
-        7: cosmic_pe3_pwl_pipe3_base4 = 126;
-        8: cosmic_pe3_pwl_pipe3_base4 = 162;
-        9: cosmic_pe3_pwl_pipe3_base4 = 208;
-        10: cosmic_pe3_pwl_pipe3_base4 = 267;
-        11: cosmic_pe3_pwl_pipe3_base4 = 342;
-        12: cosmic_pe3_pwl_pipe3_base4 = 439;
-        13: cosmic_pe3_pwl_pipe3_base4 = 562;
-        14: cosmic_pe3_pwl_pipe3_base4 = 720;
-        15: cosmic_pe3_pwl_pipe3_base4 = 922;
-        16: cosmic_pe3_pwl_pipe3_base4 = 1179;
-        17: cosmic_pe3_pwl_pipe3_base4 = 1506;
-        18: cosmic_pe3_pwl_pipe3_base4 = 1921;
-        19: cosmic_pe3_pwl_pipe3_base4 = 2446;
-        20: cosmic_pe3_pwl_pipe3_base4 = 3108;
-        21: cosmic_pe3_pwl_pipe3_base4 = 3938;
-        22: cosmic_pe3_pwl_pipe3_base4 = 4971;
-        23: cosmic_pe3_pwl_pipe3_base4 = 6249;
-        24: cosmic_pe3_pwl_pipe3_base4 = 7812;
-        25: cosmic_pe3_pwl_pipe3_base4 = 9702;
-        26: cosmic_pe3_pwl_pipe3_base4 = 11955;
-        27: cosmic_pe3_pwl_pipe3_base4 = 14595;
-        28: cosmic_pe3_pwl_pipe3_base4 = 17625;
-        29: cosmic_pe3_pwl_pipe3_base4 = 21025;
-        30: cosmic_pe3_pwl_pipe3_base4 = 24743;
-        31: cosmic_pe3_pwl_pipe3_base4 = 28693;
-        32: cosmic_pe3_pwl_pipe3_base4 = 32768;
-        33: cosmic_pe3_pwl_pipe3_base4 = 36843;
-        34: cosmic_pe3_pwl_pipe3_base4 = 40793;
-        35: cosmic_pe3_pwl_pipe3_base4 = 44511;
-        36: cosmic_pe3_pwl_pipe3_base4 = 47911;
-        37: cosmic_pe3_pwl_pipe3_base4 = 50941;
-        38: cosmic_pe3_pwl_pipe3_base4 = 53581;
-        39: cosmic_pe3_pwl_pipe3_base4 = 55834;
-        40: cosmic_pe3_pwl_pipe3_base4 = 57724;
-        41: cosmic_pe3_pwl_pipe3_base4 = 59287;
-        42: cosmic_pe3_pwl_pipe3_base4 = 60565;
-        43: cosmic_pe3_pwl_pipe3_base4 = 61598;
-        44: cosmic_pe3_pwl_pipe3_base4 = 62428;
-        45: cosmic_pe3_pwl_pipe3_base4 = 63090;
-        46: cosmic_pe3_pwl_pipe3_base4 = 63615;
-        47: cosmic_pe3_pwl_pipe3_base4 = 64030;
-        48: cosmic_pe3_pwl_pipe3_base4 = 64357;
-        49: cosmic_pe3_pwl_pipe3_base4 = 64614;
-        50: cosmic_pe3_pwl_pipe3_base4 = 64816;
-        51: cosmic_pe3_pwl_pipe3_base4 = 64974;
-        52: cosmic_pe3_pwl_pipe3_base4 = 65097;
-        53: cosmic_pe3_pwl_pipe3_base4 = 65194;
-        54: cosmic_pe3_pwl_pipe3_base4 = 65269;
-        55: cosmic_pe3_pwl_pipe3_base4 = 65328;
-        56: cosmic_pe3_pwl_pipe3_base4 = 65374;
-        57: cosmic_pe3_pwl_pipe3_base4 = 65410;
-        58: cosmic_pe3_pwl_pipe3_base4 = 65438;
-        59: cosmic_pe3_pwl_pipe3_base4 = 65459;
-        60: cosmic_pe3_pwl_pipe3_base4 = 65476;
-        61: cosmic_pe3_pwl_pipe3_base4 = 65489;
-        62: cosmic_pe3_pwl_pipe3_base4 = 65500;
-        default: cosmic_pe3_pwl_pipe3_base4 = 65508;
-    endcase
-end
+
+assign cosmic_pe3_pwl_pipe3_q4 = $signed(cosmic_pe3_pwl_pipe3_prod4[33-1:16]);
+assign cosmic_pe3_pwl_pipe3_rb4 = cosmic_pe3_pwl_pipe3_prod4[(16 - 1)];
 
 
-
-assign cosmic_pe3_pwl_pipe3_sumv = (cosmic_pe3_pwl_pipe3_base4 + cosmic_pe3_pwl_pipe3_rnd4);
-
-
-
-assign cosmic_pe3_pwl_pipe3_sat18_hi = cosmic_pe3_pwl_pipe3_sumv[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe3_pwl_pipe3_sat18_hin = (~cosmic_pe3_pwl_pipe3_sat18_hi);
-
-
-
-assign cosmic_pe3_pwl_pipe3_sat18_nsign = (!cosmic_pe3_pwl_pipe3_sumv[(33 - 1)]);
-
-
-always @(cosmic_pe3_pwl_pipe3_sat18_fill, cosmic_pe3_pwl_pipe3_sat18_hi, cosmic_pe3_pwl_pipe3_sumv, cosmic_pe3_pwl_pipe3_sat18_hin) begin: cosmic_pe3_pwl_pipe3_sat18_clamp
-    if (((cosmic_pe3_pwl_pipe3_sat18_hi == 0) || (cosmic_pe3_pwl_pipe3_sat18_hin == 0))) begin
-        cosmic_pe3_pwl_pipe3_ys = $signed(cosmic_pe3_pwl_pipe3_sumv[32-1:0]);
+always @(cosmic_pe3_pwl_pipe3_q4) begin: cosmic_pe3_pwl_pipe3_sext14_fill
+    if (cosmic_pe3_pwl_pipe3_q4[(17 - 1)]) begin
+        cosmic_pe3_pwl_pipe3_sext14_sgn = 65535;
     end
     else begin
-        cosmic_pe3_pwl_pipe3_ys = $signed({cosmic_pe3_pwl_pipe3_sumv[(33 - 1)], cosmic_pe3_pwl_pipe3_sat18_fill});
+        cosmic_pe3_pwl_pipe3_sext14_sgn = 0;
     end
 end
 
 
-always @(cosmic_pe3_pwl_pipe3_idx4) begin: cosmic_pe3_pwl_pipe3_p4romh
-    case (cosmic_pe3_pwl_pipe3_idx4)
-        0: cosmic_pe3_pwl_pipe3_limh = 65514;
-        1: cosmic_pe3_pwl_pipe3_limh = 65508;
-        2: cosmic_pe3_pwl_pipe3_limh = 65500;
-        3: cosmic_pe3_pwl_pipe3_limh = 65489;
-        4: cosmic_pe3_pwl_pipe3_limh = 65476;
-        5: cosmic_pe3_pwl_pipe3_limh = 65459;
-        6: cosmic_pe3_pwl_pipe3_limh = 65438;
-        7: cosmic_pe3_pwl_pipe3_limh = 65410;
-        8: cosmic_pe3_pwl_pipe3_limh = 65374;
-        9: cosmic_pe3_pwl_pipe3_limh = 65328;
-        10: cosmic_pe3_pwl_pipe3_limh = 65269;
-        11: cosmic_pe3_pwl_pipe3_limh = 65194;
-        12: cosmic_pe3_pwl_pipe3_limh = 65097;
-        13: cosmic_pe3_pwl_pipe3_limh = 64974;
-        14: cosmic_pe3_pwl_pipe3_limh = 64816;
-        15: cosmic_pe3_pwl_pipe3_limh = 64614;
-        16: cosmic_pe3_pwl_pipe3_limh = 64357;
-        17: cosmic_pe3_pwl_pipe3_limh = 64030;
-        18: cosmic_pe3_pwl_pipe3_limh = 63615;
-        19: cosmic_pe3_pwl_pipe3_limh = 63090;
-        20: cosmic_pe3_pwl_pipe3_limh = 62428;
-        21: cosmic_pe3_pwl_pipe3_limh = 61598;
-        22: cosmic_pe3_pwl_pipe3_limh = 60565;
-        23: cosmic_pe3_pwl_pipe3_limh = 59287;
-        24: cosmic_pe3_pwl_pipe3_limh = 57724;
-        25: cosmic_pe3_pwl_pipe3_limh = 55834;
-        26: cosmic_pe3_pwl_pipe3_limh = 53581;
-        27: cosmic_pe3_pwl_pipe3_limh = 50941;
-        28: cosmic_pe3_pwl_pipe3_limh = 47911;
-        29: cosmic_pe3_pwl_pipe3_limh = 44511;
-        30: cosmic_pe3_pwl_pipe3_limh = 40793;
-        31: cosmic_pe3_pwl_pipe3_limh = 36843;
-        32: cosmic_pe3_pwl_pipe3_limh = 32768;
-        33: cosmic_pe3_pwl_pipe3_limh = 28693;
-        34: cosmic_pe3_pwl_pipe3_limh = 24743;
-        35: cosmic_pe3_pwl_pipe3_limh = 21025;
-        36: cosmic_pe3_pwl_pipe3_limh = 17625;
-        37: cosmic_pe3_pwl_pipe3_limh = 14595;
-        38: cosmic_pe3_pwl_pipe3_limh = 11955;
-        39: cosmic_pe3_pwl_pipe3_limh = 9702;
-        40: cosmic_pe3_pwl_pipe3_limh = 7812;
-        41: cosmic_pe3_pwl_pipe3_limh = 6249;
-        42: cosmic_pe3_pwl_pipe3_limh = 4971;
-        43: cosmic_pe3_pwl_pipe3_limh = 3938;
-        44: cosmic_pe3_pwl_pipe3_limh = 3108;
-        45: cosmic_pe3_pwl_pipe3_limh = 2446;
-        46: cosmic_pe3_pwl_pipe3_limh = 1921;
-        47: cosmic_pe3_pwl_pipe3_limh = 1506;
-        48: cosmic_pe3_pwl_pipe3_limh = 1179;
-        49: cosmic_pe3_pwl_pipe3_limh = 922;
-        50: cosmic_pe3_pwl_pipe3_limh = 720;
-        51: cosmic_pe3_pwl_pipe3_limh = 562;
-        52: cosmic_pe3_pwl_pipe3_limh = 439;
-        53: cosmic_pe3_pwl_pipe3_limh = 342;
-        54: cosmic_pe3_pwl_pipe3_limh = 267;
-        55: cosmic_pe3_pwl_pipe3_limh = 208;
-        56: cosmic_pe3_pwl_pipe3_limh = 162;
-        57: cosmic_pe3_pwl_pipe3_limh = 126;
-        58: cosmic_pe3_pwl_pipe3_limh = 98;
-        59: cosmic_pe3_pwl_pipe3_limh = 77;
-        60: cosmic_pe3_pwl_pipe3_limh = 60;
-        61: cosmic_pe3_pwl_pipe3_limh = 47;
-        62: cosmic_pe3_pwl_pipe3_limh = 36;
-        default: cosmic_pe3_pwl_pipe3_limh = 28;
-    endcase
-end
+
+assign cosmic_pe3_pwl_pipe3_qe = $signed({cosmic_pe3_pwl_pipe3_sext14_sgn, cosmic_pe3_pwl_pipe3_q4});
 
 
-always @(cosmic_pe3_pwl_pipe3_idx4) begin: cosmic_pe3_pwl_pipe3_p4roml
-    case (cosmic_pe3_pwl_pipe3_idx4)
-        0: cosmic_pe3_pwl_pipe3_liml = (-22);
-        1: cosmic_pe3_pwl_pipe3_liml = (-28);
-        2: cosmic_pe3_pwl_pipe3_liml = (-36);
-        3: cosmic_pe3_pwl_pipe3_liml = (-47);
-        4: cosmic_pe3_pwl_pipe3_liml = (-60);
-        5: cosmic_pe3_pwl_pipe3_liml = (-77);
-        6: cosmic_pe3_pwl_pipe3_liml = (-98);
-        7: cosmic_pe3_pwl_pipe3_liml = (-126);
-        8: cosmic_pe3_pwl_pipe3_liml = (-162);
-        9: cosmic_pe3_pwl_pipe3_liml = (-208);
-        10: cosmic_pe3_pwl_pipe3_liml = (-267);
-        11: cosmic_pe3_pwl_pipe3_liml = (-342);
-        12: cosmic_pe3_pwl_pipe3_liml = (-439);
-        13: cosmic_pe3_pwl_pipe3_liml = (-562);
-        14: cosmic_pe3_pwl_pipe3_liml = (-720);
-        15: cosmic_pe3_pwl_pipe3_liml = (-922);
-        16: cosmic_pe3_pwl_pipe3_liml = (-1179);
-        17: cosmic_pe3_pwl_pipe3_liml = (-1506);
-        18: cosmic_pe3_pwl_pipe3_liml = (-1921);
-        19: cosmic_pe3_pwl_pipe3_liml = (-2446);
-        20: cosmic_pe3_pwl_pipe3_liml = (-3108);
-        21: cosmic_pe3_pwl_pipe3_liml = (-3938);
-        22: cosmic_pe3_pwl_pipe3_liml = (-4971);
-        23: cosmic_pe3_pwl_pipe3_liml = (-6249);
-        24: cosmic_pe3_pwl_pipe3_liml = (-7812);
-        25: cosmic_pe3_pwl_pipe3_liml = (-9702);
-        26: cosmic_pe3_pwl_pipe3_liml = (-11955);
-        27: cosmic_pe3_pwl_pipe3_liml = (-14595);
-        28: cosmic_pe3_pwl_pipe3_liml = (-17625);
-        29: cosmic_pe3_pwl_pipe3_liml = (-21025);
-        30: cosmic_pe3_pwl_pipe3_liml = (-24743);
-        31: cosmic_pe3_pwl_pipe3_liml = (-28693);
-        32: cosmic_pe3_pwl_pipe3_liml = (-32768);
-        33: cosmic_pe3_pwl_pipe3_liml = (-36843);
-        34: cosmic_pe3_pwl_pipe3_liml = (-40793);
-        35: cosmic_pe3_pwl_pipe3_liml = (-44511);
-        36: cosmic_pe3_pwl_pipe3_liml = (-47911);
-        37: cosmic_pe3_pwl_pipe3_liml = (-50941);
-        38: cosmic_pe3_pwl_pipe3_liml = (-53581);
-        39: cosmic_pe3_pwl_pipe3_liml = (-55834);
-        40: cosmic_pe3_pwl_pipe3_liml = (-57724);
-        41: cosmic_pe3_pwl_pipe3_liml = (-59287);
-        42: cosmic_pe3_pwl_pipe3_liml = (-60565);
-        43: cosmic_pe3_pwl_pipe3_liml = (-61598);
-        44: cosmic_pe3_pwl_pipe3_liml = (-62428);
-        45: cosmic_pe3_pwl_pipe3_liml = (-63090);
-        46: cosmic_pe3_pwl_pipe3_liml = (-63615);
-        47: cosmic_pe3_pwl_pipe3_liml = (-64030);
-        48: cosmic_pe3_pwl_pipe3_liml = (-64357);
-        49: cosmic_pe3_pwl_pipe3_liml = (-64614);
-        50: cosmic_pe3_pwl_pipe3_liml = (-64816);
-        51: cosmic_pe3_pwl_pipe3_liml = (-64974);
-        52: cosmic_pe3_pwl_pipe3_liml = (-65097);
-        53: cosmic_pe3_pwl_pipe3_liml = (-65194);
-        54: cosmic_pe3_pwl_pipe3_liml = (-65269);
-        55: cosmic_pe3_pwl_pipe3_liml = (-65328);
-        56: cosmic_pe3_pwl_pipe3_liml = (-65374);
-        57: cosmic_pe3_pwl_pipe3_liml = (-65410);
-        58: cosmic_pe3_pwl_pipe3_liml = (-65438);
-        59: cosmic_pe3_pwl_pipe3_liml = (-65459);
-        60: cosmic_pe3_pwl_pipe3_liml = (-65476);
-        61: cosmic_pe3_pwl_pipe3_liml = (-65489);
-        62: cosmic_pe3_pwl_pipe3_liml = (-65500);
-        default: cosmic_pe3_pwl_pipe3_liml = (-65508);
-    endcase
-end
+
+assign cosmic_pe3_pwl_pipe3_ta = $signed({cosmic_pe3_pwl_pipe3_base4[(32 - 1)], cosmic_pe3_pwl_pipe3_base4, cosmic_pe3_pwl_pipe3_rb4});
+assign cosmic_pe3_pwl_pipe3_tb = $signed({cosmic_pe3_pwl_pipe3_qe, cosmic_pe3_pwl_pipe3_rb4});
 
 
-always @(cosmic_pe3_pwl_pipe3_limh, cosmic_pe3_pwl_pipe3_liml, cosmic_pe3_pwl_pipe3_rnd4, cosmic_pe3_pwl_pipe3_ys) begin: cosmic_pe3_pwl_pipe3_outc
-    if ((cosmic_pe3_pwl_pipe3_rnd4 > cosmic_pe3_pwl_pipe3_limh)) begin
-        cosmic_pe3_y_sig = 65536;
-    end
-    else if ((cosmic_pe3_pwl_pipe3_rnd4 < cosmic_pe3_pwl_pipe3_liml)) begin
-        cosmic_pe3_y_sig = 0;
-    end
-    else begin
-        cosmic_pe3_y_sig = cosmic_pe3_pwl_pipe3_ys;
-    end
-end
+
+assign cosmic_pe3_pwl_pipe3_t4 = (cosmic_pe3_pwl_pipe3_ta + cosmic_pe3_pwl_pipe3_tb);
+
+
+
+assign cosmic_pe3_pwl_pipe3_unused = {cosmic_pe3_pwl_pipe3_t4[(32 + 1)], cosmic_pe3_pwl_pipe3_prod4[(16 - 1)-1:0], cosmic_pe3_pwl_pipe3_t4[0]};
+
+
+
+assign cosmic_pe3_y_sig = $signed(cosmic_pe3_pwl_pipe3_t4[(32 + 1)-1:1]);
 
 
 always @(posedge clk) begin: cosmic_pe3_pipe
@@ -14312,18 +13204,18 @@ always @(posedge clk) begin: cosmic_pe3_pipe
 end
 
 
-always @(cosmic_pe3_mul2_csa3_p) begin: cosmic_pe3_sext11_fill
+always @(cosmic_pe3_mul2_csa3_p) begin: cosmic_pe3_sext15_fill
     if (cosmic_pe3_mul2_csa3_p[(64 - 1)]) begin
-        cosmic_pe3_sext11_sgn = 255;
+        cosmic_pe3_sext15_sgn = 255;
     end
     else begin
-        cosmic_pe3_sext11_sgn = 0;
+        cosmic_pe3_sext15_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe3_sext11_xe = $signed({cosmic_pe3_sext11_sgn, cosmic_pe3_mul2_csa3_p});
+assign cosmic_pe3_sext15_xe = $signed({cosmic_pe3_sext15_sgn, cosmic_pe3_mul2_csa3_p});
 
 
 always @(cosmic_pe3_clr6, cosmic_pe3_acc) begin: cosmic_pe3_acc_csel3_gate
@@ -14338,9 +13230,9 @@ end
 
 
 assign cosmic_pe3_acc_csel3_al = cosmic_pe3_acc_csel3_ai[36-1:0];
-assign cosmic_pe3_acc_csel3_pl = cosmic_pe3_sext11_xe[36-1:0];
+assign cosmic_pe3_acc_csel3_pl = cosmic_pe3_sext15_xe[36-1:0];
 assign cosmic_pe3_acc_csel3_ah = $signed(cosmic_pe3_acc_csel3_ai[72-1:36]);
-assign cosmic_pe3_acc_csel3_ph = $signed(cosmic_pe3_sext11_xe[72-1:36]);
+assign cosmic_pe3_acc_csel3_ph = $signed(cosmic_pe3_sext15_xe[72-1:36]);
 
 
 
@@ -14364,75 +13256,75 @@ assign cosmic_pe3_acc_csel3_full = $signed({cosmic_pe3_acc_csel3_hs, cosmic_pe3_
 
 
 
-assign cosmic_pe3_acc_csel3_sat19_hi = cosmic_pe3_acc_csel3_full[73-1:(72 - 1)];
+assign cosmic_pe3_acc_csel3_sat11_hi = cosmic_pe3_acc_csel3_full[73-1:(72 - 1)];
 
 
 
-assign cosmic_pe3_acc_csel3_sat19_hin = (~cosmic_pe3_acc_csel3_sat19_hi);
+assign cosmic_pe3_acc_csel3_sat11_hin = (~cosmic_pe3_acc_csel3_sat11_hi);
 
 
 
-assign cosmic_pe3_acc_csel3_sat19_nsign = (!cosmic_pe3_acc_csel3_full[(73 - 1)]);
+assign cosmic_pe3_acc_csel3_sat11_nsign = (!cosmic_pe3_acc_csel3_full[(73 - 1)]);
 
 
-always @(cosmic_pe3_acc_csel3_sat19_fill, cosmic_pe3_acc_csel3_sat19_hi, cosmic_pe3_acc_csel3_full, cosmic_pe3_acc_csel3_sat19_hin) begin: cosmic_pe3_acc_csel3_sat19_clamp
-    if (((cosmic_pe3_acc_csel3_sat19_hi == 0) || (cosmic_pe3_acc_csel3_sat19_hin == 0))) begin
+always @(cosmic_pe3_acc_csel3_sat11_fill, cosmic_pe3_acc_csel3_sat11_hi, cosmic_pe3_acc_csel3_full, cosmic_pe3_acc_csel3_sat11_hin) begin: cosmic_pe3_acc_csel3_sat11_clamp
+    if (((cosmic_pe3_acc_csel3_sat11_hi == 0) || (cosmic_pe3_acc_csel3_sat11_hin == 0))) begin
         cosmic_pe3_acc_new = $signed(cosmic_pe3_acc_csel3_full[72-1:0]);
     end
     else begin
-        cosmic_pe3_acc_new = $signed({cosmic_pe3_acc_csel3_full[(73 - 1)], cosmic_pe3_acc_csel3_sat19_fill});
+        cosmic_pe3_acc_new = $signed({cosmic_pe3_acc_csel3_full[(73 - 1)], cosmic_pe3_acc_csel3_sat11_fill});
     end
 end
 
 
 
-assign cosmic_pe3_round_sat_fast10_lo = cosmic_pe3_mul2_csa3_p[16+:32];
-assign cosmic_pe3_round_sat_fast10_rb = cosmic_pe3_mul2_csa3_p[(16 - 1)];
-assign cosmic_pe3_round_sat_fast10_hi = cosmic_pe3_mul2_csa3_p[64-1:(16 + 32)];
-assign cosmic_pe3_round_sat_fast10_neg = cosmic_pe3_mul2_csa3_p[(64 - 1)];
-assign cosmic_pe3_round_sat_fast10_nneg = (!cosmic_pe3_mul2_csa3_p[(64 - 1)]);
+assign cosmic_pe3_round_sat_fast6_lo = cosmic_pe3_mul2_csa3_p[16+:32];
+assign cosmic_pe3_round_sat_fast6_rb = cosmic_pe3_mul2_csa3_p[(16 - 1)];
+assign cosmic_pe3_round_sat_fast6_hi = cosmic_pe3_mul2_csa3_p[64-1:(16 + 32)];
+assign cosmic_pe3_round_sat_fast6_neg = cosmic_pe3_mul2_csa3_p[(64 - 1)];
+assign cosmic_pe3_round_sat_fast6_nneg = (!cosmic_pe3_mul2_csa3_p[(64 - 1)]);
 
 
 
-assign cosmic_pe3_round_sat_fast10_hin = (~cosmic_pe3_round_sat_fast10_hi);
+assign cosmic_pe3_round_sat_fast6_hin = (~cosmic_pe3_round_sat_fast6_hi);
 
 
 
-assign cosmic_pe3_round_sat_fast10_s = (cosmic_pe3_round_sat_fast10_lo + cosmic_pe3_round_sat_fast10_rb);
+assign cosmic_pe3_round_sat_fast6_s = (cosmic_pe3_round_sat_fast6_lo + cosmic_pe3_round_sat_fast6_rb);
 
 
-always @(cosmic_pe3_round_sat_fast10_s, cosmic_pe3_round_sat_fast10_hin, cosmic_pe3_round_sat_fast10_hi, cosmic_pe3_round_sat_fast10_neg, cosmic_pe3_round_sat_fast10_fill) begin: cosmic_pe3_round_sat_fast10_outc
-    if (((cosmic_pe3_round_sat_fast10_s[32] && (cosmic_pe3_round_sat_fast10_hin == 0)) || ((!cosmic_pe3_round_sat_fast10_s[32]) && (((cosmic_pe3_round_sat_fast10_hi == 0) && (!cosmic_pe3_round_sat_fast10_s[(32 - 1)])) || ((cosmic_pe3_round_sat_fast10_hin == 0) && cosmic_pe3_round_sat_fast10_s[(32 - 1)]))))) begin
-        cosmic_pe3_mul_s = $signed(cosmic_pe3_round_sat_fast10_s[32-1:0]);
+always @(cosmic_pe3_round_sat_fast6_s, cosmic_pe3_round_sat_fast6_hin, cosmic_pe3_round_sat_fast6_hi, cosmic_pe3_round_sat_fast6_neg, cosmic_pe3_round_sat_fast6_fill) begin: cosmic_pe3_round_sat_fast6_outc
+    if (((cosmic_pe3_round_sat_fast6_s[32] && (cosmic_pe3_round_sat_fast6_hin == 0)) || ((!cosmic_pe3_round_sat_fast6_s[32]) && (((cosmic_pe3_round_sat_fast6_hi == 0) && (!cosmic_pe3_round_sat_fast6_s[(32 - 1)])) || ((cosmic_pe3_round_sat_fast6_hin == 0) && cosmic_pe3_round_sat_fast6_s[(32 - 1)]))))) begin
+        cosmic_pe3_mul_s = $signed(cosmic_pe3_round_sat_fast6_s[32-1:0]);
     end
     else begin
-        cosmic_pe3_mul_s = $signed({cosmic_pe3_round_sat_fast10_neg, cosmic_pe3_round_sat_fast10_fill});
+        cosmic_pe3_mul_s = $signed({cosmic_pe3_round_sat_fast6_neg, cosmic_pe3_round_sat_fast6_fill});
     end
 end
 
 
 
-assign cosmic_pe3_round_sat_fast11_lo = cosmic_pe3_acc[16+:32];
-assign cosmic_pe3_round_sat_fast11_rb = cosmic_pe3_acc[(16 - 1)];
-assign cosmic_pe3_round_sat_fast11_hi = cosmic_pe3_acc[72-1:(16 + 32)];
-assign cosmic_pe3_round_sat_fast11_neg = cosmic_pe3_acc[(72 - 1)];
-assign cosmic_pe3_round_sat_fast11_nneg = (!cosmic_pe3_acc[(72 - 1)]);
+assign cosmic_pe3_round_sat_fast7_lo = cosmic_pe3_acc[16+:32];
+assign cosmic_pe3_round_sat_fast7_rb = cosmic_pe3_acc[(16 - 1)];
+assign cosmic_pe3_round_sat_fast7_hi = cosmic_pe3_acc[72-1:(16 + 32)];
+assign cosmic_pe3_round_sat_fast7_neg = cosmic_pe3_acc[(72 - 1)];
+assign cosmic_pe3_round_sat_fast7_nneg = (!cosmic_pe3_acc[(72 - 1)]);
 
 
 
-assign cosmic_pe3_round_sat_fast11_hin = (~cosmic_pe3_round_sat_fast11_hi);
+assign cosmic_pe3_round_sat_fast7_hin = (~cosmic_pe3_round_sat_fast7_hi);
 
 
 
-assign cosmic_pe3_round_sat_fast11_s = (cosmic_pe3_round_sat_fast11_lo + cosmic_pe3_round_sat_fast11_rb);
+assign cosmic_pe3_round_sat_fast7_s = (cosmic_pe3_round_sat_fast7_lo + cosmic_pe3_round_sat_fast7_rb);
 
 
-always @(cosmic_pe3_round_sat_fast11_s, cosmic_pe3_round_sat_fast11_hin, cosmic_pe3_round_sat_fast11_hi, cosmic_pe3_round_sat_fast11_neg, cosmic_pe3_round_sat_fast11_fill) begin: cosmic_pe3_round_sat_fast11_outc
-    if (((cosmic_pe3_round_sat_fast11_s[32] && (cosmic_pe3_round_sat_fast11_hin == 0)) || ((!cosmic_pe3_round_sat_fast11_s[32]) && (((cosmic_pe3_round_sat_fast11_hi == 0) && (!cosmic_pe3_round_sat_fast11_s[(32 - 1)])) || ((cosmic_pe3_round_sat_fast11_hin == 0) && cosmic_pe3_round_sat_fast11_s[(32 - 1)]))))) begin
-        cosmic_pe3_y_gau = $signed(cosmic_pe3_round_sat_fast11_s[32-1:0]);
+always @(cosmic_pe3_round_sat_fast7_s, cosmic_pe3_round_sat_fast7_hin, cosmic_pe3_round_sat_fast7_hi, cosmic_pe3_round_sat_fast7_neg, cosmic_pe3_round_sat_fast7_fill) begin: cosmic_pe3_round_sat_fast7_outc
+    if (((cosmic_pe3_round_sat_fast7_s[32] && (cosmic_pe3_round_sat_fast7_hin == 0)) || ((!cosmic_pe3_round_sat_fast7_s[32]) && (((cosmic_pe3_round_sat_fast7_hi == 0) && (!cosmic_pe3_round_sat_fast7_s[(32 - 1)])) || ((cosmic_pe3_round_sat_fast7_hin == 0) && cosmic_pe3_round_sat_fast7_s[(32 - 1)]))))) begin
+        cosmic_pe3_y_gau = $signed(cosmic_pe3_round_sat_fast7_s[32-1:0]);
     end
     else begin
-        cosmic_pe3_y_gau = $signed({cosmic_pe3_round_sat_fast11_neg, cosmic_pe3_round_sat_fast11_fill});
+        cosmic_pe3_y_gau = $signed({cosmic_pe3_round_sat_fast7_neg, cosmic_pe3_round_sat_fast7_fill});
     end
 end
 
@@ -15625,45 +14517,45 @@ assign cosmic_pe4_dif_ab = (cosmic_pe4_fa - cosmic_pe4_fb);
 
 
 
-assign cosmic_pe4_sat20_hi = cosmic_pe4_sum_ab[33-1:(32 - 1)];
+assign cosmic_pe4_sat12_hi = cosmic_pe4_sum_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe4_sat20_hin = (~cosmic_pe4_sat20_hi);
+assign cosmic_pe4_sat12_hin = (~cosmic_pe4_sat12_hi);
 
 
 
-assign cosmic_pe4_sat20_nsign = (!cosmic_pe4_sum_ab[(33 - 1)]);
+assign cosmic_pe4_sat12_nsign = (!cosmic_pe4_sum_ab[(33 - 1)]);
 
 
-always @(cosmic_pe4_sat20_fill, cosmic_pe4_sat20_hi, cosmic_pe4_sum_ab, cosmic_pe4_sat20_hin) begin: cosmic_pe4_sat20_clamp
-    if (((cosmic_pe4_sat20_hi == 0) || (cosmic_pe4_sat20_hin == 0))) begin
+always @(cosmic_pe4_sat12_fill, cosmic_pe4_sat12_hi, cosmic_pe4_sum_ab, cosmic_pe4_sat12_hin) begin: cosmic_pe4_sat12_clamp
+    if (((cosmic_pe4_sat12_hi == 0) || (cosmic_pe4_sat12_hin == 0))) begin
         cosmic_pe4_add_s = $signed(cosmic_pe4_sum_ab[32-1:0]);
     end
     else begin
-        cosmic_pe4_add_s = $signed({cosmic_pe4_sum_ab[(33 - 1)], cosmic_pe4_sat20_fill});
+        cosmic_pe4_add_s = $signed({cosmic_pe4_sum_ab[(33 - 1)], cosmic_pe4_sat12_fill});
     end
 end
 
 
 
-assign cosmic_pe4_sat21_hi = cosmic_pe4_dif_ab[33-1:(32 - 1)];
+assign cosmic_pe4_sat13_hi = cosmic_pe4_dif_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe4_sat21_hin = (~cosmic_pe4_sat21_hi);
+assign cosmic_pe4_sat13_hin = (~cosmic_pe4_sat13_hi);
 
 
 
-assign cosmic_pe4_sat21_nsign = (!cosmic_pe4_dif_ab[(33 - 1)]);
+assign cosmic_pe4_sat13_nsign = (!cosmic_pe4_dif_ab[(33 - 1)]);
 
 
-always @(cosmic_pe4_sat21_fill, cosmic_pe4_sat21_hi, cosmic_pe4_dif_ab, cosmic_pe4_sat21_hin) begin: cosmic_pe4_sat21_clamp
-    if (((cosmic_pe4_sat21_hi == 0) || (cosmic_pe4_sat21_hin == 0))) begin
+always @(cosmic_pe4_sat13_fill, cosmic_pe4_sat13_hi, cosmic_pe4_dif_ab, cosmic_pe4_sat13_hin) begin: cosmic_pe4_sat13_clamp
+    if (((cosmic_pe4_sat13_hi == 0) || (cosmic_pe4_sat13_hin == 0))) begin
         cosmic_pe4_sub_s = $signed(cosmic_pe4_dif_ab[32-1:0]);
     end
     else begin
-        cosmic_pe4_sub_s = $signed({cosmic_pe4_dif_ab[(33 - 1)], cosmic_pe4_sat21_fill});
+        cosmic_pe4_sub_s = $signed({cosmic_pe4_dif_ab[(33 - 1)], cosmic_pe4_sat13_fill});
     end
 end
 
@@ -15747,32 +14639,32 @@ always @(posedge clk) begin: cosmic_pe4_mul2_csa4_st1
 end
 
 
-always @(cosmic_pe4_mul2_csa4_lh) begin: cosmic_pe4_mul2_csa4_sext12_fill
+always @(cosmic_pe4_mul2_csa4_lh) begin: cosmic_pe4_mul2_csa4_sext16_fill
     if (cosmic_pe4_mul2_csa4_lh[(33 - 1)]) begin
-        cosmic_pe4_mul2_csa4_sext12_sgn = 32767;
+        cosmic_pe4_mul2_csa4_sext16_sgn = 32767;
     end
     else begin
-        cosmic_pe4_mul2_csa4_sext12_sgn = 0;
+        cosmic_pe4_mul2_csa4_sext16_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe4_mul2_csa4_lhe = $signed({cosmic_pe4_mul2_csa4_sext12_sgn, cosmic_pe4_mul2_csa4_lh});
+assign cosmic_pe4_mul2_csa4_lhe = $signed({cosmic_pe4_mul2_csa4_sext16_sgn, cosmic_pe4_mul2_csa4_lh});
 
 
-always @(cosmic_pe4_mul2_csa4_hl) begin: cosmic_pe4_mul2_csa4_sext13_fill
+always @(cosmic_pe4_mul2_csa4_hl) begin: cosmic_pe4_mul2_csa4_sext17_fill
     if (cosmic_pe4_mul2_csa4_hl[(33 - 1)]) begin
-        cosmic_pe4_mul2_csa4_sext13_sgn = 32767;
+        cosmic_pe4_mul2_csa4_sext17_sgn = 32767;
     end
     else begin
-        cosmic_pe4_mul2_csa4_sext13_sgn = 0;
+        cosmic_pe4_mul2_csa4_sext17_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe4_mul2_csa4_hle = $signed({cosmic_pe4_mul2_csa4_sext13_sgn, cosmic_pe4_mul2_csa4_hl});
+assign cosmic_pe4_mul2_csa4_hle = $signed({cosmic_pe4_mul2_csa4_sext17_sgn, cosmic_pe4_mul2_csa4_hl});
 
 
 
@@ -15810,406 +14702,257 @@ end
 assign cosmic_pe4_pwl_pipe4_zl = (cosmic_pe4_fa + 524288);
 
 
-always @(cosmic_pe4_pwl_pipe4_zl, cosmic_pe4_fa) begin: cosmic_pe4_pwl_pipe4_clampz
-    if ((cosmic_pe4_fa >= 524288)) begin
-        cosmic_pe4_pwl_pipe4_u_c = 1048575;
-    end
-    else if ((cosmic_pe4_fa < (-524288))) begin
-        cosmic_pe4_pwl_pipe4_u_c = 0;
-    end
-    else begin
-        cosmic_pe4_pwl_pipe4_u_c = cosmic_pe4_pwl_pipe4_zl[20-1:0];
-    end
-end
+
+assign cosmic_pe4_pwl_pipe4_zl_unused = cosmic_pe4_pwl_pipe4_zl[(32 + 1)-1:20];
 
 
 always @(posedge clk) begin: cosmic_pe4_pwl_pipe4_p1
     if (rst == 1) begin
-        cosmic_pe4_pwl_pipe4_u1 <= 0;
+        cosmic_pe4_pwl_pipe4_ge1 <= 0;
+        cosmic_pe4_pwl_pipe4_lt1 <= 0;
+        cosmic_pe4_pwl_pipe4_zl1 <= 0;
     end
     else begin
-        cosmic_pe4_pwl_pipe4_u1 <= cosmic_pe4_pwl_pipe4_u_c;
+        cosmic_pe4_pwl_pipe4_zl1 <= cosmic_pe4_pwl_pipe4_zl[20-1:0];
+        cosmic_pe4_pwl_pipe4_ge1 <= (cosmic_pe4_fa >= 524288);
+        cosmic_pe4_pwl_pipe4_lt1 <= (cosmic_pe4_fa < (-524288));
     end
 end
 
 
+always @(cosmic_pe4_pwl_pipe4_ge1, cosmic_pe4_pwl_pipe4_zl1, cosmic_pe4_pwl_pipe4_lt1) begin: cosmic_pe4_pwl_pipe4_clampz
+    if (cosmic_pe4_pwl_pipe4_ge1) begin
+        cosmic_pe4_pwl_pipe4_idx_s = 63;
+        cosmic_pe4_pwl_pipe4_idx_b = 63;
+        cosmic_pe4_pwl_pipe4_off2 = 16383;
+    end
+    else if (cosmic_pe4_pwl_pipe4_lt1) begin
+        cosmic_pe4_pwl_pipe4_idx_s = cosmic_pe4_pwl_pipe4_zl1[20-1:14];
+        cosmic_pe4_pwl_pipe4_idx_b = 0;
+        cosmic_pe4_pwl_pipe4_off2 = cosmic_pe4_pwl_pipe4_zl1[14-1:0];
+    end
+    else begin
+        cosmic_pe4_pwl_pipe4_idx_s = cosmic_pe4_pwl_pipe4_zl1[20-1:14];
+        cosmic_pe4_pwl_pipe4_idx_b = cosmic_pe4_pwl_pipe4_zl1[20-1:14];
+        cosmic_pe4_pwl_pipe4_off2 = cosmic_pe4_pwl_pipe4_zl1[14-1:0];
+    end
+end
 
-assign cosmic_pe4_pwl_pipe4_idx2 = cosmic_pe4_pwl_pipe4_u1[20-1:14];
-assign cosmic_pe4_pwl_pipe4_off2 = $signed({1'h0, cosmic_pe4_pwl_pipe4_u1[14-1:0]});
 
-
-always @(cosmic_pe4_pwl_pipe4_idx2) begin: cosmic_pe4_pwl_pipe4_p2rom
-    case (cosmic_pe4_pwl_pipe4_idx2)
-        0: cosmic_pe4_pwl_pipe4_slope2 = 25;
-        1: cosmic_pe4_pwl_pipe4_slope2 = 32;
-        2: cosmic_pe4_pwl_pipe4_slope2 = 41;
-        3: cosmic_pe4_pwl_pipe4_slope2 = 53;
-        4: cosmic_pe4_pwl_pipe4_slope2 = 68;
-        5: cosmic_pe4_pwl_pipe4_slope2 = 87;
-        6: cosmic_pe4_pwl_pipe4_slope2 = 112;
-        7: cosmic_pe4_pwl_pipe4_slope2 = 143;
-        8: cosmic_pe4_pwl_pipe4_slope2 = 184;
-        9: cosmic_pe4_pwl_pipe4_slope2 = 235;
-        10: cosmic_pe4_pwl_pipe4_slope2 = 301;
-        11: cosmic_pe4_pwl_pipe4_slope2 = 386;
-        12: cosmic_pe4_pwl_pipe4_slope2 = 494;
-        13: cosmic_pe4_pwl_pipe4_slope2 = 632;
-        14: cosmic_pe4_pwl_pipe4_slope2 = 807;
-        15: cosmic_pe4_pwl_pipe4_slope2 = 1028;
-        16: cosmic_pe4_pwl_pipe4_slope2 = 1308;
-        17: cosmic_pe4_pwl_pipe4_slope2 = 1661;
-        18: cosmic_pe4_pwl_pipe4_slope2 = 2101;
-        19: cosmic_pe4_pwl_pipe4_slope2 = 2647;
-        20: cosmic_pe4_pwl_pipe4_slope2 = 3319;
-        21: cosmic_pe4_pwl_pipe4_slope2 = 4134;
-        22: cosmic_pe4_pwl_pipe4_slope2 = 5110;
-        23: cosmic_pe4_pwl_pipe4_slope2 = 6253;
-        24: cosmic_pe4_pwl_pipe4_slope2 = 7561;
-        25: cosmic_pe4_pwl_pipe4_slope2 = 9012;
-        26: cosmic_pe4_pwl_pipe4_slope2 = 10558;
-        27: cosmic_pe4_pwl_pipe4_slope2 = 12122;
-        28: cosmic_pe4_pwl_pipe4_slope2 = 13600;
-        29: cosmic_pe4_pwl_pipe4_slope2 = 14869;
-        30: cosmic_pe4_pwl_pipe4_slope2 = 15803;
-        31: cosmic_pe4_pwl_pipe4_slope2 = 16299;
-        32: cosmic_pe4_pwl_pipe4_slope2 = 16299;
-        33: cosmic_pe4_pwl_pipe4_slope2 = 15803;
-        34: cosmic_pe4_pwl_pipe4_slope2 = 14869;
-        35: cosmic_pe4_pwl_pipe4_slope2 = 13600;
-        36: cosmic_pe4_pwl_pipe4_slope2 = 12122;
-        37: cosmic_pe4_pwl_pipe4_slope2 = 10558;
-        38: cosmic_pe4_pwl_pipe4_slope2 = 9012;
-        39: cosmic_pe4_pwl_pipe4_slope2 = 7561;
-        40: cosmic_pe4_pwl_pipe4_slope2 = 6253;
-        41: cosmic_pe4_pwl_pipe4_slope2 = 5110;
-        42: cosmic_pe4_pwl_pipe4_slope2 = 4134;
-        43: cosmic_pe4_pwl_pipe4_slope2 = 3319;
-        44: cosmic_pe4_pwl_pipe4_slope2 = 2647;
-        45: cosmic_pe4_pwl_pipe4_slope2 = 2101;
-        46: cosmic_pe4_pwl_pipe4_slope2 = 1661;
-        47: cosmic_pe4_pwl_pipe4_slope2 = 1308;
-        48: cosmic_pe4_pwl_pipe4_slope2 = 1028;
-        49: cosmic_pe4_pwl_pipe4_slope2 = 807;
-        50: cosmic_pe4_pwl_pipe4_slope2 = 632;
-        51: cosmic_pe4_pwl_pipe4_slope2 = 494;
-        52: cosmic_pe4_pwl_pipe4_slope2 = 386;
-        53: cosmic_pe4_pwl_pipe4_slope2 = 301;
-        54: cosmic_pe4_pwl_pipe4_slope2 = 235;
-        55: cosmic_pe4_pwl_pipe4_slope2 = 184;
-        56: cosmic_pe4_pwl_pipe4_slope2 = 143;
-        57: cosmic_pe4_pwl_pipe4_slope2 = 112;
-        58: cosmic_pe4_pwl_pipe4_slope2 = 87;
-        59: cosmic_pe4_pwl_pipe4_slope2 = 68;
-        60: cosmic_pe4_pwl_pipe4_slope2 = 53;
-        61: cosmic_pe4_pwl_pipe4_slope2 = 41;
-        62: cosmic_pe4_pwl_pipe4_slope2 = 32;
-        default: cosmic_pe4_pwl_pipe4_slope2 = 25;
+always @(cosmic_pe4_pwl_pipe4_idx_s) begin: cosmic_pe4_pwl_pipe4_p2rom
+    case (cosmic_pe4_pwl_pipe4_idx_s)
+        0: cosmic_pe4_pwl_pipe4_slope_r = 25;
+        1: cosmic_pe4_pwl_pipe4_slope_r = 32;
+        2: cosmic_pe4_pwl_pipe4_slope_r = 41;
+        3: cosmic_pe4_pwl_pipe4_slope_r = 53;
+        4: cosmic_pe4_pwl_pipe4_slope_r = 68;
+        5: cosmic_pe4_pwl_pipe4_slope_r = 87;
+        6: cosmic_pe4_pwl_pipe4_slope_r = 112;
+        7: cosmic_pe4_pwl_pipe4_slope_r = 143;
+        8: cosmic_pe4_pwl_pipe4_slope_r = 184;
+        9: cosmic_pe4_pwl_pipe4_slope_r = 235;
+        10: cosmic_pe4_pwl_pipe4_slope_r = 301;
+        11: cosmic_pe4_pwl_pipe4_slope_r = 386;
+        12: cosmic_pe4_pwl_pipe4_slope_r = 494;
+        13: cosmic_pe4_pwl_pipe4_slope_r = 632;
+        14: cosmic_pe4_pwl_pipe4_slope_r = 807;
+        15: cosmic_pe4_pwl_pipe4_slope_r = 1028;
+        16: cosmic_pe4_pwl_pipe4_slope_r = 1308;
+        17: cosmic_pe4_pwl_pipe4_slope_r = 1661;
+        18: cosmic_pe4_pwl_pipe4_slope_r = 2101;
+        19: cosmic_pe4_pwl_pipe4_slope_r = 2647;
+        20: cosmic_pe4_pwl_pipe4_slope_r = 3319;
+        21: cosmic_pe4_pwl_pipe4_slope_r = 4134;
+        22: cosmic_pe4_pwl_pipe4_slope_r = 5110;
+        23: cosmic_pe4_pwl_pipe4_slope_r = 6253;
+        24: cosmic_pe4_pwl_pipe4_slope_r = 7561;
+        25: cosmic_pe4_pwl_pipe4_slope_r = 9012;
+        26: cosmic_pe4_pwl_pipe4_slope_r = 10558;
+        27: cosmic_pe4_pwl_pipe4_slope_r = 12122;
+        28: cosmic_pe4_pwl_pipe4_slope_r = 13600;
+        29: cosmic_pe4_pwl_pipe4_slope_r = 14869;
+        30: cosmic_pe4_pwl_pipe4_slope_r = 15803;
+        31: cosmic_pe4_pwl_pipe4_slope_r = 16299;
+        32: cosmic_pe4_pwl_pipe4_slope_r = 16299;
+        33: cosmic_pe4_pwl_pipe4_slope_r = 15803;
+        34: cosmic_pe4_pwl_pipe4_slope_r = 14869;
+        35: cosmic_pe4_pwl_pipe4_slope_r = 13600;
+        36: cosmic_pe4_pwl_pipe4_slope_r = 12122;
+        37: cosmic_pe4_pwl_pipe4_slope_r = 10558;
+        38: cosmic_pe4_pwl_pipe4_slope_r = 9012;
+        39: cosmic_pe4_pwl_pipe4_slope_r = 7561;
+        40: cosmic_pe4_pwl_pipe4_slope_r = 6253;
+        41: cosmic_pe4_pwl_pipe4_slope_r = 5110;
+        42: cosmic_pe4_pwl_pipe4_slope_r = 4134;
+        43: cosmic_pe4_pwl_pipe4_slope_r = 3319;
+        44: cosmic_pe4_pwl_pipe4_slope_r = 2647;
+        45: cosmic_pe4_pwl_pipe4_slope_r = 2101;
+        46: cosmic_pe4_pwl_pipe4_slope_r = 1661;
+        47: cosmic_pe4_pwl_pipe4_slope_r = 1308;
+        48: cosmic_pe4_pwl_pipe4_slope_r = 1028;
+        49: cosmic_pe4_pwl_pipe4_slope_r = 807;
+        50: cosmic_pe4_pwl_pipe4_slope_r = 632;
+        51: cosmic_pe4_pwl_pipe4_slope_r = 494;
+        52: cosmic_pe4_pwl_pipe4_slope_r = 386;
+        53: cosmic_pe4_pwl_pipe4_slope_r = 301;
+        54: cosmic_pe4_pwl_pipe4_slope_r = 235;
+        55: cosmic_pe4_pwl_pipe4_slope_r = 184;
+        56: cosmic_pe4_pwl_pipe4_slope_r = 143;
+        57: cosmic_pe4_pwl_pipe4_slope_r = 112;
+        58: cosmic_pe4_pwl_pipe4_slope_r = 87;
+        59: cosmic_pe4_pwl_pipe4_slope_r = 68;
+        60: cosmic_pe4_pwl_pipe4_slope_r = 53;
+        61: cosmic_pe4_pwl_pipe4_slope_r = 41;
+        62: cosmic_pe4_pwl_pipe4_slope_r = 32;
+        default: cosmic_pe4_pwl_pipe4_slope_r = 25;
     endcase
+end
+
+
+always @(cosmic_pe4_pwl_pipe4_idx_b) begin: cosmic_pe4_pwl_pipe4_p2romb
+    case (cosmic_pe4_pwl_pipe4_idx_b)
+        0: cosmic_pe4_pwl_pipe4_base2 = 22;
+        1: cosmic_pe4_pwl_pipe4_base2 = 28;
+        2: cosmic_pe4_pwl_pipe4_base2 = 36;
+        3: cosmic_pe4_pwl_pipe4_base2 = 47;
+        4: cosmic_pe4_pwl_pipe4_base2 = 60;
+        5: cosmic_pe4_pwl_pipe4_base2 = 77;
+        6: cosmic_pe4_pwl_pipe4_base2 = 98;
+        7: cosmic_pe4_pwl_pipe4_base2 = 126;
+        8: cosmic_pe4_pwl_pipe4_base2 = 162;
+        9: cosmic_pe4_pwl_pipe4_base2 = 208;
+        10: cosmic_pe4_pwl_pipe4_base2 = 267;
+        11: cosmic_pe4_pwl_pipe4_base2 = 342;
+        12: cosmic_pe4_pwl_pipe4_base2 = 439;
+        13: cosmic_pe4_pwl_pipe4_base2 = 562;
+        14: cosmic_pe4_pwl_pipe4_base2 = 720;
+        15: cosmic_pe4_pwl_pipe4_base2 = 922;
+        16: cosmic_pe4_pwl_pipe4_base2 = 1179;
+        17: cosmic_pe4_pwl_pipe4_base2 = 1506;
+        18: cosmic_pe4_pwl_pipe4_base2 = 1921;
+        19: cosmic_pe4_pwl_pipe4_base2 = 2446;
+        20: cosmic_pe4_pwl_pipe4_base2 = 3108;
+        21: cosmic_pe4_pwl_pipe4_base2 = 3938;
+        22: cosmic_pe4_pwl_pipe4_base2 = 4971;
+        23: cosmic_pe4_pwl_pipe4_base2 = 6249;
+        24: cosmic_pe4_pwl_pipe4_base2 = 7812;
+        25: cosmic_pe4_pwl_pipe4_base2 = 9702;
+        26: cosmic_pe4_pwl_pipe4_base2 = 11955;
+        27: cosmic_pe4_pwl_pipe4_base2 = 14595;
+        28: cosmic_pe4_pwl_pipe4_base2 = 17625;
+        29: cosmic_pe4_pwl_pipe4_base2 = 21025;
+        30: cosmic_pe4_pwl_pipe4_base2 = 24743;
+        31: cosmic_pe4_pwl_pipe4_base2 = 28693;
+        32: cosmic_pe4_pwl_pipe4_base2 = 32768;
+        33: cosmic_pe4_pwl_pipe4_base2 = 36843;
+        34: cosmic_pe4_pwl_pipe4_base2 = 40793;
+        35: cosmic_pe4_pwl_pipe4_base2 = 44511;
+        36: cosmic_pe4_pwl_pipe4_base2 = 47911;
+        37: cosmic_pe4_pwl_pipe4_base2 = 50941;
+        38: cosmic_pe4_pwl_pipe4_base2 = 53581;
+        39: cosmic_pe4_pwl_pipe4_base2 = 55834;
+        40: cosmic_pe4_pwl_pipe4_base2 = 57724;
+        41: cosmic_pe4_pwl_pipe4_base2 = 59287;
+        42: cosmic_pe4_pwl_pipe4_base2 = 60565;
+        43: cosmic_pe4_pwl_pipe4_base2 = 61598;
+        44: cosmic_pe4_pwl_pipe4_base2 = 62428;
+        45: cosmic_pe4_pwl_pipe4_base2 = 63090;
+        46: cosmic_pe4_pwl_pipe4_base2 = 63615;
+        47: cosmic_pe4_pwl_pipe4_base2 = 64030;
+        48: cosmic_pe4_pwl_pipe4_base2 = 64357;
+        49: cosmic_pe4_pwl_pipe4_base2 = 64614;
+        50: cosmic_pe4_pwl_pipe4_base2 = 64816;
+        51: cosmic_pe4_pwl_pipe4_base2 = 64974;
+        52: cosmic_pe4_pwl_pipe4_base2 = 65097;
+        53: cosmic_pe4_pwl_pipe4_base2 = 65194;
+        54: cosmic_pe4_pwl_pipe4_base2 = 65269;
+        55: cosmic_pe4_pwl_pipe4_base2 = 65328;
+        56: cosmic_pe4_pwl_pipe4_base2 = 65374;
+        57: cosmic_pe4_pwl_pipe4_base2 = 65410;
+        58: cosmic_pe4_pwl_pipe4_base2 = 65438;
+        59: cosmic_pe4_pwl_pipe4_base2 = 65459;
+        60: cosmic_pe4_pwl_pipe4_base2 = 65476;
+        61: cosmic_pe4_pwl_pipe4_base2 = 65489;
+        62: cosmic_pe4_pwl_pipe4_base2 = 65500;
+        default: cosmic_pe4_pwl_pipe4_base2 = 65508;
+    endcase
+end
+
+
+always @(cosmic_pe4_pwl_pipe4_slope_r, cosmic_pe4_pwl_pipe4_lt1) begin: cosmic_pe4_pwl_pipe4_p2z
+    if (cosmic_pe4_pwl_pipe4_lt1) begin
+        cosmic_pe4_pwl_pipe4_slope2 = 0;
+    end
+    else begin
+        cosmic_pe4_pwl_pipe4_slope2 = cosmic_pe4_pwl_pipe4_slope_r;
+    end
 end
 
 
 always @(posedge clk) begin: cosmic_pe4_pwl_pipe4_p2
     if (rst == 1) begin
-        cosmic_pe4_pwl_pipe4_idx3 <= 0;
-        cosmic_pe4_pwl_pipe4_prod3 <= 0;
+        cosmic_pe4_pwl_pipe4_base3 <= 0;
+        cosmic_pe4_pwl_pipe4_slope3 <= 0;
+        cosmic_pe4_pwl_pipe4_off3 <= 0;
     end
     else begin
-        cosmic_pe4_pwl_pipe4_prod3 <= (cosmic_pe4_pwl_pipe4_slope2 * cosmic_pe4_pwl_pipe4_off2);
-        cosmic_pe4_pwl_pipe4_idx3 <= cosmic_pe4_pwl_pipe4_idx2;
+        cosmic_pe4_pwl_pipe4_slope3 <= cosmic_pe4_pwl_pipe4_slope2;
+        cosmic_pe4_pwl_pipe4_off3 <= cosmic_pe4_pwl_pipe4_off2;
+        cosmic_pe4_pwl_pipe4_base3 <= cosmic_pe4_pwl_pipe4_base2;
     end
 end
 
 
 
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_t = $signed(cosmic_pe4_pwl_pipe4_prod3 >>> 16);
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_rb = $signed({32'h0, cosmic_pe4_pwl_pipe4_prod3[(16 - 1)]});
-
-
-
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r = (cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_t + cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_rb);
-
-
-
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hi = cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hin = (~cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hi);
-
-
-
-assign cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign = (!cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r[(33 - 1)]);
-
-
-always @(cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill, cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hi, cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r, cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hin) begin: cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_clamp
-    if (((cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hi == 0) || (cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hin == 0))) begin
-        cosmic_pe4_pwl_pipe4_rnd_c = $signed(cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r[32-1:0]);
-    end
-    else begin
-        cosmic_pe4_pwl_pipe4_rnd_c = $signed({cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r[(33 - 1)], cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill});
-    end
-end
+assign cosmic_pe4_pwl_pipe4_off3s = $signed({1'h0, cosmic_pe4_pwl_pipe4_off3});
 
 
 always @(posedge clk) begin: cosmic_pe4_pwl_pipe4_p3
     if (rst == 1) begin
-        cosmic_pe4_pwl_pipe4_rnd4 <= 0;
-        cosmic_pe4_pwl_pipe4_idx4 <= 0;
+        cosmic_pe4_pwl_pipe4_base4 <= 0;
+        cosmic_pe4_pwl_pipe4_prod4 <= 0;
     end
     else begin
-        cosmic_pe4_pwl_pipe4_rnd4 <= cosmic_pe4_pwl_pipe4_rnd_c;
-        cosmic_pe4_pwl_pipe4_idx4 <= cosmic_pe4_pwl_pipe4_idx3;
+        cosmic_pe4_pwl_pipe4_prod4 <= (cosmic_pe4_pwl_pipe4_slope3 * cosmic_pe4_pwl_pipe4_off3s);
+        cosmic_pe4_pwl_pipe4_base4 <= cosmic_pe4_pwl_pipe4_base3;
     end
 end
 
 
-always @(cosmic_pe4_pwl_pipe4_idx4) begin: cosmic_pe4_pwl_pipe4_p4rom
-    case (cosmic_pe4_pwl_pipe4_idx4)
-        0: cosmic_pe4_pwl_pipe4_base4 = 22;
-        1: cosmic_pe4_pwl_pipe4_base4 = 28;
-        2: cosmic_pe4_pwl_pipe4_base4 = 36;
-        3: cosmic_pe4_pwl_pipe4_base4 = 47;
-        4: cosmic_pe4_pwl_pipe4_base4 = 60;
-        5: cosmic_pe4_pwl_pipe4_base4 = 77;
-        6: cosmic_pe4_pwl_pipe4_base4 = 98;
-        7: cosmic_pe4_pwl_pipe4_base4 = 126;
-        8: cosmic_pe4_pwl_pipe4_base4 = 162;
-        9: cosmic_pe4_pwl_pipe4_base4 = 208;
-        10: cosmic_pe4_pwl_pipe4_base4 = 267;
-        11: cosmic_pe4_pwl_pipe4_base4 = 342;
-        12: cosmic_pe4_pwl_pipe4_base4 = 439;
-        13: cosmic_pe4_pwl_pipe4_base4 = 562;
-        14: cosmic_pe4_pwl_pipe4_base4 = 720;
-        15: cosmic_pe4_pwl_pipe4_base4 = 922;
-        16: cosmic_pe4_pwl_pipe4_base4 = 1179;
-        17: cosmic_pe4_pwl_pipe4_base4 = 1506;
-        18: cosmic_pe4_pwl_pipe4_base4 = 1921;
-        19: cosmic_pe4_pwl_pipe4_base4 = 2446;
-        20: cosmic_pe4_pwl_pipe4_base4 = 3108;
-        21: cosmic_pe4_pwl_pipe4_base4 = 3938;
-        22: cosmic_pe4_pwl_pipe4_base4 = 4971;
-        23: cosmic_pe4_pwl_pipe4_base4 = 6249;
-        24: cosmic_pe4_pwl_pipe4_base4 = 7812;
-        25: cosmic_pe4_pwl_pipe4_base4 = 9702;
-        26: cosmic_pe4_pwl_pipe4_base4 = 11955;
-        27: cosmic_pe4_pwl_pipe4_base4 = 14595;
-        28: cosmic_pe4_pwl_pipe4_base4 = 17625;
-        29: cosmic_pe4_pwl_pipe4_base4 = 21025;
-        30: cosmic_pe4_pwl_pipe4_base4 = 24743;
-        31: cosmic_pe4_pwl_pipe4_base4 = 28693;
-        32: cosmic_pe4_pwl_pipe4_base4 = 32768;
-        33: cosmic_pe4_pwl_pipe4_base4 = 36843;
-        34: cosmic_pe4_pwl_pipe4_base4 = 40793;
-        35: cosmic_pe4_pwl_pipe4_base4 = 44511;
-        36: cosmic_pe4_pwl_pipe4_base4 = 47911;
-        37: cosmic_pe4_pwl_pipe4_base4 = 50941;
-        38: cosmic_pe4_pwl_pipe4_base4 = 53581;
-        39: cosmic_pe4_pwl_pipe4_base4 = 55834;
-        40: cosmic_pe4_pwl_pipe4_base4 = 57724;
-        41: cosmic_pe4_pwl_pipe4_base4 = 59287;
-        42: cosmic_pe4_pwl_pipe4_base4 = 60565;
-        43: cosmic_pe4_pwl_pipe4_base4 = 61598;
-        44: cosmic_pe4_pwl_pipe4_base4 = 62428;
-        45: cosmic_pe4_pwl_pipe4_base4 = 63090;
-        46: cosmic_pe4_pwl_pipe4_base4 = 63615;
-        47: cosmic_pe4_pwl_pipe4_base4 = 64030;
-        48: cosmic_pe4_pwl_pipe4_base4 = 64357;
-        49: cosmic_pe4_pwl_pipe4_base4 = 64614;
-        50: cosmic_pe4_pwl_pipe4_base4 = 64816;
-        51: cosmic_pe4_pwl_pipe4_base4 = 64974;
-        52: cosmic_pe4_pwl_pipe4_base4 = 65097;
-        53: cosmic_pe4_pwl_pipe4_base4 = 65194;
-        54: cosmic_pe4_pwl_pipe4_base4 = 65269;
-        55: cosmic_pe4_pwl_pipe4_base4 = 65328;
-        56: cosmic_pe4_pwl_pipe4_base4 = 65374;
-        57: cosmic_pe4_pwl_pipe4_base4 = 65410;
-        58: cosmic_pe4_pwl_pipe4_base4 = 65438;
-        59: cosmic_pe4_pwl_pipe4_base4 = 65459;
-        60: cosmic_pe4_pwl_pipe4_base4 = 65476;
-        61: cosmic_pe4_pwl_pipe4_base4 = 65489;
-        62: cosmic_pe4_pwl_pipe4_base4 = 65500;
-        default: cosmic_pe4_pwl_pipe4_base4 = 65508;
-    endcase
-end
+
+assign cosmic_pe4_pwl_pipe4_q4 = $signed(cosmic_pe4_pwl_pipe4_prod4[33-1:16]);
+assign cosmic_pe4_pwl_pipe4_rb4 = cosmic_pe4_pwl_pipe4_prod4[(16 - 1)];
 
 
-
-assign cosmic_pe4_pwl_pipe4_sumv = (cosmic_pe4_pwl_pipe4_base4 + cosmic_pe4_pwl_pipe4_rnd4);
-
-
-
-assign cosmic_pe4_pwl_pipe4_sat23_hi = cosmic_pe4_pwl_pipe4_sumv[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe4_pwl_pipe4_sat23_hin = (~cosmic_pe4_pwl_pipe4_sat23_hi);
-
-
-
-assign cosmic_pe4_pwl_pipe4_sat23_nsign = (!cosmic_pe4_pwl_pipe4_sumv[(33 - 1)]);
-
-
-always @(cosmic_pe4_pwl_pipe4_sat23_fill, cosmic_pe4_pwl_pipe4_sat23_hi, cosmic_pe4_pwl_pipe4_sumv, cosmic_pe4_pwl_pipe4_sat23_hin) begin: cosmic_pe4_pwl_pipe4_sat23_clamp
-    if (((cosmic_pe4_pwl_pipe4_sat23_hi == 0) || (cosmic_pe4_pwl_pipe4_sat23_hin == 0))) begin
-        cosmic_pe4_pwl_pipe4_ys = $signed(cosmic_pe4_pwl_pipe4_sumv[32-1:0]);
+always @(cosmic_pe4_pwl_pipe4_q4) begin: cosmic_pe4_pwl_pipe4_sext18_fill
+    if (cosmic_pe4_pwl_pipe4_q4[(17 - 1)]) begin
+        cosmic_pe4_pwl_pipe4_sext18_sgn = 65535;
     end
     else begin
-        cosmic_pe4_pwl_pipe4_ys = $signed({cosmic_pe4_pwl_pipe4_sumv[(33 - 1)], cosmic_pe4_pwl_pipe4_sat23_fill});
+        cosmic_pe4_pwl_pipe4_sext18_sgn = 0;
     end
 end
 
 
-always @(cosmic_pe4_pwl_pipe4_idx4) begin: cosmic_pe4_pwl_pipe4_p4romh
-    case (cosmic_pe4_pwl_pipe4_idx4)
-        0: cosmic_pe4_pwl_pipe4_limh = 65514;
-        1: cosmic_pe4_pwl_pipe4_limh = 65508;
-        2: cosmic_pe4_pwl_pipe4_limh = 65500;
-        3: cosmic_pe4_pwl_pipe4_limh = 65489;
-        4: cosmic_pe4_pwl_pipe4_limh = 65476;
-        5: cosmic_pe4_pwl_pipe4_limh = 65459;
-        6: cosmic_pe4_pwl_pipe4_limh = 65438;
-        7: cosmic_pe4_pwl_pipe4_limh = 65410;
-        8: cosmic_pe4_pwl_pipe4_limh = 65374;
-        9: cosmic_pe4_pwl_pipe4_limh = 65328;
-        10: cosmic_pe4_pwl_pipe4_limh = 65269;
-        11: cosmic_pe4_pwl_pipe4_limh = 65194;
-        12: cosmic_pe4_pwl_pipe4_limh = 65097;
-        13: cosmic_pe4_pwl_pipe4_limh = 64974;
-        14: cosmic_pe4_pwl_pipe4_limh = 64816;
-        15: cosmic_pe4_pwl_pipe4_limh = 64614;
-        16: cosmic_pe4_pwl_pipe4_limh = 64357;
-        17: cosmic_pe4_pwl_pipe4_limh = 64030;
-        18: cosmic_pe4_pwl_pipe4_limh = 63615;
-        19: cosmic_pe4_pwl_pipe4_limh = 63090;
-        20: cosmic_pe4_pwl_pipe4_limh = 62428;
-        21: cosmic_pe4_pwl_pipe4_limh = 61598;
-        22: cosmic_pe4_pwl_pipe4_limh = 60565;
-        23: cosmic_pe4_pwl_pipe4_limh = 59287;
-        24: cosmic_pe4_pwl_pipe4_limh = 57724;
-        25: cosmic_pe4_pwl_pipe4_limh = 55834;
-        26: cosmic_pe4_pwl_pipe4_limh = 53581;
-        27: cosmic_pe4_pwl_pipe4_limh = 50941;
-        28: cosmic_pe4_pwl_pipe4_limh = 47911;
-        29: cosmic_pe4_pwl_pipe4_limh = 44511;
-        30: cosmic_pe4_pwl_pipe4_limh = 40793;
-        31: cosmic_pe4_pwl_pipe4_limh = 36843;
-        32: cosmic_pe4_pwl_pipe4_limh = 32768;
-        33: cosmic_pe4_pwl_pipe4_limh = 28693;
-        34: cosmic_pe4_pwl_pipe4_limh = 24743;
-        35: cosmic_pe4_pwl_pipe4_limh = 21025;
-        36: cosmic_pe4_pwl_pipe4_limh = 17625;
-        37: cosmic_pe4_pwl_pipe4_limh = 14595;
-        38: cosmic_pe4_pwl_pipe4_limh = 11955;
-        39: cosmic_pe4_pwl_pipe4_limh = 9702;
-        40: cosmic_pe4_pwl_pipe4_limh = 7812;
-        41: cosmic_pe4_pwl_pipe4_limh = 6249;
-        42: cosmic_pe4_pwl_pipe4_limh = 4971;
-        43: cosmic_pe4_pwl_pipe4_limh = 3938;
-        44: cosmic_pe4_pwl_pipe4_limh = 3108;
-        45: cosmic_pe4_pwl_pipe4_limh = 2446;
-        46: cosmic_pe4_pwl_pipe4_limh = 1921;
-        47: cosmic_pe4_pwl_pipe4_limh = 1506;
-        48: cosmic_pe4_pwl_pipe4_limh = 1179;
-        49: cosmic_pe4_pwl_pipe4_limh = 922;
-        50: cosmic_pe4_pwl_pipe4_limh = 720;
-        51: cosmic_pe4_pwl_pipe4_limh = 562;
-        52: cosmic_pe4_pwl_pipe4_limh = 439;
-        53: cosmic_pe4_pwl_pipe4_limh = 342;
-        54: cosmic_pe4_pwl_pipe4_limh = 267;
-        55: cosmic_pe4_pwl_pipe4_limh = 208;
-        56: cosmic_pe4_pwl_pipe4_limh = 162;
-        57: cosmic_pe4_pwl_pipe4_limh = 126;
-        58: cosmic_pe4_pwl_pipe4_limh = 98;
-        59: cosmic_pe4_pwl_pipe4_limh = 77;
-        60: cosmic_pe4_pwl_pipe4_limh = 60;
-        61: cosmic_pe4_pwl_pipe4_limh = 47;
-        62: cosmic_pe4_pwl_pipe4_limh = 36;
-        default: cosmic_pe4_pwl_pipe4_limh = 28;
-    endcase
-end
+
+assign cosmic_pe4_pwl_pipe4_qe = $signed({cosmic_pe4_pwl_pipe4_sext18_sgn, cosmic_pe4_pwl_pipe4_q4});
 
 
-always @(cosmic_pe4_pwl_pipe4_idx4) begin: cosmic_pe4_pwl_pipe4_p4roml
-    case (cosmic_pe4_pwl_pipe4_idx4)
-        0: cosmic_pe4_pwl_pipe4_liml = (-22);
-        1: cosmic_pe4_pwl_pipe4_liml = (-28);
-        2: cosmic_pe4_pwl_pipe4_liml = (-36);
-        3: cosmic_pe4_pwl_pipe4_liml = (-47);
-        4: cosmic_pe4_pwl_pipe4_liml = (-60);
-        5: cosmic_pe4_pwl_pipe4_liml = (-77);
-        6: cosmic_pe4_pwl_pipe4_liml = (-98);
-        7: cosmic_pe4_pwl_pipe4_liml = (-126);
-        8: cosmic_pe4_pwl_pipe4_liml = (-162);
-        9: cosmic_pe4_pwl_pipe4_liml = (-208);
-        10: cosmic_pe4_pwl_pipe4_liml = (-267);
-        11: cosmic_pe4_pwl_pipe4_liml = (-342);
-        12: cosmic_pe4_pwl_pipe4_liml = (-439);
-        13: cosmic_pe4_pwl_pipe4_liml = (-562);
-        14: cosmic_pe4_pwl_pipe4_liml = (-720);
-        15: cosmic_pe4_pwl_pipe4_liml = (-922);
-        16: cosmic_pe4_pwl_pipe4_liml = (-1179);
-        17: cosmic_pe4_pwl_pipe4_liml = (-1506);
-        18: cosmic_pe4_pwl_pipe4_liml = (-1921);
-        19: cosmic_pe4_pwl_pipe4_liml = (-2446);
-        20: cosmic_pe4_pwl_pipe4_liml = (-3108);
-        21: cosmic_pe4_pwl_pipe4_liml = (-3938);
-        22: cosmic_pe4_pwl_pipe4_liml = (-4971);
-        23: cosmic_pe4_pwl_pipe4_liml = (-6249);
-        24: cosmic_pe4_pwl_pipe4_liml = (-7812);
-        25: cosmic_pe4_pwl_pipe4_liml = (-9702);
-        26: cosmic_pe4_pwl_pipe4_liml = (-11955);
-        27: cosmic_pe4_pwl_pipe4_liml = (-14595);
-        28: cosmic_pe4_pwl_pipe4_liml = (-17625);
-        29: cosmic_pe4_pwl_pipe4_liml = (-21025);
-        30: cosmic_pe4_pwl_pipe4_liml = (-24743);
-        31: cosmic_pe4_pwl_pipe4_liml = (-28693);
-        32: cosmic_pe4_pwl_pipe4_liml = (-32768);
-        33: cosmic_pe4_pwl_pipe4_liml = (-36843);
-        34: cosmic_pe4_pwl_pipe4_liml = (-40793);
-        35: cosmic_pe4_pwl_pipe4_liml = (-44511);
-        36: cosmic_pe4_pwl_pipe4_liml = (-47911);
-        37: cosmic_pe4_pwl_pipe4_liml = (-50941);
-        38: cosmic_pe4_pwl_pipe4_liml = (-53581);
-        39: cosmic_pe4_pwl_pipe4_liml = (-55834);
-        40: cosmic_pe4_pwl_pipe4_liml = (-57724);
-        41: cosmic_pe4_pwl_pipe4_liml = (-59287);
-        42: cosmic_pe4_pwl_pipe4_liml = (-60565);
-        43: cosmic_pe4_pwl_pipe4_liml = (-61598);
-        44: cosmic_pe4_pwl_pipe4_liml = (-62428);
-        45: cosmic_pe4_pwl_pipe4_liml = (-63090);
-        46: cosmic_pe4_pwl_pipe4_liml = (-63615);
-        47: cosmic_pe4_pwl_pipe4_liml = (-64030);
-        48: cosmic_pe4_pwl_pipe4_liml = (-64357);
-        49: cosmic_pe4_pwl_pipe4_liml = (-64614);
-        50: cosmic_pe4_pwl_pipe4_liml = (-64816);
-        51: cosmic_pe4_pwl_pipe4_liml = (-64974);
-        52: cosmic_pe4_pwl_pipe4_liml = (-65097);
-        53: cosmic_pe4_pwl_pipe4_liml = (-65194);
-        54: cosmic_pe4_pwl_pipe4_liml = (-65269);
-        55: cosmic_pe4_pwl_pipe4_liml = (-65328);
-        56: cosmic_pe4_pwl_pipe4_liml = (-65374);
-        57: cosmic_pe4_pwl_pipe4_liml = (-65410);
-        58: cosmic_pe4_pwl_pipe4_liml = (-65438);
-        59: cosmic_pe4_pwl_pipe4_liml = (-65459);
-        60: cosmic_pe4_pwl_pipe4_liml = (-65476);
-        61: cosmic_pe4_pwl_pipe4_liml = (-65489);
-        62: cosmic_pe4_pwl_pipe4_liml = (-65500);
-        default: cosmic_pe4_pwl_pipe4_liml = (-65508);
-    endcase
-end
+
+assign cosmic_pe4_pwl_pipe4_ta = $signed({cosmic_pe4_pwl_pipe4_base4[(32 - 1)], cosmic_pe4_pwl_pipe4_base4, cosmic_pe4_pwl_pipe4_rb4});
+assign cosmic_pe4_pwl_pipe4_tb = $signed({cosmic_pe4_pwl_pipe4_qe, cosmic_pe4_pwl_pipe4_rb4});
 
 
-always @(cosmic_pe4_pwl_pipe4_limh, cosmic_pe4_pwl_pipe4_liml, cosmic_pe4_pwl_pipe4_rnd4, cosmic_pe4_pwl_pipe4_ys) begin: cosmic_pe4_pwl_pipe4_outc
-    if ((cosmic_pe4_pwl_pipe4_rnd4 > cosmic_pe4_pwl_pipe4_limh)) begin
-        cosmic_pe4_y_sig = 65536;
-    end
-    else if ((cosmic_pe4_pwl_pipe4_rnd4 < cosmic_pe4_pwl_pipe4_liml)) begin
-        cosmic_pe4_y_sig = 0;
-    end
-    else begin
-        cosmic_pe4_y_sig = cosmic_pe4_pwl_pipe4_ys;
-    end
-end
+
+assign cosmic_pe4_pwl_pipe4_t4 = (cosmic_pe4_pwl_pipe4_ta + cosmic_pe4_pwl_pipe4_tb);
+
+
+
+assign cosmic_pe4_pwl_pipe4_unused = {cosmic_pe4_pwl_pipe4_t4[(32 + 1)], cosmic_pe4_pwl_pipe4_prod4[(16 - 1)-1:0], cosmic_pe4_pwl_pipe4_t4[0]};
+
+
+
+assign cosmic_pe4_y_sig = $signed(cosmic_pe4_pwl_pipe4_t4[(32 + 1)-1:1]);
 
 
 always @(posedge clk) begin: cosmic_pe4_pipe
@@ -16294,18 +15037,18 @@ always @(posedge clk) begin: cosmic_pe4_pipe
 end
 
 
-always @(cosmic_pe4_mul2_csa4_p) begin: cosmic_pe4_sext14_fill
+always @(cosmic_pe4_mul2_csa4_p) begin: cosmic_pe4_sext19_fill
     if (cosmic_pe4_mul2_csa4_p[(64 - 1)]) begin
-        cosmic_pe4_sext14_sgn = 255;
+        cosmic_pe4_sext19_sgn = 255;
     end
     else begin
-        cosmic_pe4_sext14_sgn = 0;
+        cosmic_pe4_sext19_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe4_sext14_xe = $signed({cosmic_pe4_sext14_sgn, cosmic_pe4_mul2_csa4_p});
+assign cosmic_pe4_sext19_xe = $signed({cosmic_pe4_sext19_sgn, cosmic_pe4_mul2_csa4_p});
 
 
 always @(cosmic_pe4_clr6, cosmic_pe4_acc) begin: cosmic_pe4_acc_csel4_gate
@@ -16320,9 +15063,9 @@ end
 
 
 assign cosmic_pe4_acc_csel4_al = cosmic_pe4_acc_csel4_ai[36-1:0];
-assign cosmic_pe4_acc_csel4_pl = cosmic_pe4_sext14_xe[36-1:0];
+assign cosmic_pe4_acc_csel4_pl = cosmic_pe4_sext19_xe[36-1:0];
 assign cosmic_pe4_acc_csel4_ah = $signed(cosmic_pe4_acc_csel4_ai[72-1:36]);
-assign cosmic_pe4_acc_csel4_ph = $signed(cosmic_pe4_sext14_xe[72-1:36]);
+assign cosmic_pe4_acc_csel4_ph = $signed(cosmic_pe4_sext19_xe[72-1:36]);
 
 
 
@@ -16346,75 +15089,75 @@ assign cosmic_pe4_acc_csel4_full = $signed({cosmic_pe4_acc_csel4_hs, cosmic_pe4_
 
 
 
-assign cosmic_pe4_acc_csel4_sat24_hi = cosmic_pe4_acc_csel4_full[73-1:(72 - 1)];
+assign cosmic_pe4_acc_csel4_sat14_hi = cosmic_pe4_acc_csel4_full[73-1:(72 - 1)];
 
 
 
-assign cosmic_pe4_acc_csel4_sat24_hin = (~cosmic_pe4_acc_csel4_sat24_hi);
+assign cosmic_pe4_acc_csel4_sat14_hin = (~cosmic_pe4_acc_csel4_sat14_hi);
 
 
 
-assign cosmic_pe4_acc_csel4_sat24_nsign = (!cosmic_pe4_acc_csel4_full[(73 - 1)]);
+assign cosmic_pe4_acc_csel4_sat14_nsign = (!cosmic_pe4_acc_csel4_full[(73 - 1)]);
 
 
-always @(cosmic_pe4_acc_csel4_sat24_fill, cosmic_pe4_acc_csel4_sat24_hi, cosmic_pe4_acc_csel4_full, cosmic_pe4_acc_csel4_sat24_hin) begin: cosmic_pe4_acc_csel4_sat24_clamp
-    if (((cosmic_pe4_acc_csel4_sat24_hi == 0) || (cosmic_pe4_acc_csel4_sat24_hin == 0))) begin
+always @(cosmic_pe4_acc_csel4_sat14_fill, cosmic_pe4_acc_csel4_sat14_hi, cosmic_pe4_acc_csel4_full, cosmic_pe4_acc_csel4_sat14_hin) begin: cosmic_pe4_acc_csel4_sat14_clamp
+    if (((cosmic_pe4_acc_csel4_sat14_hi == 0) || (cosmic_pe4_acc_csel4_sat14_hin == 0))) begin
         cosmic_pe4_acc_new = $signed(cosmic_pe4_acc_csel4_full[72-1:0]);
     end
     else begin
-        cosmic_pe4_acc_new = $signed({cosmic_pe4_acc_csel4_full[(73 - 1)], cosmic_pe4_acc_csel4_sat24_fill});
+        cosmic_pe4_acc_new = $signed({cosmic_pe4_acc_csel4_full[(73 - 1)], cosmic_pe4_acc_csel4_sat14_fill});
     end
 end
 
 
 
-assign cosmic_pe4_round_sat_fast13_lo = cosmic_pe4_mul2_csa4_p[16+:32];
-assign cosmic_pe4_round_sat_fast13_rb = cosmic_pe4_mul2_csa4_p[(16 - 1)];
-assign cosmic_pe4_round_sat_fast13_hi = cosmic_pe4_mul2_csa4_p[64-1:(16 + 32)];
-assign cosmic_pe4_round_sat_fast13_neg = cosmic_pe4_mul2_csa4_p[(64 - 1)];
-assign cosmic_pe4_round_sat_fast13_nneg = (!cosmic_pe4_mul2_csa4_p[(64 - 1)]);
+assign cosmic_pe4_round_sat_fast8_lo = cosmic_pe4_mul2_csa4_p[16+:32];
+assign cosmic_pe4_round_sat_fast8_rb = cosmic_pe4_mul2_csa4_p[(16 - 1)];
+assign cosmic_pe4_round_sat_fast8_hi = cosmic_pe4_mul2_csa4_p[64-1:(16 + 32)];
+assign cosmic_pe4_round_sat_fast8_neg = cosmic_pe4_mul2_csa4_p[(64 - 1)];
+assign cosmic_pe4_round_sat_fast8_nneg = (!cosmic_pe4_mul2_csa4_p[(64 - 1)]);
 
 
 
-assign cosmic_pe4_round_sat_fast13_hin = (~cosmic_pe4_round_sat_fast13_hi);
+assign cosmic_pe4_round_sat_fast8_hin = (~cosmic_pe4_round_sat_fast8_hi);
 
 
 
-assign cosmic_pe4_round_sat_fast13_s = (cosmic_pe4_round_sat_fast13_lo + cosmic_pe4_round_sat_fast13_rb);
+assign cosmic_pe4_round_sat_fast8_s = (cosmic_pe4_round_sat_fast8_lo + cosmic_pe4_round_sat_fast8_rb);
 
 
-always @(cosmic_pe4_round_sat_fast13_s, cosmic_pe4_round_sat_fast13_hin, cosmic_pe4_round_sat_fast13_hi, cosmic_pe4_round_sat_fast13_neg, cosmic_pe4_round_sat_fast13_fill) begin: cosmic_pe4_round_sat_fast13_outc
-    if (((cosmic_pe4_round_sat_fast13_s[32] && (cosmic_pe4_round_sat_fast13_hin == 0)) || ((!cosmic_pe4_round_sat_fast13_s[32]) && (((cosmic_pe4_round_sat_fast13_hi == 0) && (!cosmic_pe4_round_sat_fast13_s[(32 - 1)])) || ((cosmic_pe4_round_sat_fast13_hin == 0) && cosmic_pe4_round_sat_fast13_s[(32 - 1)]))))) begin
-        cosmic_pe4_mul_s = $signed(cosmic_pe4_round_sat_fast13_s[32-1:0]);
+always @(cosmic_pe4_round_sat_fast8_s, cosmic_pe4_round_sat_fast8_hin, cosmic_pe4_round_sat_fast8_hi, cosmic_pe4_round_sat_fast8_neg, cosmic_pe4_round_sat_fast8_fill) begin: cosmic_pe4_round_sat_fast8_outc
+    if (((cosmic_pe4_round_sat_fast8_s[32] && (cosmic_pe4_round_sat_fast8_hin == 0)) || ((!cosmic_pe4_round_sat_fast8_s[32]) && (((cosmic_pe4_round_sat_fast8_hi == 0) && (!cosmic_pe4_round_sat_fast8_s[(32 - 1)])) || ((cosmic_pe4_round_sat_fast8_hin == 0) && cosmic_pe4_round_sat_fast8_s[(32 - 1)]))))) begin
+        cosmic_pe4_mul_s = $signed(cosmic_pe4_round_sat_fast8_s[32-1:0]);
     end
     else begin
-        cosmic_pe4_mul_s = $signed({cosmic_pe4_round_sat_fast13_neg, cosmic_pe4_round_sat_fast13_fill});
+        cosmic_pe4_mul_s = $signed({cosmic_pe4_round_sat_fast8_neg, cosmic_pe4_round_sat_fast8_fill});
     end
 end
 
 
 
-assign cosmic_pe4_round_sat_fast14_lo = cosmic_pe4_acc[16+:32];
-assign cosmic_pe4_round_sat_fast14_rb = cosmic_pe4_acc[(16 - 1)];
-assign cosmic_pe4_round_sat_fast14_hi = cosmic_pe4_acc[72-1:(16 + 32)];
-assign cosmic_pe4_round_sat_fast14_neg = cosmic_pe4_acc[(72 - 1)];
-assign cosmic_pe4_round_sat_fast14_nneg = (!cosmic_pe4_acc[(72 - 1)]);
+assign cosmic_pe4_round_sat_fast9_lo = cosmic_pe4_acc[16+:32];
+assign cosmic_pe4_round_sat_fast9_rb = cosmic_pe4_acc[(16 - 1)];
+assign cosmic_pe4_round_sat_fast9_hi = cosmic_pe4_acc[72-1:(16 + 32)];
+assign cosmic_pe4_round_sat_fast9_neg = cosmic_pe4_acc[(72 - 1)];
+assign cosmic_pe4_round_sat_fast9_nneg = (!cosmic_pe4_acc[(72 - 1)]);
 
 
 
-assign cosmic_pe4_round_sat_fast14_hin = (~cosmic_pe4_round_sat_fast14_hi);
+assign cosmic_pe4_round_sat_fast9_hin = (~cosmic_pe4_round_sat_fast9_hi);
 
 
 
-assign cosmic_pe4_round_sat_fast14_s = (cosmic_pe4_round_sat_fast14_lo + cosmic_pe4_round_sat_fast14_rb);
+assign cosmic_pe4_round_sat_fast9_s = (cosmic_pe4_round_sat_fast9_lo + cosmic_pe4_round_sat_fast9_rb);
 
 
-always @(cosmic_pe4_round_sat_fast14_s, cosmic_pe4_round_sat_fast14_hin, cosmic_pe4_round_sat_fast14_hi, cosmic_pe4_round_sat_fast14_neg, cosmic_pe4_round_sat_fast14_fill) begin: cosmic_pe4_round_sat_fast14_outc
-    if (((cosmic_pe4_round_sat_fast14_s[32] && (cosmic_pe4_round_sat_fast14_hin == 0)) || ((!cosmic_pe4_round_sat_fast14_s[32]) && (((cosmic_pe4_round_sat_fast14_hi == 0) && (!cosmic_pe4_round_sat_fast14_s[(32 - 1)])) || ((cosmic_pe4_round_sat_fast14_hin == 0) && cosmic_pe4_round_sat_fast14_s[(32 - 1)]))))) begin
-        cosmic_pe4_y_gau = $signed(cosmic_pe4_round_sat_fast14_s[32-1:0]);
+always @(cosmic_pe4_round_sat_fast9_s, cosmic_pe4_round_sat_fast9_hin, cosmic_pe4_round_sat_fast9_hi, cosmic_pe4_round_sat_fast9_neg, cosmic_pe4_round_sat_fast9_fill) begin: cosmic_pe4_round_sat_fast9_outc
+    if (((cosmic_pe4_round_sat_fast9_s[32] && (cosmic_pe4_round_sat_fast9_hin == 0)) || ((!cosmic_pe4_round_sat_fast9_s[32]) && (((cosmic_pe4_round_sat_fast9_hi == 0) && (!cosmic_pe4_round_sat_fast9_s[(32 - 1)])) || ((cosmic_pe4_round_sat_fast9_hin == 0) && cosmic_pe4_round_sat_fast9_s[(32 - 1)]))))) begin
+        cosmic_pe4_y_gau = $signed(cosmic_pe4_round_sat_fast9_s[32-1:0]);
     end
     else begin
-        cosmic_pe4_y_gau = $signed({cosmic_pe4_round_sat_fast14_neg, cosmic_pe4_round_sat_fast14_fill});
+        cosmic_pe4_y_gau = $signed({cosmic_pe4_round_sat_fast9_neg, cosmic_pe4_round_sat_fast9_fill});
     end
 end
 
@@ -17607,45 +16350,45 @@ assign cosmic_pe5_dif_ab = (cosmic_pe5_fa - cosmic_pe5_fb);
 
 
 
-assign cosmic_pe5_sat25_hi = cosmic_pe5_sum_ab[33-1:(32 - 1)];
+assign cosmic_pe5_sat15_hi = cosmic_pe5_sum_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe5_sat25_hin = (~cosmic_pe5_sat25_hi);
+assign cosmic_pe5_sat15_hin = (~cosmic_pe5_sat15_hi);
 
 
 
-assign cosmic_pe5_sat25_nsign = (!cosmic_pe5_sum_ab[(33 - 1)]);
+assign cosmic_pe5_sat15_nsign = (!cosmic_pe5_sum_ab[(33 - 1)]);
 
 
-always @(cosmic_pe5_sat25_fill, cosmic_pe5_sat25_hi, cosmic_pe5_sum_ab, cosmic_pe5_sat25_hin) begin: cosmic_pe5_sat25_clamp
-    if (((cosmic_pe5_sat25_hi == 0) || (cosmic_pe5_sat25_hin == 0))) begin
+always @(cosmic_pe5_sat15_fill, cosmic_pe5_sat15_hi, cosmic_pe5_sum_ab, cosmic_pe5_sat15_hin) begin: cosmic_pe5_sat15_clamp
+    if (((cosmic_pe5_sat15_hi == 0) || (cosmic_pe5_sat15_hin == 0))) begin
         cosmic_pe5_add_s = $signed(cosmic_pe5_sum_ab[32-1:0]);
     end
     else begin
-        cosmic_pe5_add_s = $signed({cosmic_pe5_sum_ab[(33 - 1)], cosmic_pe5_sat25_fill});
+        cosmic_pe5_add_s = $signed({cosmic_pe5_sum_ab[(33 - 1)], cosmic_pe5_sat15_fill});
     end
 end
 
 
 
-assign cosmic_pe5_sat26_hi = cosmic_pe5_dif_ab[33-1:(32 - 1)];
+assign cosmic_pe5_sat16_hi = cosmic_pe5_dif_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe5_sat26_hin = (~cosmic_pe5_sat26_hi);
+assign cosmic_pe5_sat16_hin = (~cosmic_pe5_sat16_hi);
 
 
 
-assign cosmic_pe5_sat26_nsign = (!cosmic_pe5_dif_ab[(33 - 1)]);
+assign cosmic_pe5_sat16_nsign = (!cosmic_pe5_dif_ab[(33 - 1)]);
 
 
-always @(cosmic_pe5_sat26_fill, cosmic_pe5_sat26_hi, cosmic_pe5_dif_ab, cosmic_pe5_sat26_hin) begin: cosmic_pe5_sat26_clamp
-    if (((cosmic_pe5_sat26_hi == 0) || (cosmic_pe5_sat26_hin == 0))) begin
+always @(cosmic_pe5_sat16_fill, cosmic_pe5_sat16_hi, cosmic_pe5_dif_ab, cosmic_pe5_sat16_hin) begin: cosmic_pe5_sat16_clamp
+    if (((cosmic_pe5_sat16_hi == 0) || (cosmic_pe5_sat16_hin == 0))) begin
         cosmic_pe5_sub_s = $signed(cosmic_pe5_dif_ab[32-1:0]);
     end
     else begin
-        cosmic_pe5_sub_s = $signed({cosmic_pe5_dif_ab[(33 - 1)], cosmic_pe5_sat26_fill});
+        cosmic_pe5_sub_s = $signed({cosmic_pe5_dif_ab[(33 - 1)], cosmic_pe5_sat16_fill});
     end
 end
 
@@ -17729,32 +16472,32 @@ always @(posedge clk) begin: cosmic_pe5_mul2_csa5_st1
 end
 
 
-always @(cosmic_pe5_mul2_csa5_lh) begin: cosmic_pe5_mul2_csa5_sext15_fill
+always @(cosmic_pe5_mul2_csa5_lh) begin: cosmic_pe5_mul2_csa5_sext20_fill
     if (cosmic_pe5_mul2_csa5_lh[(33 - 1)]) begin
-        cosmic_pe5_mul2_csa5_sext15_sgn = 32767;
+        cosmic_pe5_mul2_csa5_sext20_sgn = 32767;
     end
     else begin
-        cosmic_pe5_mul2_csa5_sext15_sgn = 0;
+        cosmic_pe5_mul2_csa5_sext20_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe5_mul2_csa5_lhe = $signed({cosmic_pe5_mul2_csa5_sext15_sgn, cosmic_pe5_mul2_csa5_lh});
+assign cosmic_pe5_mul2_csa5_lhe = $signed({cosmic_pe5_mul2_csa5_sext20_sgn, cosmic_pe5_mul2_csa5_lh});
 
 
-always @(cosmic_pe5_mul2_csa5_hl) begin: cosmic_pe5_mul2_csa5_sext16_fill
+always @(cosmic_pe5_mul2_csa5_hl) begin: cosmic_pe5_mul2_csa5_sext21_fill
     if (cosmic_pe5_mul2_csa5_hl[(33 - 1)]) begin
-        cosmic_pe5_mul2_csa5_sext16_sgn = 32767;
+        cosmic_pe5_mul2_csa5_sext21_sgn = 32767;
     end
     else begin
-        cosmic_pe5_mul2_csa5_sext16_sgn = 0;
+        cosmic_pe5_mul2_csa5_sext21_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe5_mul2_csa5_hle = $signed({cosmic_pe5_mul2_csa5_sext16_sgn, cosmic_pe5_mul2_csa5_hl});
+assign cosmic_pe5_mul2_csa5_hle = $signed({cosmic_pe5_mul2_csa5_sext21_sgn, cosmic_pe5_mul2_csa5_hl});
 
 
 
@@ -17792,406 +16535,257 @@ end
 assign cosmic_pe5_pwl_pipe5_zl = (cosmic_pe5_fa + 524288);
 
 
-always @(cosmic_pe5_pwl_pipe5_zl, cosmic_pe5_fa) begin: cosmic_pe5_pwl_pipe5_clampz
-    if ((cosmic_pe5_fa >= 524288)) begin
-        cosmic_pe5_pwl_pipe5_u_c = 1048575;
-    end
-    else if ((cosmic_pe5_fa < (-524288))) begin
-        cosmic_pe5_pwl_pipe5_u_c = 0;
-    end
-    else begin
-        cosmic_pe5_pwl_pipe5_u_c = cosmic_pe5_pwl_pipe5_zl[20-1:0];
-    end
-end
+
+assign cosmic_pe5_pwl_pipe5_zl_unused = cosmic_pe5_pwl_pipe5_zl[(32 + 1)-1:20];
 
 
 always @(posedge clk) begin: cosmic_pe5_pwl_pipe5_p1
     if (rst == 1) begin
-        cosmic_pe5_pwl_pipe5_u1 <= 0;
+        cosmic_pe5_pwl_pipe5_ge1 <= 0;
+        cosmic_pe5_pwl_pipe5_lt1 <= 0;
+        cosmic_pe5_pwl_pipe5_zl1 <= 0;
     end
     else begin
-        cosmic_pe5_pwl_pipe5_u1 <= cosmic_pe5_pwl_pipe5_u_c;
+        cosmic_pe5_pwl_pipe5_zl1 <= cosmic_pe5_pwl_pipe5_zl[20-1:0];
+        cosmic_pe5_pwl_pipe5_ge1 <= (cosmic_pe5_fa >= 524288);
+        cosmic_pe5_pwl_pipe5_lt1 <= (cosmic_pe5_fa < (-524288));
     end
 end
 
 
+always @(cosmic_pe5_pwl_pipe5_ge1, cosmic_pe5_pwl_pipe5_zl1, cosmic_pe5_pwl_pipe5_lt1) begin: cosmic_pe5_pwl_pipe5_clampz
+    if (cosmic_pe5_pwl_pipe5_ge1) begin
+        cosmic_pe5_pwl_pipe5_idx_s = 63;
+        cosmic_pe5_pwl_pipe5_idx_b = 63;
+        cosmic_pe5_pwl_pipe5_off2 = 16383;
+    end
+    else if (cosmic_pe5_pwl_pipe5_lt1) begin
+        cosmic_pe5_pwl_pipe5_idx_s = cosmic_pe5_pwl_pipe5_zl1[20-1:14];
+        cosmic_pe5_pwl_pipe5_idx_b = 0;
+        cosmic_pe5_pwl_pipe5_off2 = cosmic_pe5_pwl_pipe5_zl1[14-1:0];
+    end
+    else begin
+        cosmic_pe5_pwl_pipe5_idx_s = cosmic_pe5_pwl_pipe5_zl1[20-1:14];
+        cosmic_pe5_pwl_pipe5_idx_b = cosmic_pe5_pwl_pipe5_zl1[20-1:14];
+        cosmic_pe5_pwl_pipe5_off2 = cosmic_pe5_pwl_pipe5_zl1[14-1:0];
+    end
+end
 
-assign cosmic_pe5_pwl_pipe5_idx2 = cosmic_pe5_pwl_pipe5_u1[20-1:14];
-assign cosmic_pe5_pwl_pipe5_off2 = $signed({1'h0, cosmic_pe5_pwl_pipe5_u1[14-1:0]});
 
-
-always @(cosmic_pe5_pwl_pipe5_idx2) begin: cosmic_pe5_pwl_pipe5_p2rom
-    case (cosmic_pe5_pwl_pipe5_idx2)
-        0: cosmic_pe5_pwl_pipe5_slope2 = 25;
-        1: cosmic_pe5_pwl_pipe5_slope2 = 32;
-        2: cosmic_pe5_pwl_pipe5_slope2 = 41;
-        3: cosmic_pe5_pwl_pipe5_slope2 = 53;
-        4: cosmic_pe5_pwl_pipe5_slope2 = 68;
-        5: cosmic_pe5_pwl_pipe5_slope2 = 87;
-        6: cosmic_pe5_pwl_pipe5_slope2 = 112;
-        7: cosmic_pe5_pwl_pipe5_slope2 = 143;
-        8: cosmic_pe5_pwl_pipe5_slope2 = 184;
-        9: cosmic_pe5_pwl_pipe5_slope2 = 235;
-        10: cosmic_pe5_pwl_pipe5_slope2 = 301;
-        11: cosmic_pe5_pwl_pipe5_slope2 = 386;
-        12: cosmic_pe5_pwl_pipe5_slope2 = 494;
-        13: cosmic_pe5_pwl_pipe5_slope2 = 632;
-        14: cosmic_pe5_pwl_pipe5_slope2 = 807;
-        15: cosmic_pe5_pwl_pipe5_slope2 = 1028;
-        16: cosmic_pe5_pwl_pipe5_slope2 = 1308;
-        17: cosmic_pe5_pwl_pipe5_slope2 = 1661;
-        18: cosmic_pe5_pwl_pipe5_slope2 = 2101;
-        19: cosmic_pe5_pwl_pipe5_slope2 = 2647;
-        20: cosmic_pe5_pwl_pipe5_slope2 = 3319;
-        21: cosmic_pe5_pwl_pipe5_slope2 = 4134;
-        22: cosmic_pe5_pwl_pipe5_slope2 = 5110;
-        23: cosmic_pe5_pwl_pipe5_slope2 = 6253;
-        24: cosmic_pe5_pwl_pipe5_slope2 = 7561;
-        25: cosmic_pe5_pwl_pipe5_slope2 = 9012;
-        26: cosmic_pe5_pwl_pipe5_slope2 = 10558;
-        27: cosmic_pe5_pwl_pipe5_slope2 = 12122;
-        28: cosmic_pe5_pwl_pipe5_slope2 = 13600;
-        29: cosmic_pe5_pwl_pipe5_slope2 = 14869;
-        30: cosmic_pe5_pwl_pipe5_slope2 = 15803;
-        31: cosmic_pe5_pwl_pipe5_slope2 = 16299;
-        32: cosmic_pe5_pwl_pipe5_slope2 = 16299;
-        33: cosmic_pe5_pwl_pipe5_slope2 = 15803;
-        34: cosmic_pe5_pwl_pipe5_slope2 = 14869;
-        35: cosmic_pe5_pwl_pipe5_slope2 = 13600;
-        36: cosmic_pe5_pwl_pipe5_slope2 = 12122;
-        37: cosmic_pe5_pwl_pipe5_slope2 = 10558;
-        38: cosmic_pe5_pwl_pipe5_slope2 = 9012;
-        39: cosmic_pe5_pwl_pipe5_slope2 = 7561;
-        40: cosmic_pe5_pwl_pipe5_slope2 = 6253;
-        41: cosmic_pe5_pwl_pipe5_slope2 = 5110;
-        42: cosmic_pe5_pwl_pipe5_slope2 = 4134;
-        43: cosmic_pe5_pwl_pipe5_slope2 = 3319;
-        44: cosmic_pe5_pwl_pipe5_slope2 = 2647;
-        45: cosmic_pe5_pwl_pipe5_slope2 = 2101;
-        46: cosmic_pe5_pwl_pipe5_slope2 = 1661;
-        47: cosmic_pe5_pwl_pipe5_slope2 = 1308;
-        48: cosmic_pe5_pwl_pipe5_slope2 = 1028;
-        49: cosmic_pe5_pwl_pipe5_slope2 = 807;
-        50: cosmic_pe5_pwl_pipe5_slope2 = 632;
-        51: cosmic_pe5_pwl_pipe5_slope2 = 494;
-        52: cosmic_pe5_pwl_pipe5_slope2 = 386;
-        53: cosmic_pe5_pwl_pipe5_slope2 = 301;
-        54: cosmic_pe5_pwl_pipe5_slope2 = 235;
-        55: cosmic_pe5_pwl_pipe5_slope2 = 184;
-        56: cosmic_pe5_pwl_pipe5_slope2 = 143;
-        57: cosmic_pe5_pwl_pipe5_slope2 = 112;
-        58: cosmic_pe5_pwl_pipe5_slope2 = 87;
-        59: cosmic_pe5_pwl_pipe5_slope2 = 68;
-        60: cosmic_pe5_pwl_pipe5_slope2 = 53;
-        61: cosmic_pe5_pwl_pipe5_slope2 = 41;
-        62: cosmic_pe5_pwl_pipe5_slope2 = 32;
-        default: cosmic_pe5_pwl_pipe5_slope2 = 25;
+always @(cosmic_pe5_pwl_pipe5_idx_s) begin: cosmic_pe5_pwl_pipe5_p2rom
+    case (cosmic_pe5_pwl_pipe5_idx_s)
+        0: cosmic_pe5_pwl_pipe5_slope_r = 25;
+        1: cosmic_pe5_pwl_pipe5_slope_r = 32;
+        2: cosmic_pe5_pwl_pipe5_slope_r = 41;
+        3: cosmic_pe5_pwl_pipe5_slope_r = 53;
+        4: cosmic_pe5_pwl_pipe5_slope_r = 68;
+        5: cosmic_pe5_pwl_pipe5_slope_r = 87;
+        6: cosmic_pe5_pwl_pipe5_slope_r = 112;
+        7: cosmic_pe5_pwl_pipe5_slope_r = 143;
+        8: cosmic_pe5_pwl_pipe5_slope_r = 184;
+        9: cosmic_pe5_pwl_pipe5_slope_r = 235;
+        10: cosmic_pe5_pwl_pipe5_slope_r = 301;
+        11: cosmic_pe5_pwl_pipe5_slope_r = 386;
+        12: cosmic_pe5_pwl_pipe5_slope_r = 494;
+        13: cosmic_pe5_pwl_pipe5_slope_r = 632;
+        14: cosmic_pe5_pwl_pipe5_slope_r = 807;
+        15: cosmic_pe5_pwl_pipe5_slope_r = 1028;
+        16: cosmic_pe5_pwl_pipe5_slope_r = 1308;
+        17: cosmic_pe5_pwl_pipe5_slope_r = 1661;
+        18: cosmic_pe5_pwl_pipe5_slope_r = 2101;
+        19: cosmic_pe5_pwl_pipe5_slope_r = 2647;
+        20: cosmic_pe5_pwl_pipe5_slope_r = 3319;
+        21: cosmic_pe5_pwl_pipe5_slope_r = 4134;
+        22: cosmic_pe5_pwl_pipe5_slope_r = 5110;
+        23: cosmic_pe5_pwl_pipe5_slope_r = 6253;
+        24: cosmic_pe5_pwl_pipe5_slope_r = 7561;
+        25: cosmic_pe5_pwl_pipe5_slope_r = 9012;
+        26: cosmic_pe5_pwl_pipe5_slope_r = 10558;
+        27: cosmic_pe5_pwl_pipe5_slope_r = 12122;
+        28: cosmic_pe5_pwl_pipe5_slope_r = 13600;
+        29: cosmic_pe5_pwl_pipe5_slope_r = 14869;
+        30: cosmic_pe5_pwl_pipe5_slope_r = 15803;
+        31: cosmic_pe5_pwl_pipe5_slope_r = 16299;
+        32: cosmic_pe5_pwl_pipe5_slope_r = 16299;
+        33: cosmic_pe5_pwl_pipe5_slope_r = 15803;
+        34: cosmic_pe5_pwl_pipe5_slope_r = 14869;
+        35: cosmic_pe5_pwl_pipe5_slope_r = 13600;
+        36: cosmic_pe5_pwl_pipe5_slope_r = 12122;
+        37: cosmic_pe5_pwl_pipe5_slope_r = 10558;
+        38: cosmic_pe5_pwl_pipe5_slope_r = 9012;
+        39: cosmic_pe5_pwl_pipe5_slope_r = 7561;
+        40: cosmic_pe5_pwl_pipe5_slope_r = 6253;
+        41: cosmic_pe5_pwl_pipe5_slope_r = 5110;
+        42: cosmic_pe5_pwl_pipe5_slope_r = 4134;
+        43: cosmic_pe5_pwl_pipe5_slope_r = 3319;
+        44: cosmic_pe5_pwl_pipe5_slope_r = 2647;
+        45: cosmic_pe5_pwl_pipe5_slope_r = 2101;
+        46: cosmic_pe5_pwl_pipe5_slope_r = 1661;
+        47: cosmic_pe5_pwl_pipe5_slope_r = 1308;
+        48: cosmic_pe5_pwl_pipe5_slope_r = 1028;
+        49: cosmic_pe5_pwl_pipe5_slope_r = 807;
+        50: cosmic_pe5_pwl_pipe5_slope_r = 632;
+        51: cosmic_pe5_pwl_pipe5_slope_r = 494;
+        52: cosmic_pe5_pwl_pipe5_slope_r = 386;
+        53: cosmic_pe5_pwl_pipe5_slope_r = 301;
+        54: cosmic_pe5_pwl_pipe5_slope_r = 235;
+        55: cosmic_pe5_pwl_pipe5_slope_r = 184;
+        56: cosmic_pe5_pwl_pipe5_slope_r = 143;
+        57: cosmic_pe5_pwl_pipe5_slope_r = 112;
+        58: cosmic_pe5_pwl_pipe5_slope_r = 87;
+        59: cosmic_pe5_pwl_pipe5_slope_r = 68;
+        60: cosmic_pe5_pwl_pipe5_slope_r = 53;
+        61: cosmic_pe5_pwl_pipe5_slope_r = 41;
+        62: cosmic_pe5_pwl_pipe5_slope_r = 32;
+        default: cosmic_pe5_pwl_pipe5_slope_r = 25;
     endcase
+end
+
+
+always @(cosmic_pe5_pwl_pipe5_idx_b) begin: cosmic_pe5_pwl_pipe5_p2romb
+    case (cosmic_pe5_pwl_pipe5_idx_b)
+        0: cosmic_pe5_pwl_pipe5_base2 = 22;
+        1: cosmic_pe5_pwl_pipe5_base2 = 28;
+        2: cosmic_pe5_pwl_pipe5_base2 = 36;
+        3: cosmic_pe5_pwl_pipe5_base2 = 47;
+        4: cosmic_pe5_pwl_pipe5_base2 = 60;
+        5: cosmic_pe5_pwl_pipe5_base2 = 77;
+        6: cosmic_pe5_pwl_pipe5_base2 = 98;
+        7: cosmic_pe5_pwl_pipe5_base2 = 126;
+        8: cosmic_pe5_pwl_pipe5_base2 = 162;
+        9: cosmic_pe5_pwl_pipe5_base2 = 208;
+        10: cosmic_pe5_pwl_pipe5_base2 = 267;
+        11: cosmic_pe5_pwl_pipe5_base2 = 342;
+        12: cosmic_pe5_pwl_pipe5_base2 = 439;
+        13: cosmic_pe5_pwl_pipe5_base2 = 562;
+        14: cosmic_pe5_pwl_pipe5_base2 = 720;
+        15: cosmic_pe5_pwl_pipe5_base2 = 922;
+        16: cosmic_pe5_pwl_pipe5_base2 = 1179;
+        17: cosmic_pe5_pwl_pipe5_base2 = 1506;
+        18: cosmic_pe5_pwl_pipe5_base2 = 1921;
+        19: cosmic_pe5_pwl_pipe5_base2 = 2446;
+        20: cosmic_pe5_pwl_pipe5_base2 = 3108;
+        21: cosmic_pe5_pwl_pipe5_base2 = 3938;
+        22: cosmic_pe5_pwl_pipe5_base2 = 4971;
+        23: cosmic_pe5_pwl_pipe5_base2 = 6249;
+        24: cosmic_pe5_pwl_pipe5_base2 = 7812;
+        25: cosmic_pe5_pwl_pipe5_base2 = 9702;
+        26: cosmic_pe5_pwl_pipe5_base2 = 11955;
+        27: cosmic_pe5_pwl_pipe5_base2 = 14595;
+        28: cosmic_pe5_pwl_pipe5_base2 = 17625;
+        29: cosmic_pe5_pwl_pipe5_base2 = 21025;
+        30: cosmic_pe5_pwl_pipe5_base2 = 24743;
+        31: cosmic_pe5_pwl_pipe5_base2 = 28693;
+        32: cosmic_pe5_pwl_pipe5_base2 = 32768;
+        33: cosmic_pe5_pwl_pipe5_base2 = 36843;
+        34: cosmic_pe5_pwl_pipe5_base2 = 40793;
+        35: cosmic_pe5_pwl_pipe5_base2 = 44511;
+        36: cosmic_pe5_pwl_pipe5_base2 = 47911;
+        37: cosmic_pe5_pwl_pipe5_base2 = 50941;
+        38: cosmic_pe5_pwl_pipe5_base2 = 53581;
+        39: cosmic_pe5_pwl_pipe5_base2 = 55834;
+        40: cosmic_pe5_pwl_pipe5_base2 = 57724;
+        41: cosmic_pe5_pwl_pipe5_base2 = 59287;
+        42: cosmic_pe5_pwl_pipe5_base2 = 60565;
+        43: cosmic_pe5_pwl_pipe5_base2 = 61598;
+        44: cosmic_pe5_pwl_pipe5_base2 = 62428;
+        45: cosmic_pe5_pwl_pipe5_base2 = 63090;
+        46: cosmic_pe5_pwl_pipe5_base2 = 63615;
+        47: cosmic_pe5_pwl_pipe5_base2 = 64030;
+        48: cosmic_pe5_pwl_pipe5_base2 = 64357;
+        49: cosmic_pe5_pwl_pipe5_base2 = 64614;
+        50: cosmic_pe5_pwl_pipe5_base2 = 64816;
+        51: cosmic_pe5_pwl_pipe5_base2 = 64974;
+        52: cosmic_pe5_pwl_pipe5_base2 = 65097;
+        53: cosmic_pe5_pwl_pipe5_base2 = 65194;
+        54: cosmic_pe5_pwl_pipe5_base2 = 65269;
+        55: cosmic_pe5_pwl_pipe5_base2 = 65328;
+        56: cosmic_pe5_pwl_pipe5_base2 = 65374;
+        57: cosmic_pe5_pwl_pipe5_base2 = 65410;
+        58: cosmic_pe5_pwl_pipe5_base2 = 65438;
+        59: cosmic_pe5_pwl_pipe5_base2 = 65459;
+        60: cosmic_pe5_pwl_pipe5_base2 = 65476;
+        61: cosmic_pe5_pwl_pipe5_base2 = 65489;
+        62: cosmic_pe5_pwl_pipe5_base2 = 65500;
+        default: cosmic_pe5_pwl_pipe5_base2 = 65508;
+    endcase
+end
+
+
+always @(cosmic_pe5_pwl_pipe5_slope_r, cosmic_pe5_pwl_pipe5_lt1) begin: cosmic_pe5_pwl_pipe5_p2z
+    if (cosmic_pe5_pwl_pipe5_lt1) begin
+        cosmic_pe5_pwl_pipe5_slope2 = 0;
+    end
+    else begin
+        cosmic_pe5_pwl_pipe5_slope2 = cosmic_pe5_pwl_pipe5_slope_r;
+    end
 end
 
 
 always @(posedge clk) begin: cosmic_pe5_pwl_pipe5_p2
     if (rst == 1) begin
-        cosmic_pe5_pwl_pipe5_idx3 <= 0;
-        cosmic_pe5_pwl_pipe5_prod3 <= 0;
+        cosmic_pe5_pwl_pipe5_base3 <= 0;
+        cosmic_pe5_pwl_pipe5_slope3 <= 0;
+        cosmic_pe5_pwl_pipe5_off3 <= 0;
     end
     else begin
-        cosmic_pe5_pwl_pipe5_prod3 <= (cosmic_pe5_pwl_pipe5_slope2 * cosmic_pe5_pwl_pipe5_off2);
-        cosmic_pe5_pwl_pipe5_idx3 <= cosmic_pe5_pwl_pipe5_idx2;
+        cosmic_pe5_pwl_pipe5_slope3 <= cosmic_pe5_pwl_pipe5_slope2;
+        cosmic_pe5_pwl_pipe5_off3 <= cosmic_pe5_pwl_pipe5_off2;
+        cosmic_pe5_pwl_pipe5_base3 <= cosmic_pe5_pwl_pipe5_base2;
     end
 end
 
 
 
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_t = $signed(cosmic_pe5_pwl_pipe5_prod3 >>> 16);
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_rb = $signed({32'h0, cosmic_pe5_pwl_pipe5_prod3[(16 - 1)]});
-
-
-
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r = (cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_t + cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_rb);
-
-
-
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hi = cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hin = (~cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hi);
-
-
-
-assign cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign = (!cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r[(33 - 1)]);
-
-
-always @(cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill, cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hi, cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r, cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hin) begin: cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_clamp
-    if (((cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hi == 0) || (cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hin == 0))) begin
-        cosmic_pe5_pwl_pipe5_rnd_c = $signed(cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r[32-1:0]);
-    end
-    else begin
-        cosmic_pe5_pwl_pipe5_rnd_c = $signed({cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r[(33 - 1)], cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill});
-    end
-end
+assign cosmic_pe5_pwl_pipe5_off3s = $signed({1'h0, cosmic_pe5_pwl_pipe5_off3});
 
 
 always @(posedge clk) begin: cosmic_pe5_pwl_pipe5_p3
     if (rst == 1) begin
-        cosmic_pe5_pwl_pipe5_rnd4 <= 0;
-        cosmic_pe5_pwl_pipe5_idx4 <= 0;
+        cosmic_pe5_pwl_pipe5_base4 <= 0;
+        cosmic_pe5_pwl_pipe5_prod4 <= 0;
     end
     else begin
-        cosmic_pe5_pwl_pipe5_rnd4 <= cosmic_pe5_pwl_pipe5_rnd_c;
-        cosmic_pe5_pwl_pipe5_idx4 <= cosmic_pe5_pwl_pipe5_idx3;
+        cosmic_pe5_pwl_pipe5_prod4 <= (cosmic_pe5_pwl_pipe5_slope3 * cosmic_pe5_pwl_pipe5_off3s);
+        cosmic_pe5_pwl_pipe5_base4 <= cosmic_pe5_pwl_pipe5_base3;
     end
 end
 
 
-always @(cosmic_pe5_pwl_pipe5_idx4) begin: cosmic_pe5_pwl_pipe5_p4rom
-    case (cosmic_pe5_pwl_pipe5_idx4)
-        0: cosmic_pe5_pwl_pipe5_base4 = 22;
-        1: cosmic_pe5_pwl_pipe5_base4 = 28;
-        2: cosmic_pe5_pwl_pipe5_base4 = 36;
-        3: cosmic_pe5_pwl_pipe5_base4 = 47;
-        4: cosmic_pe5_pwl_pipe5_base4 = 60;
-        5: cosmic_pe5_pwl_pipe5_base4 = 77;
-        6: cosmic_pe5_pwl_pipe5_base4 = 98;
-        7: cosmic_pe5_pwl_pipe5_base4 = 126;
-        8: cosmic_pe5_pwl_pipe5_base4 = 162;
-        9: cosmic_pe5_pwl_pipe5_base4 = 208;
-        10: cosmic_pe5_pwl_pipe5_base4 = 267;
-        11: cosmic_pe5_pwl_pipe5_base4 = 342;
-        12: cosmic_pe5_pwl_pipe5_base4 = 439;
-        13: cosmic_pe5_pwl_pipe5_base4 = 562;
-        14: cosmic_pe5_pwl_pipe5_base4 = 720;
-        15: cosmic_pe5_pwl_pipe5_base4 = 922;
-        16: cosmic_pe5_pwl_pipe5_base4 = 1179;
-        17: cosmic_pe5_pwl_pipe5_base4 = 1506;
-        18: cosmic_pe5_pwl_pipe5_base4 = 1921;
-        19: cosmic_pe5_pwl_pipe5_base4 = 2446;
-        20: cosmic_pe5_pwl_pipe5_base4 = 3108;
-        21: cosmic_pe5_pwl_pipe5_base4 = 3938;
-        22: cosmic_pe5_pwl_pipe5_base4 = 4971;
-        23: cosmic_pe5_pwl_pipe5_base4 = 6249;
-        24: cosmic_pe5_pwl_pipe5_base4 = 7812;
-        25: cosmic_pe5_pwl_pipe5_base4 = 9702;
-        26: cosmic_pe5_pwl_pipe5_base4 = 11955;
-        27: cosmic_pe5_pwl_pipe5_base4 = 14595;
-        28: cosmic_pe5_pwl_pipe5_base4 = 17625;
-        29: cosmic_pe5_pwl_pipe5_base4 = 21025;
-        30: cosmic_pe5_pwl_pipe5_base4 = 24743;
-        31: cosmic_pe5_pwl_pipe5_base4 = 28693;
-        32: cosmic_pe5_pwl_pipe5_base4 = 32768;
-        33: cosmic_pe5_pwl_pipe5_base4 = 36843;
-        34: cosmic_pe5_pwl_pipe5_base4 = 40793;
-        35: cosmic_pe5_pwl_pipe5_base4 = 44511;
-        36: cosmic_pe5_pwl_pipe5_base4 = 47911;
-        37: cosmic_pe5_pwl_pipe5_base4 = 50941;
-        38: cosmic_pe5_pwl_pipe5_base4 = 53581;
-        39: cosmic_pe5_pwl_pipe5_base4 = 55834;
-        40: cosmic_pe5_pwl_pipe5_base4 = 57724;
-        41: cosmic_pe5_pwl_pipe5_base4 = 59287;
-        42: cosmic_pe5_pwl_pipe5_base4 = 60565;
-        43: cosmic_pe5_pwl_pipe5_base4 = 61598;
-        44: cosmic_pe5_pwl_pipe5_base4 = 62428;
-        45: cosmic_pe5_pwl_pipe5_base4 = 63090;
-        46: cosmic_pe5_pwl_pipe5_base4 = 63615;
-        47: cosmic_pe5_pwl_pipe5_base4 = 64030;
-        48: cosmic_pe5_pwl_pipe5_base4 = 64357;
-        49: cosmic_pe5_pwl_pipe5_base4 = 64614;
-        50: cosmic_pe5_pwl_pipe5_base4 = 64816;
-        51: cosmic_pe5_pwl_pipe5_base4 = 64974;
-        52: cosmic_pe5_pwl_pipe5_base4 = 65097;
-        53: cosmic_pe5_pwl_pipe5_base4 = 65194;
-        54: cosmic_pe5_pwl_pipe5_base4 = 65269;
-        55: cosmic_pe5_pwl_pipe5_base4 = 65328;
-        56: cosmic_pe5_pwl_pipe5_base4 = 65374;
-        57: cosmic_pe5_pwl_pipe5_base4 = 65410;
-        58: cosmic_pe5_pwl_pipe5_base4 = 65438;
-        59: cosmic_pe5_pwl_pipe5_base4 = 65459;
-        60: cosmic_pe5_pwl_pipe5_base4 = 65476;
-        61: cosmic_pe5_pwl_pipe5_base4 = 65489;
-        62: cosmic_pe5_pwl_pipe5_base4 = 65500;
-        default: cosmic_pe5_pwl_pipe5_base4 = 65508;
-    endcase
-end
+
+assign cosmic_pe5_pwl_pipe5_q4 = $signed(cosmic_pe5_pwl_pipe5_prod4[33-1:16]);
+assign cosmic_pe5_pwl_pipe5_rb4 = cosmic_pe5_pwl_pipe5_prod4[(16 - 1)];
 
 
-
-assign cosmic_pe5_pwl_pipe5_sumv = (cosmic_pe5_pwl_pipe5_base4 + cosmic_pe5_pwl_pipe5_rnd4);
-
-
-
-assign cosmic_pe5_pwl_pipe5_sat28_hi = cosmic_pe5_pwl_pipe5_sumv[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe5_pwl_pipe5_sat28_hin = (~cosmic_pe5_pwl_pipe5_sat28_hi);
-
-
-
-assign cosmic_pe5_pwl_pipe5_sat28_nsign = (!cosmic_pe5_pwl_pipe5_sumv[(33 - 1)]);
-
-
-always @(cosmic_pe5_pwl_pipe5_sat28_fill, cosmic_pe5_pwl_pipe5_sat28_hi, cosmic_pe5_pwl_pipe5_sumv, cosmic_pe5_pwl_pipe5_sat28_hin) begin: cosmic_pe5_pwl_pipe5_sat28_clamp
-    if (((cosmic_pe5_pwl_pipe5_sat28_hi == 0) || (cosmic_pe5_pwl_pipe5_sat28_hin == 0))) begin
-        cosmic_pe5_pwl_pipe5_ys = $signed(cosmic_pe5_pwl_pipe5_sumv[32-1:0]);
+always @(cosmic_pe5_pwl_pipe5_q4) begin: cosmic_pe5_pwl_pipe5_sext22_fill
+    if (cosmic_pe5_pwl_pipe5_q4[(17 - 1)]) begin
+        cosmic_pe5_pwl_pipe5_sext22_sgn = 65535;
     end
     else begin
-        cosmic_pe5_pwl_pipe5_ys = $signed({cosmic_pe5_pwl_pipe5_sumv[(33 - 1)], cosmic_pe5_pwl_pipe5_sat28_fill});
+        cosmic_pe5_pwl_pipe5_sext22_sgn = 0;
     end
 end
 
 
-always @(cosmic_pe5_pwl_pipe5_idx4) begin: cosmic_pe5_pwl_pipe5_p4romh
-    case (cosmic_pe5_pwl_pipe5_idx4)
-        0: cosmic_pe5_pwl_pipe5_limh = 65514;
-        1: cosmic_pe5_pwl_pipe5_limh = 65508;
-        2: cosmic_pe5_pwl_pipe5_limh = 65500;
-        3: cosmic_pe5_pwl_pipe5_limh = 65489;
-        4: cosmic_pe5_pwl_pipe5_limh = 65476;
-        5: cosmic_pe5_pwl_pipe5_limh = 65459;
-        6: cosmic_pe5_pwl_pipe5_limh = 65438;
-        7: cosmic_pe5_pwl_pipe5_limh = 65410;
-        8: cosmic_pe5_pwl_pipe5_limh = 65374;
-        9: cosmic_pe5_pwl_pipe5_limh = 65328;
-        10: cosmic_pe5_pwl_pipe5_limh = 65269;
-        11: cosmic_pe5_pwl_pipe5_limh = 65194;
-        12: cosmic_pe5_pwl_pipe5_limh = 65097;
-        13: cosmic_pe5_pwl_pipe5_limh = 64974;
-        14: cosmic_pe5_pwl_pipe5_limh = 64816;
-        15: cosmic_pe5_pwl_pipe5_limh = 64614;
-        16: cosmic_pe5_pwl_pipe5_limh = 64357;
-        17: cosmic_pe5_pwl_pipe5_limh = 64030;
-        18: cosmic_pe5_pwl_pipe5_limh = 63615;
-        19: cosmic_pe5_pwl_pipe5_limh = 63090;
-        20: cosmic_pe5_pwl_pipe5_limh = 62428;
-        21: cosmic_pe5_pwl_pipe5_limh = 61598;
-        22: cosmic_pe5_pwl_pipe5_limh = 60565;
-        23: cosmic_pe5_pwl_pipe5_limh = 59287;
-        24: cosmic_pe5_pwl_pipe5_limh = 57724;
-        25: cosmic_pe5_pwl_pipe5_limh = 55834;
-        26: cosmic_pe5_pwl_pipe5_limh = 53581;
-        27: cosmic_pe5_pwl_pipe5_limh = 50941;
-        28: cosmic_pe5_pwl_pipe5_limh = 47911;
-        29: cosmic_pe5_pwl_pipe5_limh = 44511;
-        30: cosmic_pe5_pwl_pipe5_limh = 40793;
-        31: cosmic_pe5_pwl_pipe5_limh = 36843;
-        32: cosmic_pe5_pwl_pipe5_limh = 32768;
-        33: cosmic_pe5_pwl_pipe5_limh = 28693;
-        34: cosmic_pe5_pwl_pipe5_limh = 24743;
-        35: cosmic_pe5_pwl_pipe5_limh = 21025;
-        36: cosmic_pe5_pwl_pipe5_limh = 17625;
-        37: cosmic_pe5_pwl_pipe5_limh = 14595;
-        38: cosmic_pe5_pwl_pipe5_limh = 11955;
-        39: cosmic_pe5_pwl_pipe5_limh = 9702;
-        40: cosmic_pe5_pwl_pipe5_limh = 7812;
-        41: cosmic_pe5_pwl_pipe5_limh = 6249;
-        42: cosmic_pe5_pwl_pipe5_limh = 4971;
-        43: cosmic_pe5_pwl_pipe5_limh = 3938;
-        44: cosmic_pe5_pwl_pipe5_limh = 3108;
-        45: cosmic_pe5_pwl_pipe5_limh = 2446;
-        46: cosmic_pe5_pwl_pipe5_limh = 1921;
-        47: cosmic_pe5_pwl_pipe5_limh = 1506;
-        48: cosmic_pe5_pwl_pipe5_limh = 1179;
-        49: cosmic_pe5_pwl_pipe5_limh = 922;
-        50: cosmic_pe5_pwl_pipe5_limh = 720;
-        51: cosmic_pe5_pwl_pipe5_limh = 562;
-        52: cosmic_pe5_pwl_pipe5_limh = 439;
-        53: cosmic_pe5_pwl_pipe5_limh = 342;
-        54: cosmic_pe5_pwl_pipe5_limh = 267;
-        55: cosmic_pe5_pwl_pipe5_limh = 208;
-        56: cosmic_pe5_pwl_pipe5_limh = 162;
-        57: cosmic_pe5_pwl_pipe5_limh = 126;
-        58: cosmic_pe5_pwl_pipe5_limh = 98;
-        59: cosmic_pe5_pwl_pipe5_limh = 77;
-        60: cosmic_pe5_pwl_pipe5_limh = 60;
-        61: cosmic_pe5_pwl_pipe5_limh = 47;
-        62: cosmic_pe5_pwl_pipe5_limh = 36;
-        default: cosmic_pe5_pwl_pipe5_limh = 28;
-    endcase
-end
+
+assign cosmic_pe5_pwl_pipe5_qe = $signed({cosmic_pe5_pwl_pipe5_sext22_sgn, cosmic_pe5_pwl_pipe5_q4});
 
 
-always @(cosmic_pe5_pwl_pipe5_idx4) begin: cosmic_pe5_pwl_pipe5_p4roml
-    case (cosmic_pe5_pwl_pipe5_idx4)
-        0: cosmic_pe5_pwl_pipe5_liml = (-22);
-        1: cosmic_pe5_pwl_pipe5_liml = (-28);
-        2: cosmic_pe5_pwl_pipe5_liml = (-36);
-        3: cosmic_pe5_pwl_pipe5_liml = (-47);
-        4: cosmic_pe5_pwl_pipe5_liml = (-60);
-        5: cosmic_pe5_pwl_pipe5_liml = (-77);
-        6: cosmic_pe5_pwl_pipe5_liml = (-98);
-        7: cosmic_pe5_pwl_pipe5_liml = (-126);
-        8: cosmic_pe5_pwl_pipe5_liml = (-162);
-        9: cosmic_pe5_pwl_pipe5_liml = (-208);
-        10: cosmic_pe5_pwl_pipe5_liml = (-267);
-        11: cosmic_pe5_pwl_pipe5_liml = (-342);
-        12: cosmic_pe5_pwl_pipe5_liml = (-439);
-        13: cosmic_pe5_pwl_pipe5_liml = (-562);
-        14: cosmic_pe5_pwl_pipe5_liml = (-720);
-        15: cosmic_pe5_pwl_pipe5_liml = (-922);
-        16: cosmic_pe5_pwl_pipe5_liml = (-1179);
-        17: cosmic_pe5_pwl_pipe5_liml = (-1506);
-        18: cosmic_pe5_pwl_pipe5_liml = (-1921);
-        19: cosmic_pe5_pwl_pipe5_liml = (-2446);
-        20: cosmic_pe5_pwl_pipe5_liml = (-3108);
-        21: cosmic_pe5_pwl_pipe5_liml = (-3938);
-        22: cosmic_pe5_pwl_pipe5_liml = (-4971);
-        23: cosmic_pe5_pwl_pipe5_liml = (-6249);
-        24: cosmic_pe5_pwl_pipe5_liml = (-7812);
-        25: cosmic_pe5_pwl_pipe5_liml = (-9702);
-        26: cosmic_pe5_pwl_pipe5_liml = (-11955);
-        27: cosmic_pe5_pwl_pipe5_liml = (-14595);
-        28: cosmic_pe5_pwl_pipe5_liml = (-17625);
-        29: cosmic_pe5_pwl_pipe5_liml = (-21025);
-        30: cosmic_pe5_pwl_pipe5_liml = (-24743);
-        31: cosmic_pe5_pwl_pipe5_liml = (-28693);
-        32: cosmic_pe5_pwl_pipe5_liml = (-32768);
-        33: cosmic_pe5_pwl_pipe5_liml = (-36843);
-        34: cosmic_pe5_pwl_pipe5_liml = (-40793);
-        35: cosmic_pe5_pwl_pipe5_liml = (-44511);
-        36: cosmic_pe5_pwl_pipe5_liml = (-47911);
-        37: cosmic_pe5_pwl_pipe5_liml = (-50941);
-        38: cosmic_pe5_pwl_pipe5_liml = (-53581);
-        39: cosmic_pe5_pwl_pipe5_liml = (-55834);
-        40: cosmic_pe5_pwl_pipe5_liml = (-57724);
-        41: cosmic_pe5_pwl_pipe5_liml = (-59287);
-        42: cosmic_pe5_pwl_pipe5_liml = (-60565);
-        43: cosmic_pe5_pwl_pipe5_liml = (-61598);
-        44: cosmic_pe5_pwl_pipe5_liml = (-62428);
-        45: cosmic_pe5_pwl_pipe5_liml = (-63090);
-        46: cosmic_pe5_pwl_pipe5_liml = (-63615);
-        47: cosmic_pe5_pwl_pipe5_liml = (-64030);
-        48: cosmic_pe5_pwl_pipe5_liml = (-64357);
-        49: cosmic_pe5_pwl_pipe5_liml = (-64614);
-        50: cosmic_pe5_pwl_pipe5_liml = (-64816);
-        51: cosmic_pe5_pwl_pipe5_liml = (-64974);
-        52: cosmic_pe5_pwl_pipe5_liml = (-65097);
-        53: cosmic_pe5_pwl_pipe5_liml = (-65194);
-        54: cosmic_pe5_pwl_pipe5_liml = (-65269);
-        55: cosmic_pe5_pwl_pipe5_liml = (-65328);
-        56: cosmic_pe5_pwl_pipe5_liml = (-65374);
-        57: cosmic_pe5_pwl_pipe5_liml = (-65410);
-        58: cosmic_pe5_pwl_pipe5_liml = (-65438);
-        59: cosmic_pe5_pwl_pipe5_liml = (-65459);
-        60: cosmic_pe5_pwl_pipe5_liml = (-65476);
-        61: cosmic_pe5_pwl_pipe5_liml = (-65489);
-        62: cosmic_pe5_pwl_pipe5_liml = (-65500);
-        default: cosmic_pe5_pwl_pipe5_liml = (-65508);
-    endcase
-end
+
+assign cosmic_pe5_pwl_pipe5_ta = $signed({cosmic_pe5_pwl_pipe5_base4[(32 - 1)], cosmic_pe5_pwl_pipe5_base4, cosmic_pe5_pwl_pipe5_rb4});
+assign cosmic_pe5_pwl_pipe5_tb = $signed({cosmic_pe5_pwl_pipe5_qe, cosmic_pe5_pwl_pipe5_rb4});
 
 
-always @(cosmic_pe5_pwl_pipe5_limh, cosmic_pe5_pwl_pipe5_liml, cosmic_pe5_pwl_pipe5_rnd4, cosmic_pe5_pwl_pipe5_ys) begin: cosmic_pe5_pwl_pipe5_outc
-    if ((cosmic_pe5_pwl_pipe5_rnd4 > cosmic_pe5_pwl_pipe5_limh)) begin
-        cosmic_pe5_y_sig = 65536;
-    end
-    else if ((cosmic_pe5_pwl_pipe5_rnd4 < cosmic_pe5_pwl_pipe5_liml)) begin
-        cosmic_pe5_y_sig = 0;
-    end
-    else begin
-        cosmic_pe5_y_sig = cosmic_pe5_pwl_pipe5_ys;
-    end
-end
+
+assign cosmic_pe5_pwl_pipe5_t4 = (cosmic_pe5_pwl_pipe5_ta + cosmic_pe5_pwl_pipe5_tb);
+
+
+
+assign cosmic_pe5_pwl_pipe5_unused = {cosmic_pe5_pwl_pipe5_t4[(32 + 1)], cosmic_pe5_pwl_pipe5_prod4[(16 - 1)-1:0], cosmic_pe5_pwl_pipe5_t4[0]};
+
+
+
+assign cosmic_pe5_y_sig = $signed(cosmic_pe5_pwl_pipe5_t4[(32 + 1)-1:1]);
 
 
 always @(posedge clk) begin: cosmic_pe5_pipe
@@ -18276,18 +16870,18 @@ always @(posedge clk) begin: cosmic_pe5_pipe
 end
 
 
-always @(cosmic_pe5_mul2_csa5_p) begin: cosmic_pe5_sext17_fill
+always @(cosmic_pe5_mul2_csa5_p) begin: cosmic_pe5_sext23_fill
     if (cosmic_pe5_mul2_csa5_p[(64 - 1)]) begin
-        cosmic_pe5_sext17_sgn = 255;
+        cosmic_pe5_sext23_sgn = 255;
     end
     else begin
-        cosmic_pe5_sext17_sgn = 0;
+        cosmic_pe5_sext23_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe5_sext17_xe = $signed({cosmic_pe5_sext17_sgn, cosmic_pe5_mul2_csa5_p});
+assign cosmic_pe5_sext23_xe = $signed({cosmic_pe5_sext23_sgn, cosmic_pe5_mul2_csa5_p});
 
 
 always @(cosmic_pe5_clr6, cosmic_pe5_acc) begin: cosmic_pe5_acc_csel5_gate
@@ -18302,9 +16896,9 @@ end
 
 
 assign cosmic_pe5_acc_csel5_al = cosmic_pe5_acc_csel5_ai[36-1:0];
-assign cosmic_pe5_acc_csel5_pl = cosmic_pe5_sext17_xe[36-1:0];
+assign cosmic_pe5_acc_csel5_pl = cosmic_pe5_sext23_xe[36-1:0];
 assign cosmic_pe5_acc_csel5_ah = $signed(cosmic_pe5_acc_csel5_ai[72-1:36]);
-assign cosmic_pe5_acc_csel5_ph = $signed(cosmic_pe5_sext17_xe[72-1:36]);
+assign cosmic_pe5_acc_csel5_ph = $signed(cosmic_pe5_sext23_xe[72-1:36]);
 
 
 
@@ -18328,75 +16922,75 @@ assign cosmic_pe5_acc_csel5_full = $signed({cosmic_pe5_acc_csel5_hs, cosmic_pe5_
 
 
 
-assign cosmic_pe5_acc_csel5_sat29_hi = cosmic_pe5_acc_csel5_full[73-1:(72 - 1)];
+assign cosmic_pe5_acc_csel5_sat17_hi = cosmic_pe5_acc_csel5_full[73-1:(72 - 1)];
 
 
 
-assign cosmic_pe5_acc_csel5_sat29_hin = (~cosmic_pe5_acc_csel5_sat29_hi);
+assign cosmic_pe5_acc_csel5_sat17_hin = (~cosmic_pe5_acc_csel5_sat17_hi);
 
 
 
-assign cosmic_pe5_acc_csel5_sat29_nsign = (!cosmic_pe5_acc_csel5_full[(73 - 1)]);
+assign cosmic_pe5_acc_csel5_sat17_nsign = (!cosmic_pe5_acc_csel5_full[(73 - 1)]);
 
 
-always @(cosmic_pe5_acc_csel5_sat29_fill, cosmic_pe5_acc_csel5_sat29_hi, cosmic_pe5_acc_csel5_full, cosmic_pe5_acc_csel5_sat29_hin) begin: cosmic_pe5_acc_csel5_sat29_clamp
-    if (((cosmic_pe5_acc_csel5_sat29_hi == 0) || (cosmic_pe5_acc_csel5_sat29_hin == 0))) begin
+always @(cosmic_pe5_acc_csel5_sat17_fill, cosmic_pe5_acc_csel5_sat17_hi, cosmic_pe5_acc_csel5_full, cosmic_pe5_acc_csel5_sat17_hin) begin: cosmic_pe5_acc_csel5_sat17_clamp
+    if (((cosmic_pe5_acc_csel5_sat17_hi == 0) || (cosmic_pe5_acc_csel5_sat17_hin == 0))) begin
         cosmic_pe5_acc_new = $signed(cosmic_pe5_acc_csel5_full[72-1:0]);
     end
     else begin
-        cosmic_pe5_acc_new = $signed({cosmic_pe5_acc_csel5_full[(73 - 1)], cosmic_pe5_acc_csel5_sat29_fill});
+        cosmic_pe5_acc_new = $signed({cosmic_pe5_acc_csel5_full[(73 - 1)], cosmic_pe5_acc_csel5_sat17_fill});
     end
 end
 
 
 
-assign cosmic_pe5_round_sat_fast16_lo = cosmic_pe5_mul2_csa5_p[16+:32];
-assign cosmic_pe5_round_sat_fast16_rb = cosmic_pe5_mul2_csa5_p[(16 - 1)];
-assign cosmic_pe5_round_sat_fast16_hi = cosmic_pe5_mul2_csa5_p[64-1:(16 + 32)];
-assign cosmic_pe5_round_sat_fast16_neg = cosmic_pe5_mul2_csa5_p[(64 - 1)];
-assign cosmic_pe5_round_sat_fast16_nneg = (!cosmic_pe5_mul2_csa5_p[(64 - 1)]);
+assign cosmic_pe5_round_sat_fast10_lo = cosmic_pe5_mul2_csa5_p[16+:32];
+assign cosmic_pe5_round_sat_fast10_rb = cosmic_pe5_mul2_csa5_p[(16 - 1)];
+assign cosmic_pe5_round_sat_fast10_hi = cosmic_pe5_mul2_csa5_p[64-1:(16 + 32)];
+assign cosmic_pe5_round_sat_fast10_neg = cosmic_pe5_mul2_csa5_p[(64 - 1)];
+assign cosmic_pe5_round_sat_fast10_nneg = (!cosmic_pe5_mul2_csa5_p[(64 - 1)]);
 
 
 
-assign cosmic_pe5_round_sat_fast16_hin = (~cosmic_pe5_round_sat_fast16_hi);
+assign cosmic_pe5_round_sat_fast10_hin = (~cosmic_pe5_round_sat_fast10_hi);
 
 
 
-assign cosmic_pe5_round_sat_fast16_s = (cosmic_pe5_round_sat_fast16_lo + cosmic_pe5_round_sat_fast16_rb);
+assign cosmic_pe5_round_sat_fast10_s = (cosmic_pe5_round_sat_fast10_lo + cosmic_pe5_round_sat_fast10_rb);
 
 
-always @(cosmic_pe5_round_sat_fast16_s, cosmic_pe5_round_sat_fast16_hin, cosmic_pe5_round_sat_fast16_hi, cosmic_pe5_round_sat_fast16_neg, cosmic_pe5_round_sat_fast16_fill) begin: cosmic_pe5_round_sat_fast16_outc
-    if (((cosmic_pe5_round_sat_fast16_s[32] && (cosmic_pe5_round_sat_fast16_hin == 0)) || ((!cosmic_pe5_round_sat_fast16_s[32]) && (((cosmic_pe5_round_sat_fast16_hi == 0) && (!cosmic_pe5_round_sat_fast16_s[(32 - 1)])) || ((cosmic_pe5_round_sat_fast16_hin == 0) && cosmic_pe5_round_sat_fast16_s[(32 - 1)]))))) begin
-        cosmic_pe5_mul_s = $signed(cosmic_pe5_round_sat_fast16_s[32-1:0]);
+always @(cosmic_pe5_round_sat_fast10_s, cosmic_pe5_round_sat_fast10_hin, cosmic_pe5_round_sat_fast10_hi, cosmic_pe5_round_sat_fast10_neg, cosmic_pe5_round_sat_fast10_fill) begin: cosmic_pe5_round_sat_fast10_outc
+    if (((cosmic_pe5_round_sat_fast10_s[32] && (cosmic_pe5_round_sat_fast10_hin == 0)) || ((!cosmic_pe5_round_sat_fast10_s[32]) && (((cosmic_pe5_round_sat_fast10_hi == 0) && (!cosmic_pe5_round_sat_fast10_s[(32 - 1)])) || ((cosmic_pe5_round_sat_fast10_hin == 0) && cosmic_pe5_round_sat_fast10_s[(32 - 1)]))))) begin
+        cosmic_pe5_mul_s = $signed(cosmic_pe5_round_sat_fast10_s[32-1:0]);
     end
     else begin
-        cosmic_pe5_mul_s = $signed({cosmic_pe5_round_sat_fast16_neg, cosmic_pe5_round_sat_fast16_fill});
+        cosmic_pe5_mul_s = $signed({cosmic_pe5_round_sat_fast10_neg, cosmic_pe5_round_sat_fast10_fill});
     end
 end
 
 
 
-assign cosmic_pe5_round_sat_fast17_lo = cosmic_pe5_acc[16+:32];
-assign cosmic_pe5_round_sat_fast17_rb = cosmic_pe5_acc[(16 - 1)];
-assign cosmic_pe5_round_sat_fast17_hi = cosmic_pe5_acc[72-1:(16 + 32)];
-assign cosmic_pe5_round_sat_fast17_neg = cosmic_pe5_acc[(72 - 1)];
-assign cosmic_pe5_round_sat_fast17_nneg = (!cosmic_pe5_acc[(72 - 1)]);
+assign cosmic_pe5_round_sat_fast11_lo = cosmic_pe5_acc[16+:32];
+assign cosmic_pe5_round_sat_fast11_rb = cosmic_pe5_acc[(16 - 1)];
+assign cosmic_pe5_round_sat_fast11_hi = cosmic_pe5_acc[72-1:(16 + 32)];
+assign cosmic_pe5_round_sat_fast11_neg = cosmic_pe5_acc[(72 - 1)];
+assign cosmic_pe5_round_sat_fast11_nneg = (!cosmic_pe5_acc[(72 - 1)]);
 
 
 
-assign cosmic_pe5_round_sat_fast17_hin = (~cosmic_pe5_round_sat_fast17_hi);
+assign cosmic_pe5_round_sat_fast11_hin = (~cosmic_pe5_round_sat_fast11_hi);
 
 
 
-assign cosmic_pe5_round_sat_fast17_s = (cosmic_pe5_round_sat_fast17_lo + cosmic_pe5_round_sat_fast17_rb);
+assign cosmic_pe5_round_sat_fast11_s = (cosmic_pe5_round_sat_fast11_lo + cosmic_pe5_round_sat_fast11_rb);
 
 
-always @(cosmic_pe5_round_sat_fast17_s, cosmic_pe5_round_sat_fast17_hin, cosmic_pe5_round_sat_fast17_hi, cosmic_pe5_round_sat_fast17_neg, cosmic_pe5_round_sat_fast17_fill) begin: cosmic_pe5_round_sat_fast17_outc
-    if (((cosmic_pe5_round_sat_fast17_s[32] && (cosmic_pe5_round_sat_fast17_hin == 0)) || ((!cosmic_pe5_round_sat_fast17_s[32]) && (((cosmic_pe5_round_sat_fast17_hi == 0) && (!cosmic_pe5_round_sat_fast17_s[(32 - 1)])) || ((cosmic_pe5_round_sat_fast17_hin == 0) && cosmic_pe5_round_sat_fast17_s[(32 - 1)]))))) begin
-        cosmic_pe5_y_gau = $signed(cosmic_pe5_round_sat_fast17_s[32-1:0]);
+always @(cosmic_pe5_round_sat_fast11_s, cosmic_pe5_round_sat_fast11_hin, cosmic_pe5_round_sat_fast11_hi, cosmic_pe5_round_sat_fast11_neg, cosmic_pe5_round_sat_fast11_fill) begin: cosmic_pe5_round_sat_fast11_outc
+    if (((cosmic_pe5_round_sat_fast11_s[32] && (cosmic_pe5_round_sat_fast11_hin == 0)) || ((!cosmic_pe5_round_sat_fast11_s[32]) && (((cosmic_pe5_round_sat_fast11_hi == 0) && (!cosmic_pe5_round_sat_fast11_s[(32 - 1)])) || ((cosmic_pe5_round_sat_fast11_hin == 0) && cosmic_pe5_round_sat_fast11_s[(32 - 1)]))))) begin
+        cosmic_pe5_y_gau = $signed(cosmic_pe5_round_sat_fast11_s[32-1:0]);
     end
     else begin
-        cosmic_pe5_y_gau = $signed({cosmic_pe5_round_sat_fast17_neg, cosmic_pe5_round_sat_fast17_fill});
+        cosmic_pe5_y_gau = $signed({cosmic_pe5_round_sat_fast11_neg, cosmic_pe5_round_sat_fast11_fill});
     end
 end
 
@@ -19589,45 +18183,45 @@ assign cosmic_pe6_dif_ab = (cosmic_pe6_fa - cosmic_pe6_fb);
 
 
 
-assign cosmic_pe6_sat30_hi = cosmic_pe6_sum_ab[33-1:(32 - 1)];
+assign cosmic_pe6_sat18_hi = cosmic_pe6_sum_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe6_sat30_hin = (~cosmic_pe6_sat30_hi);
+assign cosmic_pe6_sat18_hin = (~cosmic_pe6_sat18_hi);
 
 
 
-assign cosmic_pe6_sat30_nsign = (!cosmic_pe6_sum_ab[(33 - 1)]);
+assign cosmic_pe6_sat18_nsign = (!cosmic_pe6_sum_ab[(33 - 1)]);
 
 
-always @(cosmic_pe6_sat30_fill, cosmic_pe6_sat30_hi, cosmic_pe6_sum_ab, cosmic_pe6_sat30_hin) begin: cosmic_pe6_sat30_clamp
-    if (((cosmic_pe6_sat30_hi == 0) || (cosmic_pe6_sat30_hin == 0))) begin
+always @(cosmic_pe6_sat18_fill, cosmic_pe6_sat18_hi, cosmic_pe6_sum_ab, cosmic_pe6_sat18_hin) begin: cosmic_pe6_sat18_clamp
+    if (((cosmic_pe6_sat18_hi == 0) || (cosmic_pe6_sat18_hin == 0))) begin
         cosmic_pe6_add_s = $signed(cosmic_pe6_sum_ab[32-1:0]);
     end
     else begin
-        cosmic_pe6_add_s = $signed({cosmic_pe6_sum_ab[(33 - 1)], cosmic_pe6_sat30_fill});
+        cosmic_pe6_add_s = $signed({cosmic_pe6_sum_ab[(33 - 1)], cosmic_pe6_sat18_fill});
     end
 end
 
 
 
-assign cosmic_pe6_sat31_hi = cosmic_pe6_dif_ab[33-1:(32 - 1)];
+assign cosmic_pe6_sat19_hi = cosmic_pe6_dif_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe6_sat31_hin = (~cosmic_pe6_sat31_hi);
+assign cosmic_pe6_sat19_hin = (~cosmic_pe6_sat19_hi);
 
 
 
-assign cosmic_pe6_sat31_nsign = (!cosmic_pe6_dif_ab[(33 - 1)]);
+assign cosmic_pe6_sat19_nsign = (!cosmic_pe6_dif_ab[(33 - 1)]);
 
 
-always @(cosmic_pe6_sat31_fill, cosmic_pe6_sat31_hi, cosmic_pe6_dif_ab, cosmic_pe6_sat31_hin) begin: cosmic_pe6_sat31_clamp
-    if (((cosmic_pe6_sat31_hi == 0) || (cosmic_pe6_sat31_hin == 0))) begin
+always @(cosmic_pe6_sat19_fill, cosmic_pe6_sat19_hi, cosmic_pe6_dif_ab, cosmic_pe6_sat19_hin) begin: cosmic_pe6_sat19_clamp
+    if (((cosmic_pe6_sat19_hi == 0) || (cosmic_pe6_sat19_hin == 0))) begin
         cosmic_pe6_sub_s = $signed(cosmic_pe6_dif_ab[32-1:0]);
     end
     else begin
-        cosmic_pe6_sub_s = $signed({cosmic_pe6_dif_ab[(33 - 1)], cosmic_pe6_sat31_fill});
+        cosmic_pe6_sub_s = $signed({cosmic_pe6_dif_ab[(33 - 1)], cosmic_pe6_sat19_fill});
     end
 end
 
@@ -19711,32 +18305,32 @@ always @(posedge clk) begin: cosmic_pe6_mul2_csa6_st1
 end
 
 
-always @(cosmic_pe6_mul2_csa6_lh) begin: cosmic_pe6_mul2_csa6_sext18_fill
+always @(cosmic_pe6_mul2_csa6_lh) begin: cosmic_pe6_mul2_csa6_sext24_fill
     if (cosmic_pe6_mul2_csa6_lh[(33 - 1)]) begin
-        cosmic_pe6_mul2_csa6_sext18_sgn = 32767;
+        cosmic_pe6_mul2_csa6_sext24_sgn = 32767;
     end
     else begin
-        cosmic_pe6_mul2_csa6_sext18_sgn = 0;
+        cosmic_pe6_mul2_csa6_sext24_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe6_mul2_csa6_lhe = $signed({cosmic_pe6_mul2_csa6_sext18_sgn, cosmic_pe6_mul2_csa6_lh});
+assign cosmic_pe6_mul2_csa6_lhe = $signed({cosmic_pe6_mul2_csa6_sext24_sgn, cosmic_pe6_mul2_csa6_lh});
 
 
-always @(cosmic_pe6_mul2_csa6_hl) begin: cosmic_pe6_mul2_csa6_sext19_fill
+always @(cosmic_pe6_mul2_csa6_hl) begin: cosmic_pe6_mul2_csa6_sext25_fill
     if (cosmic_pe6_mul2_csa6_hl[(33 - 1)]) begin
-        cosmic_pe6_mul2_csa6_sext19_sgn = 32767;
+        cosmic_pe6_mul2_csa6_sext25_sgn = 32767;
     end
     else begin
-        cosmic_pe6_mul2_csa6_sext19_sgn = 0;
+        cosmic_pe6_mul2_csa6_sext25_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe6_mul2_csa6_hle = $signed({cosmic_pe6_mul2_csa6_sext19_sgn, cosmic_pe6_mul2_csa6_hl});
+assign cosmic_pe6_mul2_csa6_hle = $signed({cosmic_pe6_mul2_csa6_sext25_sgn, cosmic_pe6_mul2_csa6_hl});
 
 
 
@@ -19774,406 +18368,257 @@ end
 assign cosmic_pe6_pwl_pipe6_zl = (cosmic_pe6_fa + 524288);
 
 
-always @(cosmic_pe6_pwl_pipe6_zl, cosmic_pe6_fa) begin: cosmic_pe6_pwl_pipe6_clampz
-    if ((cosmic_pe6_fa >= 524288)) begin
-        cosmic_pe6_pwl_pipe6_u_c = 1048575;
-    end
-    else if ((cosmic_pe6_fa < (-524288))) begin
-        cosmic_pe6_pwl_pipe6_u_c = 0;
-    end
-    else begin
-        cosmic_pe6_pwl_pipe6_u_c = cosmic_pe6_pwl_pipe6_zl[20-1:0];
-    end
-end
+
+assign cosmic_pe6_pwl_pipe6_zl_unused = cosmic_pe6_pwl_pipe6_zl[(32 + 1)-1:20];
 
 
 always @(posedge clk) begin: cosmic_pe6_pwl_pipe6_p1
     if (rst == 1) begin
-        cosmic_pe6_pwl_pipe6_u1 <= 0;
+        cosmic_pe6_pwl_pipe6_ge1 <= 0;
+        cosmic_pe6_pwl_pipe6_lt1 <= 0;
+        cosmic_pe6_pwl_pipe6_zl1 <= 0;
     end
     else begin
-        cosmic_pe6_pwl_pipe6_u1 <= cosmic_pe6_pwl_pipe6_u_c;
+        cosmic_pe6_pwl_pipe6_zl1 <= cosmic_pe6_pwl_pipe6_zl[20-1:0];
+        cosmic_pe6_pwl_pipe6_ge1 <= (cosmic_pe6_fa >= 524288);
+        cosmic_pe6_pwl_pipe6_lt1 <= (cosmic_pe6_fa < (-524288));
     end
 end
 
 
+always @(cosmic_pe6_pwl_pipe6_ge1, cosmic_pe6_pwl_pipe6_zl1, cosmic_pe6_pwl_pipe6_lt1) begin: cosmic_pe6_pwl_pipe6_clampz
+    if (cosmic_pe6_pwl_pipe6_ge1) begin
+        cosmic_pe6_pwl_pipe6_idx_s = 63;
+        cosmic_pe6_pwl_pipe6_idx_b = 63;
+        cosmic_pe6_pwl_pipe6_off2 = 16383;
+    end
+    else if (cosmic_pe6_pwl_pipe6_lt1) begin
+        cosmic_pe6_pwl_pipe6_idx_s = cosmic_pe6_pwl_pipe6_zl1[20-1:14];
+        cosmic_pe6_pwl_pipe6_idx_b = 0;
+        cosmic_pe6_pwl_pipe6_off2 = cosmic_pe6_pwl_pipe6_zl1[14-1:0];
+    end
+    else begin
+        cosmic_pe6_pwl_pipe6_idx_s = cosmic_pe6_pwl_pipe6_zl1[20-1:14];
+        cosmic_pe6_pwl_pipe6_idx_b = cosmic_pe6_pwl_pipe6_zl1[20-1:14];
+        cosmic_pe6_pwl_pipe6_off2 = cosmic_pe6_pwl_pipe6_zl1[14-1:0];
+    end
+end
 
-assign cosmic_pe6_pwl_pipe6_idx2 = cosmic_pe6_pwl_pipe6_u1[20-1:14];
-assign cosmic_pe6_pwl_pipe6_off2 = $signed({1'h0, cosmic_pe6_pwl_pipe6_u1[14-1:0]});
 
-
-always @(cosmic_pe6_pwl_pipe6_idx2) begin: cosmic_pe6_pwl_pipe6_p2rom
-    case (cosmic_pe6_pwl_pipe6_idx2)
-        0: cosmic_pe6_pwl_pipe6_slope2 = 25;
-        1: cosmic_pe6_pwl_pipe6_slope2 = 32;
-        2: cosmic_pe6_pwl_pipe6_slope2 = 41;
-        3: cosmic_pe6_pwl_pipe6_slope2 = 53;
-        4: cosmic_pe6_pwl_pipe6_slope2 = 68;
-        5: cosmic_pe6_pwl_pipe6_slope2 = 87;
-        6: cosmic_pe6_pwl_pipe6_slope2 = 112;
-        7: cosmic_pe6_pwl_pipe6_slope2 = 143;
-        8: cosmic_pe6_pwl_pipe6_slope2 = 184;
-        9: cosmic_pe6_pwl_pipe6_slope2 = 235;
-        10: cosmic_pe6_pwl_pipe6_slope2 = 301;
-        11: cosmic_pe6_pwl_pipe6_slope2 = 386;
-        12: cosmic_pe6_pwl_pipe6_slope2 = 494;
-        13: cosmic_pe6_pwl_pipe6_slope2 = 632;
-        14: cosmic_pe6_pwl_pipe6_slope2 = 807;
-        15: cosmic_pe6_pwl_pipe6_slope2 = 1028;
-        16: cosmic_pe6_pwl_pipe6_slope2 = 1308;
-        17: cosmic_pe6_pwl_pipe6_slope2 = 1661;
-        18: cosmic_pe6_pwl_pipe6_slope2 = 2101;
-        19: cosmic_pe6_pwl_pipe6_slope2 = 2647;
-        20: cosmic_pe6_pwl_pipe6_slope2 = 3319;
-        21: cosmic_pe6_pwl_pipe6_slope2 = 4134;
-        22: cosmic_pe6_pwl_pipe6_slope2 = 5110;
-        23: cosmic_pe6_pwl_pipe6_slope2 = 6253;
-        24: cosmic_pe6_pwl_pipe6_slope2 = 7561;
-        25: cosmic_pe6_pwl_pipe6_slope2 = 9012;
-        26: cosmic_pe6_pwl_pipe6_slope2 = 10558;
-        27: cosmic_pe6_pwl_pipe6_slope2 = 12122;
-        28: cosmic_pe6_pwl_pipe6_slope2 = 13600;
-        29: cosmic_pe6_pwl_pipe6_slope2 = 14869;
-        30: cosmic_pe6_pwl_pipe6_slope2 = 15803;
-        31: cosmic_pe6_pwl_pipe6_slope2 = 16299;
-        32: cosmic_pe6_pwl_pipe6_slope2 = 16299;
-        33: cosmic_pe6_pwl_pipe6_slope2 = 15803;
-        34: cosmic_pe6_pwl_pipe6_slope2 = 14869;
-        35: cosmic_pe6_pwl_pipe6_slope2 = 13600;
-        36: cosmic_pe6_pwl_pipe6_slope2 = 12122;
-        37: cosmic_pe6_pwl_pipe6_slope2 = 10558;
-        38: cosmic_pe6_pwl_pipe6_slope2 = 9012;
-        39: cosmic_pe6_pwl_pipe6_slope2 = 7561;
-        40: cosmic_pe6_pwl_pipe6_slope2 = 6253;
-        41: cosmic_pe6_pwl_pipe6_slope2 = 5110;
-        42: cosmic_pe6_pwl_pipe6_slope2 = 4134;
-        43: cosmic_pe6_pwl_pipe6_slope2 = 3319;
-        44: cosmic_pe6_pwl_pipe6_slope2 = 2647;
-        45: cosmic_pe6_pwl_pipe6_slope2 = 2101;
-        46: cosmic_pe6_pwl_pipe6_slope2 = 1661;
-        47: cosmic_pe6_pwl_pipe6_slope2 = 1308;
-        48: cosmic_pe6_pwl_pipe6_slope2 = 1028;
-        49: cosmic_pe6_pwl_pipe6_slope2 = 807;
-        50: cosmic_pe6_pwl_pipe6_slope2 = 632;
-        51: cosmic_pe6_pwl_pipe6_slope2 = 494;
-        52: cosmic_pe6_pwl_pipe6_slope2 = 386;
-        53: cosmic_pe6_pwl_pipe6_slope2 = 301;
-        54: cosmic_pe6_pwl_pipe6_slope2 = 235;
-        55: cosmic_pe6_pwl_pipe6_slope2 = 184;
-        56: cosmic_pe6_pwl_pipe6_slope2 = 143;
-        57: cosmic_pe6_pwl_pipe6_slope2 = 112;
-        58: cosmic_pe6_pwl_pipe6_slope2 = 87;
-        59: cosmic_pe6_pwl_pipe6_slope2 = 68;
-        60: cosmic_pe6_pwl_pipe6_slope2 = 53;
-        61: cosmic_pe6_pwl_pipe6_slope2 = 41;
-        62: cosmic_pe6_pwl_pipe6_slope2 = 32;
-        default: cosmic_pe6_pwl_pipe6_slope2 = 25;
+always @(cosmic_pe6_pwl_pipe6_idx_s) begin: cosmic_pe6_pwl_pipe6_p2rom
+    case (cosmic_pe6_pwl_pipe6_idx_s)
+        0: cosmic_pe6_pwl_pipe6_slope_r = 25;
+        1: cosmic_pe6_pwl_pipe6_slope_r = 32;
+        2: cosmic_pe6_pwl_pipe6_slope_r = 41;
+        3: cosmic_pe6_pwl_pipe6_slope_r = 53;
+        4: cosmic_pe6_pwl_pipe6_slope_r = 68;
+        5: cosmic_pe6_pwl_pipe6_slope_r = 87;
+        6: cosmic_pe6_pwl_pipe6_slope_r = 112;
+        7: cosmic_pe6_pwl_pipe6_slope_r = 143;
+        8: cosmic_pe6_pwl_pipe6_slope_r = 184;
+        9: cosmic_pe6_pwl_pipe6_slope_r = 235;
+        10: cosmic_pe6_pwl_pipe6_slope_r = 301;
+        11: cosmic_pe6_pwl_pipe6_slope_r = 386;
+        12: cosmic_pe6_pwl_pipe6_slope_r = 494;
+        13: cosmic_pe6_pwl_pipe6_slope_r = 632;
+        14: cosmic_pe6_pwl_pipe6_slope_r = 807;
+        15: cosmic_pe6_pwl_pipe6_slope_r = 1028;
+        16: cosmic_pe6_pwl_pipe6_slope_r = 1308;
+        17: cosmic_pe6_pwl_pipe6_slope_r = 1661;
+        18: cosmic_pe6_pwl_pipe6_slope_r = 2101;
+        19: cosmic_pe6_pwl_pipe6_slope_r = 2647;
+        20: cosmic_pe6_pwl_pipe6_slope_r = 3319;
+        21: cosmic_pe6_pwl_pipe6_slope_r = 4134;
+        22: cosmic_pe6_pwl_pipe6_slope_r = 5110;
+        23: cosmic_pe6_pwl_pipe6_slope_r = 6253;
+        24: cosmic_pe6_pwl_pipe6_slope_r = 7561;
+        25: cosmic_pe6_pwl_pipe6_slope_r = 9012;
+        26: cosmic_pe6_pwl_pipe6_slope_r = 10558;
+        27: cosmic_pe6_pwl_pipe6_slope_r = 12122;
+        28: cosmic_pe6_pwl_pipe6_slope_r = 13600;
+        29: cosmic_pe6_pwl_pipe6_slope_r = 14869;
+        30: cosmic_pe6_pwl_pipe6_slope_r = 15803;
+        31: cosmic_pe6_pwl_pipe6_slope_r = 16299;
+        32: cosmic_pe6_pwl_pipe6_slope_r = 16299;
+        33: cosmic_pe6_pwl_pipe6_slope_r = 15803;
+        34: cosmic_pe6_pwl_pipe6_slope_r = 14869;
+        35: cosmic_pe6_pwl_pipe6_slope_r = 13600;
+        36: cosmic_pe6_pwl_pipe6_slope_r = 12122;
+        37: cosmic_pe6_pwl_pipe6_slope_r = 10558;
+        38: cosmic_pe6_pwl_pipe6_slope_r = 9012;
+        39: cosmic_pe6_pwl_pipe6_slope_r = 7561;
+        40: cosmic_pe6_pwl_pipe6_slope_r = 6253;
+        41: cosmic_pe6_pwl_pipe6_slope_r = 5110;
+        42: cosmic_pe6_pwl_pipe6_slope_r = 4134;
+        43: cosmic_pe6_pwl_pipe6_slope_r = 3319;
+        44: cosmic_pe6_pwl_pipe6_slope_r = 2647;
+        45: cosmic_pe6_pwl_pipe6_slope_r = 2101;
+        46: cosmic_pe6_pwl_pipe6_slope_r = 1661;
+        47: cosmic_pe6_pwl_pipe6_slope_r = 1308;
+        48: cosmic_pe6_pwl_pipe6_slope_r = 1028;
+        49: cosmic_pe6_pwl_pipe6_slope_r = 807;
+        50: cosmic_pe6_pwl_pipe6_slope_r = 632;
+        51: cosmic_pe6_pwl_pipe6_slope_r = 494;
+        52: cosmic_pe6_pwl_pipe6_slope_r = 386;
+        53: cosmic_pe6_pwl_pipe6_slope_r = 301;
+        54: cosmic_pe6_pwl_pipe6_slope_r = 235;
+        55: cosmic_pe6_pwl_pipe6_slope_r = 184;
+        56: cosmic_pe6_pwl_pipe6_slope_r = 143;
+        57: cosmic_pe6_pwl_pipe6_slope_r = 112;
+        58: cosmic_pe6_pwl_pipe6_slope_r = 87;
+        59: cosmic_pe6_pwl_pipe6_slope_r = 68;
+        60: cosmic_pe6_pwl_pipe6_slope_r = 53;
+        61: cosmic_pe6_pwl_pipe6_slope_r = 41;
+        62: cosmic_pe6_pwl_pipe6_slope_r = 32;
+        default: cosmic_pe6_pwl_pipe6_slope_r = 25;
     endcase
+end
+
+
+always @(cosmic_pe6_pwl_pipe6_idx_b) begin: cosmic_pe6_pwl_pipe6_p2romb
+    case (cosmic_pe6_pwl_pipe6_idx_b)
+        0: cosmic_pe6_pwl_pipe6_base2 = 22;
+        1: cosmic_pe6_pwl_pipe6_base2 = 28;
+        2: cosmic_pe6_pwl_pipe6_base2 = 36;
+        3: cosmic_pe6_pwl_pipe6_base2 = 47;
+        4: cosmic_pe6_pwl_pipe6_base2 = 60;
+        5: cosmic_pe6_pwl_pipe6_base2 = 77;
+        6: cosmic_pe6_pwl_pipe6_base2 = 98;
+        7: cosmic_pe6_pwl_pipe6_base2 = 126;
+        8: cosmic_pe6_pwl_pipe6_base2 = 162;
+        9: cosmic_pe6_pwl_pipe6_base2 = 208;
+        10: cosmic_pe6_pwl_pipe6_base2 = 267;
+        11: cosmic_pe6_pwl_pipe6_base2 = 342;
+        12: cosmic_pe6_pwl_pipe6_base2 = 439;
+        13: cosmic_pe6_pwl_pipe6_base2 = 562;
+        14: cosmic_pe6_pwl_pipe6_base2 = 720;
+        15: cosmic_pe6_pwl_pipe6_base2 = 922;
+        16: cosmic_pe6_pwl_pipe6_base2 = 1179;
+        17: cosmic_pe6_pwl_pipe6_base2 = 1506;
+        18: cosmic_pe6_pwl_pipe6_base2 = 1921;
+        19: cosmic_pe6_pwl_pipe6_base2 = 2446;
+        20: cosmic_pe6_pwl_pipe6_base2 = 3108;
+        21: cosmic_pe6_pwl_pipe6_base2 = 3938;
+        22: cosmic_pe6_pwl_pipe6_base2 = 4971;
+        23: cosmic_pe6_pwl_pipe6_base2 = 6249;
+        24: cosmic_pe6_pwl_pipe6_base2 = 7812;
+        25: cosmic_pe6_pwl_pipe6_base2 = 9702;
+        26: cosmic_pe6_pwl_pipe6_base2 = 11955;
+        27: cosmic_pe6_pwl_pipe6_base2 = 14595;
+        28: cosmic_pe6_pwl_pipe6_base2 = 17625;
+        29: cosmic_pe6_pwl_pipe6_base2 = 21025;
+        30: cosmic_pe6_pwl_pipe6_base2 = 24743;
+        31: cosmic_pe6_pwl_pipe6_base2 = 28693;
+        32: cosmic_pe6_pwl_pipe6_base2 = 32768;
+        33: cosmic_pe6_pwl_pipe6_base2 = 36843;
+        34: cosmic_pe6_pwl_pipe6_base2 = 40793;
+        35: cosmic_pe6_pwl_pipe6_base2 = 44511;
+        36: cosmic_pe6_pwl_pipe6_base2 = 47911;
+        37: cosmic_pe6_pwl_pipe6_base2 = 50941;
+        38: cosmic_pe6_pwl_pipe6_base2 = 53581;
+        39: cosmic_pe6_pwl_pipe6_base2 = 55834;
+        40: cosmic_pe6_pwl_pipe6_base2 = 57724;
+        41: cosmic_pe6_pwl_pipe6_base2 = 59287;
+        42: cosmic_pe6_pwl_pipe6_base2 = 60565;
+        43: cosmic_pe6_pwl_pipe6_base2 = 61598;
+        44: cosmic_pe6_pwl_pipe6_base2 = 62428;
+        45: cosmic_pe6_pwl_pipe6_base2 = 63090;
+        46: cosmic_pe6_pwl_pipe6_base2 = 63615;
+        47: cosmic_pe6_pwl_pipe6_base2 = 64030;
+        48: cosmic_pe6_pwl_pipe6_base2 = 64357;
+        49: cosmic_pe6_pwl_pipe6_base2 = 64614;
+        50: cosmic_pe6_pwl_pipe6_base2 = 64816;
+        51: cosmic_pe6_pwl_pipe6_base2 = 64974;
+        52: cosmic_pe6_pwl_pipe6_base2 = 65097;
+        53: cosmic_pe6_pwl_pipe6_base2 = 65194;
+        54: cosmic_pe6_pwl_pipe6_base2 = 65269;
+        55: cosmic_pe6_pwl_pipe6_base2 = 65328;
+        56: cosmic_pe6_pwl_pipe6_base2 = 65374;
+        57: cosmic_pe6_pwl_pipe6_base2 = 65410;
+        58: cosmic_pe6_pwl_pipe6_base2 = 65438;
+        59: cosmic_pe6_pwl_pipe6_base2 = 65459;
+        60: cosmic_pe6_pwl_pipe6_base2 = 65476;
+        61: cosmic_pe6_pwl_pipe6_base2 = 65489;
+        62: cosmic_pe6_pwl_pipe6_base2 = 65500;
+        default: cosmic_pe6_pwl_pipe6_base2 = 65508;
+    endcase
+end
+
+
+always @(cosmic_pe6_pwl_pipe6_slope_r, cosmic_pe6_pwl_pipe6_lt1) begin: cosmic_pe6_pwl_pipe6_p2z
+    if (cosmic_pe6_pwl_pipe6_lt1) begin
+        cosmic_pe6_pwl_pipe6_slope2 = 0;
+    end
+    else begin
+        cosmic_pe6_pwl_pipe6_slope2 = cosmic_pe6_pwl_pipe6_slope_r;
+    end
 end
 
 
 always @(posedge clk) begin: cosmic_pe6_pwl_pipe6_p2
     if (rst == 1) begin
-        cosmic_pe6_pwl_pipe6_idx3 <= 0;
-        cosmic_pe6_pwl_pipe6_prod3 <= 0;
+        cosmic_pe6_pwl_pipe6_base3 <= 0;
+        cosmic_pe6_pwl_pipe6_slope3 <= 0;
+        cosmic_pe6_pwl_pipe6_off3 <= 0;
     end
     else begin
-        cosmic_pe6_pwl_pipe6_prod3 <= (cosmic_pe6_pwl_pipe6_slope2 * cosmic_pe6_pwl_pipe6_off2);
-        cosmic_pe6_pwl_pipe6_idx3 <= cosmic_pe6_pwl_pipe6_idx2;
+        cosmic_pe6_pwl_pipe6_slope3 <= cosmic_pe6_pwl_pipe6_slope2;
+        cosmic_pe6_pwl_pipe6_off3 <= cosmic_pe6_pwl_pipe6_off2;
+        cosmic_pe6_pwl_pipe6_base3 <= cosmic_pe6_pwl_pipe6_base2;
     end
 end
 
 
 
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_t = $signed(cosmic_pe6_pwl_pipe6_prod3 >>> 16);
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_rb = $signed({32'h0, cosmic_pe6_pwl_pipe6_prod3[(16 - 1)]});
-
-
-
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r = (cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_t + cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_rb);
-
-
-
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hi = cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hin = (~cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hi);
-
-
-
-assign cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign = (!cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r[(33 - 1)]);
-
-
-always @(cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill, cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hi, cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r, cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hin) begin: cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_clamp
-    if (((cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hi == 0) || (cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hin == 0))) begin
-        cosmic_pe6_pwl_pipe6_rnd_c = $signed(cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r[32-1:0]);
-    end
-    else begin
-        cosmic_pe6_pwl_pipe6_rnd_c = $signed({cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r[(33 - 1)], cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill});
-    end
-end
+assign cosmic_pe6_pwl_pipe6_off3s = $signed({1'h0, cosmic_pe6_pwl_pipe6_off3});
 
 
 always @(posedge clk) begin: cosmic_pe6_pwl_pipe6_p3
     if (rst == 1) begin
-        cosmic_pe6_pwl_pipe6_rnd4 <= 0;
-        cosmic_pe6_pwl_pipe6_idx4 <= 0;
+        cosmic_pe6_pwl_pipe6_base4 <= 0;
+        cosmic_pe6_pwl_pipe6_prod4 <= 0;
     end
     else begin
-        cosmic_pe6_pwl_pipe6_rnd4 <= cosmic_pe6_pwl_pipe6_rnd_c;
-        cosmic_pe6_pwl_pipe6_idx4 <= cosmic_pe6_pwl_pipe6_idx3;
+        cosmic_pe6_pwl_pipe6_prod4 <= (cosmic_pe6_pwl_pipe6_slope3 * cosmic_pe6_pwl_pipe6_off3s);
+        cosmic_pe6_pwl_pipe6_base4 <= cosmic_pe6_pwl_pipe6_base3;
     end
 end
 
 
-always @(cosmic_pe6_pwl_pipe6_idx4) begin: cosmic_pe6_pwl_pipe6_p4rom
-    case (cosmic_pe6_pwl_pipe6_idx4)
-        0: cosmic_pe6_pwl_pipe6_base4 = 22;
-        1: cosmic_pe6_pwl_pipe6_base4 = 28;
-        2: cosmic_pe6_pwl_pipe6_base4 = 36;
-        3: cosmic_pe6_pwl_pipe6_base4 = 47;
-        4: cosmic_pe6_pwl_pipe6_base4 = 60;
-        5: cosmic_pe6_pwl_pipe6_base4 = 77;
-        6: cosmic_pe6_pwl_pipe6_base4 = 98;
-        7: cosmic_pe6_pwl_pipe6_base4 = 126;
-        8: cosmic_pe6_pwl_pipe6_base4 = 162;
-        9: cosmic_pe6_pwl_pipe6_base4 = 208;
-        10: cosmic_pe6_pwl_pipe6_base4 = 267;
-        11: cosmic_pe6_pwl_pipe6_base4 = 342;
-        12: cosmic_pe6_pwl_pipe6_base4 = 439;
-        13: cosmic_pe6_pwl_pipe6_base4 = 562;
-        14: cosmic_pe6_pwl_pipe6_base4 = 720;
-        15: cosmic_pe6_pwl_pipe6_base4 = 922;
-        16: cosmic_pe6_pwl_pipe6_base4 = 1179;
-        17: cosmic_pe6_pwl_pipe6_base4 = 1506;
-        18: cosmic_pe6_pwl_pipe6_base4 = 1921;
-        19: cosmic_pe6_pwl_pipe6_base4 = 2446;
-        20: cosmic_pe6_pwl_pipe6_base4 = 3108;
-        21: cosmic_pe6_pwl_pipe6_base4 = 3938;
-        22: cosmic_pe6_pwl_pipe6_base4 = 4971;
-        23: cosmic_pe6_pwl_pipe6_base4 = 6249;
-        24: cosmic_pe6_pwl_pipe6_base4 = 7812;
-        25: cosmic_pe6_pwl_pipe6_base4 = 9702;
-        26: cosmic_pe6_pwl_pipe6_base4 = 11955;
-        27: cosmic_pe6_pwl_pipe6_base4 = 14595;
-        28: cosmic_pe6_pwl_pipe6_base4 = 17625;
-        29: cosmic_pe6_pwl_pipe6_base4 = 21025;
-        30: cosmic_pe6_pwl_pipe6_base4 = 24743;
-        31: cosmic_pe6_pwl_pipe6_base4 = 28693;
-        32: cosmic_pe6_pwl_pipe6_base4 = 32768;
-        33: cosmic_pe6_pwl_pipe6_base4 = 36843;
-        34: cosmic_pe6_pwl_pipe6_base4 = 40793;
-        35: cosmic_pe6_pwl_pipe6_base4 = 44511;
-        36: cosmic_pe6_pwl_pipe6_base4 = 47911;
-        37: cosmic_pe6_pwl_pipe6_base4 = 50941;
-        38: cosmic_pe6_pwl_pipe6_base4 = 53581;
-        39: cosmic_pe6_pwl_pipe6_base4 = 55834;
-        40: cosmic_pe6_pwl_pipe6_base4 = 57724;
-        41: cosmic_pe6_pwl_pipe6_base4 = 59287;
-        42: cosmic_pe6_pwl_pipe6_base4 = 60565;
-        43: cosmic_pe6_pwl_pipe6_base4 = 61598;
-        44: cosmic_pe6_pwl_pipe6_base4 = 62428;
-        45: cosmic_pe6_pwl_pipe6_base4 = 63090;
-        46: cosmic_pe6_pwl_pipe6_base4 = 63615;
-        47: cosmic_pe6_pwl_pipe6_base4 = 64030;
-        48: cosmic_pe6_pwl_pipe6_base4 = 64357;
-        49: cosmic_pe6_pwl_pipe6_base4 = 64614;
-        50: cosmic_pe6_pwl_pipe6_base4 = 64816;
-        51: cosmic_pe6_pwl_pipe6_base4 = 64974;
-        52: cosmic_pe6_pwl_pipe6_base4 = 65097;
-        53: cosmic_pe6_pwl_pipe6_base4 = 65194;
-        54: cosmic_pe6_pwl_pipe6_base4 = 65269;
-        55: cosmic_pe6_pwl_pipe6_base4 = 65328;
-        56: cosmic_pe6_pwl_pipe6_base4 = 65374;
-        57: cosmic_pe6_pwl_pipe6_base4 = 65410;
-        58: cosmic_pe6_pwl_pipe6_base4 = 65438;
-        59: cosmic_pe6_pwl_pipe6_base4 = 65459;
-        60: cosmic_pe6_pwl_pipe6_base4 = 65476;
-        61: cosmic_pe6_pwl_pipe6_base4 = 65489;
-        62: cosmic_pe6_pwl_pipe6_base4 = 65500;
-        default: cosmic_pe6_pwl_pipe6_base4 = 65508;
-    endcase
-end
+
+assign cosmic_pe6_pwl_pipe6_q4 = $signed(cosmic_pe6_pwl_pipe6_prod4[33-1:16]);
+assign cosmic_pe6_pwl_pipe6_rb4 = cosmic_pe6_pwl_pipe6_prod4[(16 - 1)];
 
 
-
-assign cosmic_pe6_pwl_pipe6_sumv = (cosmic_pe6_pwl_pipe6_base4 + cosmic_pe6_pwl_pipe6_rnd4);
-
-
-
-assign cosmic_pe6_pwl_pipe6_sat33_hi = cosmic_pe6_pwl_pipe6_sumv[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe6_pwl_pipe6_sat33_hin = (~cosmic_pe6_pwl_pipe6_sat33_hi);
-
-
-
-assign cosmic_pe6_pwl_pipe6_sat33_nsign = (!cosmic_pe6_pwl_pipe6_sumv[(33 - 1)]);
-
-
-always @(cosmic_pe6_pwl_pipe6_sat33_fill, cosmic_pe6_pwl_pipe6_sat33_hi, cosmic_pe6_pwl_pipe6_sumv, cosmic_pe6_pwl_pipe6_sat33_hin) begin: cosmic_pe6_pwl_pipe6_sat33_clamp
-    if (((cosmic_pe6_pwl_pipe6_sat33_hi == 0) || (cosmic_pe6_pwl_pipe6_sat33_hin == 0))) begin
-        cosmic_pe6_pwl_pipe6_ys = $signed(cosmic_pe6_pwl_pipe6_sumv[32-1:0]);
+always @(cosmic_pe6_pwl_pipe6_q4) begin: cosmic_pe6_pwl_pipe6_sext26_fill
+    if (cosmic_pe6_pwl_pipe6_q4[(17 - 1)]) begin
+        cosmic_pe6_pwl_pipe6_sext26_sgn = 65535;
     end
     else begin
-        cosmic_pe6_pwl_pipe6_ys = $signed({cosmic_pe6_pwl_pipe6_sumv[(33 - 1)], cosmic_pe6_pwl_pipe6_sat33_fill});
+        cosmic_pe6_pwl_pipe6_sext26_sgn = 0;
     end
 end
 
 
-always @(cosmic_pe6_pwl_pipe6_idx4) begin: cosmic_pe6_pwl_pipe6_p4romh
-    case (cosmic_pe6_pwl_pipe6_idx4)
-        0: cosmic_pe6_pwl_pipe6_limh = 65514;
-        1: cosmic_pe6_pwl_pipe6_limh = 65508;
-        2: cosmic_pe6_pwl_pipe6_limh = 65500;
-        3: cosmic_pe6_pwl_pipe6_limh = 65489;
-        4: cosmic_pe6_pwl_pipe6_limh = 65476;
-        5: cosmic_pe6_pwl_pipe6_limh = 65459;
-        6: cosmic_pe6_pwl_pipe6_limh = 65438;
-        7: cosmic_pe6_pwl_pipe6_limh = 65410;
-        8: cosmic_pe6_pwl_pipe6_limh = 65374;
-        9: cosmic_pe6_pwl_pipe6_limh = 65328;
-        10: cosmic_pe6_pwl_pipe6_limh = 65269;
-        11: cosmic_pe6_pwl_pipe6_limh = 65194;
-        12: cosmic_pe6_pwl_pipe6_limh = 65097;
-        13: cosmic_pe6_pwl_pipe6_limh = 64974;
-        14: cosmic_pe6_pwl_pipe6_limh = 64816;
-        15: cosmic_pe6_pwl_pipe6_limh = 64614;
-        16: cosmic_pe6_pwl_pipe6_limh = 64357;
-        17: cosmic_pe6_pwl_pipe6_limh = 64030;
-        18: cosmic_pe6_pwl_pipe6_limh = 63615;
-        19: cosmic_pe6_pwl_pipe6_limh = 63090;
-        20: cosmic_pe6_pwl_pipe6_limh = 62428;
-        21: cosmic_pe6_pwl_pipe6_limh = 61598;
-        22: cosmic_pe6_pwl_pipe6_limh = 60565;
-        23: cosmic_pe6_pwl_pipe6_limh = 59287;
-        24: cosmic_pe6_pwl_pipe6_limh = 57724;
-        25: cosmic_pe6_pwl_pipe6_limh = 55834;
-        26: cosmic_pe6_pwl_pipe6_limh = 53581;
-        27: cosmic_pe6_pwl_pipe6_limh = 50941;
-        28: cosmic_pe6_pwl_pipe6_limh = 47911;
-        29: cosmic_pe6_pwl_pipe6_limh = 44511;
-        30: cosmic_pe6_pwl_pipe6_limh = 40793;
-        31: cosmic_pe6_pwl_pipe6_limh = 36843;
-        32: cosmic_pe6_pwl_pipe6_limh = 32768;
-        33: cosmic_pe6_pwl_pipe6_limh = 28693;
-        34: cosmic_pe6_pwl_pipe6_limh = 24743;
-        35: cosmic_pe6_pwl_pipe6_limh = 21025;
-        36: cosmic_pe6_pwl_pipe6_limh = 17625;
-        37: cosmic_pe6_pwl_pipe6_limh = 14595;
-        38: cosmic_pe6_pwl_pipe6_limh = 11955;
-        39: cosmic_pe6_pwl_pipe6_limh = 9702;
-        40: cosmic_pe6_pwl_pipe6_limh = 7812;
-        41: cosmic_pe6_pwl_pipe6_limh = 6249;
-        42: cosmic_pe6_pwl_pipe6_limh = 4971;
-        43: cosmic_pe6_pwl_pipe6_limh = 3938;
-        44: cosmic_pe6_pwl_pipe6_limh = 3108;
-        45: cosmic_pe6_pwl_pipe6_limh = 2446;
-        46: cosmic_pe6_pwl_pipe6_limh = 1921;
-        47: cosmic_pe6_pwl_pipe6_limh = 1506;
-        48: cosmic_pe6_pwl_pipe6_limh = 1179;
-        49: cosmic_pe6_pwl_pipe6_limh = 922;
-        50: cosmic_pe6_pwl_pipe6_limh = 720;
-        51: cosmic_pe6_pwl_pipe6_limh = 562;
-        52: cosmic_pe6_pwl_pipe6_limh = 439;
-        53: cosmic_pe6_pwl_pipe6_limh = 342;
-        54: cosmic_pe6_pwl_pipe6_limh = 267;
-        55: cosmic_pe6_pwl_pipe6_limh = 208;
-        56: cosmic_pe6_pwl_pipe6_limh = 162;
-        57: cosmic_pe6_pwl_pipe6_limh = 126;
-        58: cosmic_pe6_pwl_pipe6_limh = 98;
-        59: cosmic_pe6_pwl_pipe6_limh = 77;
-        60: cosmic_pe6_pwl_pipe6_limh = 60;
-        61: cosmic_pe6_pwl_pipe6_limh = 47;
-        62: cosmic_pe6_pwl_pipe6_limh = 36;
-        default: cosmic_pe6_pwl_pipe6_limh = 28;
-    endcase
-end
+
+assign cosmic_pe6_pwl_pipe6_qe = $signed({cosmic_pe6_pwl_pipe6_sext26_sgn, cosmic_pe6_pwl_pipe6_q4});
 
 
-always @(cosmic_pe6_pwl_pipe6_idx4) begin: cosmic_pe6_pwl_pipe6_p4roml
-    case (cosmic_pe6_pwl_pipe6_idx4)
-        0: cosmic_pe6_pwl_pipe6_liml = (-22);
-        1: cosmic_pe6_pwl_pipe6_liml = (-28);
-        2: cosmic_pe6_pwl_pipe6_liml = (-36);
-        3: cosmic_pe6_pwl_pipe6_liml = (-47);
-        4: cosmic_pe6_pwl_pipe6_liml = (-60);
-        5: cosmic_pe6_pwl_pipe6_liml = (-77);
-        6: cosmic_pe6_pwl_pipe6_liml = (-98);
-        7: cosmic_pe6_pwl_pipe6_liml = (-126);
-        8: cosmic_pe6_pwl_pipe6_liml = (-162);
-        9: cosmic_pe6_pwl_pipe6_liml = (-208);
-        10: cosmic_pe6_pwl_pipe6_liml = (-267);
-        11: cosmic_pe6_pwl_pipe6_liml = (-342);
-        12: cosmic_pe6_pwl_pipe6_liml = (-439);
-        13: cosmic_pe6_pwl_pipe6_liml = (-562);
-        14: cosmic_pe6_pwl_pipe6_liml = (-720);
-        15: cosmic_pe6_pwl_pipe6_liml = (-922);
-        16: cosmic_pe6_pwl_pipe6_liml = (-1179);
-        17: cosmic_pe6_pwl_pipe6_liml = (-1506);
-        18: cosmic_pe6_pwl_pipe6_liml = (-1921);
-        19: cosmic_pe6_pwl_pipe6_liml = (-2446);
-        20: cosmic_pe6_pwl_pipe6_liml = (-3108);
-        21: cosmic_pe6_pwl_pipe6_liml = (-3938);
-        22: cosmic_pe6_pwl_pipe6_liml = (-4971);
-        23: cosmic_pe6_pwl_pipe6_liml = (-6249);
-        24: cosmic_pe6_pwl_pipe6_liml = (-7812);
-        25: cosmic_pe6_pwl_pipe6_liml = (-9702);
-        26: cosmic_pe6_pwl_pipe6_liml = (-11955);
-        27: cosmic_pe6_pwl_pipe6_liml = (-14595);
-        28: cosmic_pe6_pwl_pipe6_liml = (-17625);
-        29: cosmic_pe6_pwl_pipe6_liml = (-21025);
-        30: cosmic_pe6_pwl_pipe6_liml = (-24743);
-        31: cosmic_pe6_pwl_pipe6_liml = (-28693);
-        32: cosmic_pe6_pwl_pipe6_liml = (-32768);
-        33: cosmic_pe6_pwl_pipe6_liml = (-36843);
-        34: cosmic_pe6_pwl_pipe6_liml = (-40793);
-        35: cosmic_pe6_pwl_pipe6_liml = (-44511);
-        36: cosmic_pe6_pwl_pipe6_liml = (-47911);
-        37: cosmic_pe6_pwl_pipe6_liml = (-50941);
-        38: cosmic_pe6_pwl_pipe6_liml = (-53581);
-        39: cosmic_pe6_pwl_pipe6_liml = (-55834);
-        40: cosmic_pe6_pwl_pipe6_liml = (-57724);
-        41: cosmic_pe6_pwl_pipe6_liml = (-59287);
-        42: cosmic_pe6_pwl_pipe6_liml = (-60565);
-        43: cosmic_pe6_pwl_pipe6_liml = (-61598);
-        44: cosmic_pe6_pwl_pipe6_liml = (-62428);
-        45: cosmic_pe6_pwl_pipe6_liml = (-63090);
-        46: cosmic_pe6_pwl_pipe6_liml = (-63615);
-        47: cosmic_pe6_pwl_pipe6_liml = (-64030);
-        48: cosmic_pe6_pwl_pipe6_liml = (-64357);
-        49: cosmic_pe6_pwl_pipe6_liml = (-64614);
-        50: cosmic_pe6_pwl_pipe6_liml = (-64816);
-        51: cosmic_pe6_pwl_pipe6_liml = (-64974);
-        52: cosmic_pe6_pwl_pipe6_liml = (-65097);
-        53: cosmic_pe6_pwl_pipe6_liml = (-65194);
-        54: cosmic_pe6_pwl_pipe6_liml = (-65269);
-        55: cosmic_pe6_pwl_pipe6_liml = (-65328);
-        56: cosmic_pe6_pwl_pipe6_liml = (-65374);
-        57: cosmic_pe6_pwl_pipe6_liml = (-65410);
-        58: cosmic_pe6_pwl_pipe6_liml = (-65438);
-        59: cosmic_pe6_pwl_pipe6_liml = (-65459);
-        60: cosmic_pe6_pwl_pipe6_liml = (-65476);
-        61: cosmic_pe6_pwl_pipe6_liml = (-65489);
-        62: cosmic_pe6_pwl_pipe6_liml = (-65500);
-        default: cosmic_pe6_pwl_pipe6_liml = (-65508);
-    endcase
-end
+
+assign cosmic_pe6_pwl_pipe6_ta = $signed({cosmic_pe6_pwl_pipe6_base4[(32 - 1)], cosmic_pe6_pwl_pipe6_base4, cosmic_pe6_pwl_pipe6_rb4});
+assign cosmic_pe6_pwl_pipe6_tb = $signed({cosmic_pe6_pwl_pipe6_qe, cosmic_pe6_pwl_pipe6_rb4});
 
 
-always @(cosmic_pe6_pwl_pipe6_limh, cosmic_pe6_pwl_pipe6_liml, cosmic_pe6_pwl_pipe6_rnd4, cosmic_pe6_pwl_pipe6_ys) begin: cosmic_pe6_pwl_pipe6_outc
-    if ((cosmic_pe6_pwl_pipe6_rnd4 > cosmic_pe6_pwl_pipe6_limh)) begin
-        cosmic_pe6_y_sig = 65536;
-    end
-    else if ((cosmic_pe6_pwl_pipe6_rnd4 < cosmic_pe6_pwl_pipe6_liml)) begin
-        cosmic_pe6_y_sig = 0;
-    end
-    else begin
-        cosmic_pe6_y_sig = cosmic_pe6_pwl_pipe6_ys;
-    end
-end
+
+assign cosmic_pe6_pwl_pipe6_t4 = (cosmic_pe6_pwl_pipe6_ta + cosmic_pe6_pwl_pipe6_tb);
+
+
+
+assign cosmic_pe6_pwl_pipe6_unused = {cosmic_pe6_pwl_pipe6_t4[(32 + 1)], cosmic_pe6_pwl_pipe6_prod4[(16 - 1)-1:0], cosmic_pe6_pwl_pipe6_t4[0]};
+
+
+
+assign cosmic_pe6_y_sig = $signed(cosmic_pe6_pwl_pipe6_t4[(32 + 1)-1:1]);
 
 
 always @(posedge clk) begin: cosmic_pe6_pipe
@@ -20258,18 +18703,18 @@ always @(posedge clk) begin: cosmic_pe6_pipe
 end
 
 
-always @(cosmic_pe6_mul2_csa6_p) begin: cosmic_pe6_sext20_fill
+always @(cosmic_pe6_mul2_csa6_p) begin: cosmic_pe6_sext27_fill
     if (cosmic_pe6_mul2_csa6_p[(64 - 1)]) begin
-        cosmic_pe6_sext20_sgn = 255;
+        cosmic_pe6_sext27_sgn = 255;
     end
     else begin
-        cosmic_pe6_sext20_sgn = 0;
+        cosmic_pe6_sext27_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe6_sext20_xe = $signed({cosmic_pe6_sext20_sgn, cosmic_pe6_mul2_csa6_p});
+assign cosmic_pe6_sext27_xe = $signed({cosmic_pe6_sext27_sgn, cosmic_pe6_mul2_csa6_p});
 
 
 always @(cosmic_pe6_clr6, cosmic_pe6_acc) begin: cosmic_pe6_acc_csel6_gate
@@ -20284,9 +18729,9 @@ end
 
 
 assign cosmic_pe6_acc_csel6_al = cosmic_pe6_acc_csel6_ai[36-1:0];
-assign cosmic_pe6_acc_csel6_pl = cosmic_pe6_sext20_xe[36-1:0];
+assign cosmic_pe6_acc_csel6_pl = cosmic_pe6_sext27_xe[36-1:0];
 assign cosmic_pe6_acc_csel6_ah = $signed(cosmic_pe6_acc_csel6_ai[72-1:36]);
-assign cosmic_pe6_acc_csel6_ph = $signed(cosmic_pe6_sext20_xe[72-1:36]);
+assign cosmic_pe6_acc_csel6_ph = $signed(cosmic_pe6_sext27_xe[72-1:36]);
 
 
 
@@ -20310,75 +18755,75 @@ assign cosmic_pe6_acc_csel6_full = $signed({cosmic_pe6_acc_csel6_hs, cosmic_pe6_
 
 
 
-assign cosmic_pe6_acc_csel6_sat34_hi = cosmic_pe6_acc_csel6_full[73-1:(72 - 1)];
+assign cosmic_pe6_acc_csel6_sat20_hi = cosmic_pe6_acc_csel6_full[73-1:(72 - 1)];
 
 
 
-assign cosmic_pe6_acc_csel6_sat34_hin = (~cosmic_pe6_acc_csel6_sat34_hi);
+assign cosmic_pe6_acc_csel6_sat20_hin = (~cosmic_pe6_acc_csel6_sat20_hi);
 
 
 
-assign cosmic_pe6_acc_csel6_sat34_nsign = (!cosmic_pe6_acc_csel6_full[(73 - 1)]);
+assign cosmic_pe6_acc_csel6_sat20_nsign = (!cosmic_pe6_acc_csel6_full[(73 - 1)]);
 
 
-always @(cosmic_pe6_acc_csel6_sat34_fill, cosmic_pe6_acc_csel6_sat34_hi, cosmic_pe6_acc_csel6_full, cosmic_pe6_acc_csel6_sat34_hin) begin: cosmic_pe6_acc_csel6_sat34_clamp
-    if (((cosmic_pe6_acc_csel6_sat34_hi == 0) || (cosmic_pe6_acc_csel6_sat34_hin == 0))) begin
+always @(cosmic_pe6_acc_csel6_sat20_fill, cosmic_pe6_acc_csel6_sat20_hi, cosmic_pe6_acc_csel6_full, cosmic_pe6_acc_csel6_sat20_hin) begin: cosmic_pe6_acc_csel6_sat20_clamp
+    if (((cosmic_pe6_acc_csel6_sat20_hi == 0) || (cosmic_pe6_acc_csel6_sat20_hin == 0))) begin
         cosmic_pe6_acc_new = $signed(cosmic_pe6_acc_csel6_full[72-1:0]);
     end
     else begin
-        cosmic_pe6_acc_new = $signed({cosmic_pe6_acc_csel6_full[(73 - 1)], cosmic_pe6_acc_csel6_sat34_fill});
+        cosmic_pe6_acc_new = $signed({cosmic_pe6_acc_csel6_full[(73 - 1)], cosmic_pe6_acc_csel6_sat20_fill});
     end
 end
 
 
 
-assign cosmic_pe6_round_sat_fast19_lo = cosmic_pe6_mul2_csa6_p[16+:32];
-assign cosmic_pe6_round_sat_fast19_rb = cosmic_pe6_mul2_csa6_p[(16 - 1)];
-assign cosmic_pe6_round_sat_fast19_hi = cosmic_pe6_mul2_csa6_p[64-1:(16 + 32)];
-assign cosmic_pe6_round_sat_fast19_neg = cosmic_pe6_mul2_csa6_p[(64 - 1)];
-assign cosmic_pe6_round_sat_fast19_nneg = (!cosmic_pe6_mul2_csa6_p[(64 - 1)]);
+assign cosmic_pe6_round_sat_fast12_lo = cosmic_pe6_mul2_csa6_p[16+:32];
+assign cosmic_pe6_round_sat_fast12_rb = cosmic_pe6_mul2_csa6_p[(16 - 1)];
+assign cosmic_pe6_round_sat_fast12_hi = cosmic_pe6_mul2_csa6_p[64-1:(16 + 32)];
+assign cosmic_pe6_round_sat_fast12_neg = cosmic_pe6_mul2_csa6_p[(64 - 1)];
+assign cosmic_pe6_round_sat_fast12_nneg = (!cosmic_pe6_mul2_csa6_p[(64 - 1)]);
 
 
 
-assign cosmic_pe6_round_sat_fast19_hin = (~cosmic_pe6_round_sat_fast19_hi);
+assign cosmic_pe6_round_sat_fast12_hin = (~cosmic_pe6_round_sat_fast12_hi);
 
 
 
-assign cosmic_pe6_round_sat_fast19_s = (cosmic_pe6_round_sat_fast19_lo + cosmic_pe6_round_sat_fast19_rb);
+assign cosmic_pe6_round_sat_fast12_s = (cosmic_pe6_round_sat_fast12_lo + cosmic_pe6_round_sat_fast12_rb);
 
 
-always @(cosmic_pe6_round_sat_fast19_s, cosmic_pe6_round_sat_fast19_hin, cosmic_pe6_round_sat_fast19_hi, cosmic_pe6_round_sat_fast19_neg, cosmic_pe6_round_sat_fast19_fill) begin: cosmic_pe6_round_sat_fast19_outc
-    if (((cosmic_pe6_round_sat_fast19_s[32] && (cosmic_pe6_round_sat_fast19_hin == 0)) || ((!cosmic_pe6_round_sat_fast19_s[32]) && (((cosmic_pe6_round_sat_fast19_hi == 0) && (!cosmic_pe6_round_sat_fast19_s[(32 - 1)])) || ((cosmic_pe6_round_sat_fast19_hin == 0) && cosmic_pe6_round_sat_fast19_s[(32 - 1)]))))) begin
-        cosmic_pe6_mul_s = $signed(cosmic_pe6_round_sat_fast19_s[32-1:0]);
+always @(cosmic_pe6_round_sat_fast12_s, cosmic_pe6_round_sat_fast12_hin, cosmic_pe6_round_sat_fast12_hi, cosmic_pe6_round_sat_fast12_neg, cosmic_pe6_round_sat_fast12_fill) begin: cosmic_pe6_round_sat_fast12_outc
+    if (((cosmic_pe6_round_sat_fast12_s[32] && (cosmic_pe6_round_sat_fast12_hin == 0)) || ((!cosmic_pe6_round_sat_fast12_s[32]) && (((cosmic_pe6_round_sat_fast12_hi == 0) && (!cosmic_pe6_round_sat_fast12_s[(32 - 1)])) || ((cosmic_pe6_round_sat_fast12_hin == 0) && cosmic_pe6_round_sat_fast12_s[(32 - 1)]))))) begin
+        cosmic_pe6_mul_s = $signed(cosmic_pe6_round_sat_fast12_s[32-1:0]);
     end
     else begin
-        cosmic_pe6_mul_s = $signed({cosmic_pe6_round_sat_fast19_neg, cosmic_pe6_round_sat_fast19_fill});
+        cosmic_pe6_mul_s = $signed({cosmic_pe6_round_sat_fast12_neg, cosmic_pe6_round_sat_fast12_fill});
     end
 end
 
 
 
-assign cosmic_pe6_round_sat_fast20_lo = cosmic_pe6_acc[16+:32];
-assign cosmic_pe6_round_sat_fast20_rb = cosmic_pe6_acc[(16 - 1)];
-assign cosmic_pe6_round_sat_fast20_hi = cosmic_pe6_acc[72-1:(16 + 32)];
-assign cosmic_pe6_round_sat_fast20_neg = cosmic_pe6_acc[(72 - 1)];
-assign cosmic_pe6_round_sat_fast20_nneg = (!cosmic_pe6_acc[(72 - 1)]);
+assign cosmic_pe6_round_sat_fast13_lo = cosmic_pe6_acc[16+:32];
+assign cosmic_pe6_round_sat_fast13_rb = cosmic_pe6_acc[(16 - 1)];
+assign cosmic_pe6_round_sat_fast13_hi = cosmic_pe6_acc[72-1:(16 + 32)];
+assign cosmic_pe6_round_sat_fast13_neg = cosmic_pe6_acc[(72 - 1)];
+assign cosmic_pe6_round_sat_fast13_nneg = (!cosmic_pe6_acc[(72 - 1)]);
 
 
 
-assign cosmic_pe6_round_sat_fast20_hin = (~cosmic_pe6_round_sat_fast20_hi);
+assign cosmic_pe6_round_sat_fast13_hin = (~cosmic_pe6_round_sat_fast13_hi);
 
 
 
-assign cosmic_pe6_round_sat_fast20_s = (cosmic_pe6_round_sat_fast20_lo + cosmic_pe6_round_sat_fast20_rb);
+assign cosmic_pe6_round_sat_fast13_s = (cosmic_pe6_round_sat_fast13_lo + cosmic_pe6_round_sat_fast13_rb);
 
 
-always @(cosmic_pe6_round_sat_fast20_s, cosmic_pe6_round_sat_fast20_hin, cosmic_pe6_round_sat_fast20_hi, cosmic_pe6_round_sat_fast20_neg, cosmic_pe6_round_sat_fast20_fill) begin: cosmic_pe6_round_sat_fast20_outc
-    if (((cosmic_pe6_round_sat_fast20_s[32] && (cosmic_pe6_round_sat_fast20_hin == 0)) || ((!cosmic_pe6_round_sat_fast20_s[32]) && (((cosmic_pe6_round_sat_fast20_hi == 0) && (!cosmic_pe6_round_sat_fast20_s[(32 - 1)])) || ((cosmic_pe6_round_sat_fast20_hin == 0) && cosmic_pe6_round_sat_fast20_s[(32 - 1)]))))) begin
-        cosmic_pe6_y_gau = $signed(cosmic_pe6_round_sat_fast20_s[32-1:0]);
+always @(cosmic_pe6_round_sat_fast13_s, cosmic_pe6_round_sat_fast13_hin, cosmic_pe6_round_sat_fast13_hi, cosmic_pe6_round_sat_fast13_neg, cosmic_pe6_round_sat_fast13_fill) begin: cosmic_pe6_round_sat_fast13_outc
+    if (((cosmic_pe6_round_sat_fast13_s[32] && (cosmic_pe6_round_sat_fast13_hin == 0)) || ((!cosmic_pe6_round_sat_fast13_s[32]) && (((cosmic_pe6_round_sat_fast13_hi == 0) && (!cosmic_pe6_round_sat_fast13_s[(32 - 1)])) || ((cosmic_pe6_round_sat_fast13_hin == 0) && cosmic_pe6_round_sat_fast13_s[(32 - 1)]))))) begin
+        cosmic_pe6_y_gau = $signed(cosmic_pe6_round_sat_fast13_s[32-1:0]);
     end
     else begin
-        cosmic_pe6_y_gau = $signed({cosmic_pe6_round_sat_fast20_neg, cosmic_pe6_round_sat_fast20_fill});
+        cosmic_pe6_y_gau = $signed({cosmic_pe6_round_sat_fast13_neg, cosmic_pe6_round_sat_fast13_fill});
     end
 end
 
@@ -21571,45 +20016,45 @@ assign cosmic_pe7_dif_ab = (cosmic_pe7_fa - cosmic_pe7_fb);
 
 
 
-assign cosmic_pe7_sat35_hi = cosmic_pe7_sum_ab[33-1:(32 - 1)];
+assign cosmic_pe7_sat21_hi = cosmic_pe7_sum_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe7_sat35_hin = (~cosmic_pe7_sat35_hi);
+assign cosmic_pe7_sat21_hin = (~cosmic_pe7_sat21_hi);
 
 
 
-assign cosmic_pe7_sat35_nsign = (!cosmic_pe7_sum_ab[(33 - 1)]);
+assign cosmic_pe7_sat21_nsign = (!cosmic_pe7_sum_ab[(33 - 1)]);
 
 
-always @(cosmic_pe7_sat35_fill, cosmic_pe7_sat35_hi, cosmic_pe7_sum_ab, cosmic_pe7_sat35_hin) begin: cosmic_pe7_sat35_clamp
-    if (((cosmic_pe7_sat35_hi == 0) || (cosmic_pe7_sat35_hin == 0))) begin
+always @(cosmic_pe7_sat21_fill, cosmic_pe7_sat21_hi, cosmic_pe7_sum_ab, cosmic_pe7_sat21_hin) begin: cosmic_pe7_sat21_clamp
+    if (((cosmic_pe7_sat21_hi == 0) || (cosmic_pe7_sat21_hin == 0))) begin
         cosmic_pe7_add_s = $signed(cosmic_pe7_sum_ab[32-1:0]);
     end
     else begin
-        cosmic_pe7_add_s = $signed({cosmic_pe7_sum_ab[(33 - 1)], cosmic_pe7_sat35_fill});
+        cosmic_pe7_add_s = $signed({cosmic_pe7_sum_ab[(33 - 1)], cosmic_pe7_sat21_fill});
     end
 end
 
 
 
-assign cosmic_pe7_sat36_hi = cosmic_pe7_dif_ab[33-1:(32 - 1)];
+assign cosmic_pe7_sat22_hi = cosmic_pe7_dif_ab[33-1:(32 - 1)];
 
 
 
-assign cosmic_pe7_sat36_hin = (~cosmic_pe7_sat36_hi);
+assign cosmic_pe7_sat22_hin = (~cosmic_pe7_sat22_hi);
 
 
 
-assign cosmic_pe7_sat36_nsign = (!cosmic_pe7_dif_ab[(33 - 1)]);
+assign cosmic_pe7_sat22_nsign = (!cosmic_pe7_dif_ab[(33 - 1)]);
 
 
-always @(cosmic_pe7_sat36_fill, cosmic_pe7_sat36_hi, cosmic_pe7_dif_ab, cosmic_pe7_sat36_hin) begin: cosmic_pe7_sat36_clamp
-    if (((cosmic_pe7_sat36_hi == 0) || (cosmic_pe7_sat36_hin == 0))) begin
+always @(cosmic_pe7_sat22_fill, cosmic_pe7_sat22_hi, cosmic_pe7_dif_ab, cosmic_pe7_sat22_hin) begin: cosmic_pe7_sat22_clamp
+    if (((cosmic_pe7_sat22_hi == 0) || (cosmic_pe7_sat22_hin == 0))) begin
         cosmic_pe7_sub_s = $signed(cosmic_pe7_dif_ab[32-1:0]);
     end
     else begin
-        cosmic_pe7_sub_s = $signed({cosmic_pe7_dif_ab[(33 - 1)], cosmic_pe7_sat36_fill});
+        cosmic_pe7_sub_s = $signed({cosmic_pe7_dif_ab[(33 - 1)], cosmic_pe7_sat22_fill});
     end
 end
 
@@ -21693,32 +20138,32 @@ always @(posedge clk) begin: cosmic_pe7_mul2_csa7_st1
 end
 
 
-always @(cosmic_pe7_mul2_csa7_lh) begin: cosmic_pe7_mul2_csa7_sext21_fill
+always @(cosmic_pe7_mul2_csa7_lh) begin: cosmic_pe7_mul2_csa7_sext28_fill
     if (cosmic_pe7_mul2_csa7_lh[(33 - 1)]) begin
-        cosmic_pe7_mul2_csa7_sext21_sgn = 32767;
+        cosmic_pe7_mul2_csa7_sext28_sgn = 32767;
     end
     else begin
-        cosmic_pe7_mul2_csa7_sext21_sgn = 0;
+        cosmic_pe7_mul2_csa7_sext28_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe7_mul2_csa7_lhe = $signed({cosmic_pe7_mul2_csa7_sext21_sgn, cosmic_pe7_mul2_csa7_lh});
+assign cosmic_pe7_mul2_csa7_lhe = $signed({cosmic_pe7_mul2_csa7_sext28_sgn, cosmic_pe7_mul2_csa7_lh});
 
 
-always @(cosmic_pe7_mul2_csa7_hl) begin: cosmic_pe7_mul2_csa7_sext22_fill
+always @(cosmic_pe7_mul2_csa7_hl) begin: cosmic_pe7_mul2_csa7_sext29_fill
     if (cosmic_pe7_mul2_csa7_hl[(33 - 1)]) begin
-        cosmic_pe7_mul2_csa7_sext22_sgn = 32767;
+        cosmic_pe7_mul2_csa7_sext29_sgn = 32767;
     end
     else begin
-        cosmic_pe7_mul2_csa7_sext22_sgn = 0;
+        cosmic_pe7_mul2_csa7_sext29_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe7_mul2_csa7_hle = $signed({cosmic_pe7_mul2_csa7_sext22_sgn, cosmic_pe7_mul2_csa7_hl});
+assign cosmic_pe7_mul2_csa7_hle = $signed({cosmic_pe7_mul2_csa7_sext29_sgn, cosmic_pe7_mul2_csa7_hl});
 
 
 
@@ -21756,406 +20201,257 @@ end
 assign cosmic_pe7_pwl_pipe7_zl = (cosmic_pe7_fa + 524288);
 
 
-always @(cosmic_pe7_pwl_pipe7_zl, cosmic_pe7_fa) begin: cosmic_pe7_pwl_pipe7_clampz
-    if ((cosmic_pe7_fa >= 524288)) begin
-        cosmic_pe7_pwl_pipe7_u_c = 1048575;
-    end
-    else if ((cosmic_pe7_fa < (-524288))) begin
-        cosmic_pe7_pwl_pipe7_u_c = 0;
-    end
-    else begin
-        cosmic_pe7_pwl_pipe7_u_c = cosmic_pe7_pwl_pipe7_zl[20-1:0];
-    end
-end
+
+assign cosmic_pe7_pwl_pipe7_zl_unused = cosmic_pe7_pwl_pipe7_zl[(32 + 1)-1:20];
 
 
 always @(posedge clk) begin: cosmic_pe7_pwl_pipe7_p1
     if (rst == 1) begin
-        cosmic_pe7_pwl_pipe7_u1 <= 0;
+        cosmic_pe7_pwl_pipe7_ge1 <= 0;
+        cosmic_pe7_pwl_pipe7_lt1 <= 0;
+        cosmic_pe7_pwl_pipe7_zl1 <= 0;
     end
     else begin
-        cosmic_pe7_pwl_pipe7_u1 <= cosmic_pe7_pwl_pipe7_u_c;
+        cosmic_pe7_pwl_pipe7_zl1 <= cosmic_pe7_pwl_pipe7_zl[20-1:0];
+        cosmic_pe7_pwl_pipe7_ge1 <= (cosmic_pe7_fa >= 524288);
+        cosmic_pe7_pwl_pipe7_lt1 <= (cosmic_pe7_fa < (-524288));
     end
 end
 
 
+always @(cosmic_pe7_pwl_pipe7_ge1, cosmic_pe7_pwl_pipe7_zl1, cosmic_pe7_pwl_pipe7_lt1) begin: cosmic_pe7_pwl_pipe7_clampz
+    if (cosmic_pe7_pwl_pipe7_ge1) begin
+        cosmic_pe7_pwl_pipe7_idx_s = 63;
+        cosmic_pe7_pwl_pipe7_idx_b = 63;
+        cosmic_pe7_pwl_pipe7_off2 = 16383;
+    end
+    else if (cosmic_pe7_pwl_pipe7_lt1) begin
+        cosmic_pe7_pwl_pipe7_idx_s = cosmic_pe7_pwl_pipe7_zl1[20-1:14];
+        cosmic_pe7_pwl_pipe7_idx_b = 0;
+        cosmic_pe7_pwl_pipe7_off2 = cosmic_pe7_pwl_pipe7_zl1[14-1:0];
+    end
+    else begin
+        cosmic_pe7_pwl_pipe7_idx_s = cosmic_pe7_pwl_pipe7_zl1[20-1:14];
+        cosmic_pe7_pwl_pipe7_idx_b = cosmic_pe7_pwl_pipe7_zl1[20-1:14];
+        cosmic_pe7_pwl_pipe7_off2 = cosmic_pe7_pwl_pipe7_zl1[14-1:0];
+    end
+end
 
-assign cosmic_pe7_pwl_pipe7_idx2 = cosmic_pe7_pwl_pipe7_u1[20-1:14];
-assign cosmic_pe7_pwl_pipe7_off2 = $signed({1'h0, cosmic_pe7_pwl_pipe7_u1[14-1:0]});
 
-
-always @(cosmic_pe7_pwl_pipe7_idx2) begin: cosmic_pe7_pwl_pipe7_p2rom
-    case (cosmic_pe7_pwl_pipe7_idx2)
-        0: cosmic_pe7_pwl_pipe7_slope2 = 25;
-        1: cosmic_pe7_pwl_pipe7_slope2 = 32;
-        2: cosmic_pe7_pwl_pipe7_slope2 = 41;
-        3: cosmic_pe7_pwl_pipe7_slope2 = 53;
-        4: cosmic_pe7_pwl_pipe7_slope2 = 68;
-        5: cosmic_pe7_pwl_pipe7_slope2 = 87;
-        6: cosmic_pe7_pwl_pipe7_slope2 = 112;
-        7: cosmic_pe7_pwl_pipe7_slope2 = 143;
-        8: cosmic_pe7_pwl_pipe7_slope2 = 184;
-        9: cosmic_pe7_pwl_pipe7_slope2 = 235;
-        10: cosmic_pe7_pwl_pipe7_slope2 = 301;
-        11: cosmic_pe7_pwl_pipe7_slope2 = 386;
-        12: cosmic_pe7_pwl_pipe7_slope2 = 494;
-        13: cosmic_pe7_pwl_pipe7_slope2 = 632;
-        14: cosmic_pe7_pwl_pipe7_slope2 = 807;
-        15: cosmic_pe7_pwl_pipe7_slope2 = 1028;
-        16: cosmic_pe7_pwl_pipe7_slope2 = 1308;
-        17: cosmic_pe7_pwl_pipe7_slope2 = 1661;
-        18: cosmic_pe7_pwl_pipe7_slope2 = 2101;
-        19: cosmic_pe7_pwl_pipe7_slope2 = 2647;
-        20: cosmic_pe7_pwl_pipe7_slope2 = 3319;
-        21: cosmic_pe7_pwl_pipe7_slope2 = 4134;
-        22: cosmic_pe7_pwl_pipe7_slope2 = 5110;
-        23: cosmic_pe7_pwl_pipe7_slope2 = 6253;
-        24: cosmic_pe7_pwl_pipe7_slope2 = 7561;
-        25: cosmic_pe7_pwl_pipe7_slope2 = 9012;
-        26: cosmic_pe7_pwl_pipe7_slope2 = 10558;
-        27: cosmic_pe7_pwl_pipe7_slope2 = 12122;
-        28: cosmic_pe7_pwl_pipe7_slope2 = 13600;
-        29: cosmic_pe7_pwl_pipe7_slope2 = 14869;
-        30: cosmic_pe7_pwl_pipe7_slope2 = 15803;
-        31: cosmic_pe7_pwl_pipe7_slope2 = 16299;
-        32: cosmic_pe7_pwl_pipe7_slope2 = 16299;
-        33: cosmic_pe7_pwl_pipe7_slope2 = 15803;
-        34: cosmic_pe7_pwl_pipe7_slope2 = 14869;
-        35: cosmic_pe7_pwl_pipe7_slope2 = 13600;
-        36: cosmic_pe7_pwl_pipe7_slope2 = 12122;
-        37: cosmic_pe7_pwl_pipe7_slope2 = 10558;
-        38: cosmic_pe7_pwl_pipe7_slope2 = 9012;
-        39: cosmic_pe7_pwl_pipe7_slope2 = 7561;
-        40: cosmic_pe7_pwl_pipe7_slope2 = 6253;
-        41: cosmic_pe7_pwl_pipe7_slope2 = 5110;
-        42: cosmic_pe7_pwl_pipe7_slope2 = 4134;
-        43: cosmic_pe7_pwl_pipe7_slope2 = 3319;
-        44: cosmic_pe7_pwl_pipe7_slope2 = 2647;
-        45: cosmic_pe7_pwl_pipe7_slope2 = 2101;
-        46: cosmic_pe7_pwl_pipe7_slope2 = 1661;
-        47: cosmic_pe7_pwl_pipe7_slope2 = 1308;
-        48: cosmic_pe7_pwl_pipe7_slope2 = 1028;
-        49: cosmic_pe7_pwl_pipe7_slope2 = 807;
-        50: cosmic_pe7_pwl_pipe7_slope2 = 632;
-        51: cosmic_pe7_pwl_pipe7_slope2 = 494;
-        52: cosmic_pe7_pwl_pipe7_slope2 = 386;
-        53: cosmic_pe7_pwl_pipe7_slope2 = 301;
-        54: cosmic_pe7_pwl_pipe7_slope2 = 235;
-        55: cosmic_pe7_pwl_pipe7_slope2 = 184;
-        56: cosmic_pe7_pwl_pipe7_slope2 = 143;
-        57: cosmic_pe7_pwl_pipe7_slope2 = 112;
-        58: cosmic_pe7_pwl_pipe7_slope2 = 87;
-        59: cosmic_pe7_pwl_pipe7_slope2 = 68;
-        60: cosmic_pe7_pwl_pipe7_slope2 = 53;
-        61: cosmic_pe7_pwl_pipe7_slope2 = 41;
-        62: cosmic_pe7_pwl_pipe7_slope2 = 32;
-        default: cosmic_pe7_pwl_pipe7_slope2 = 25;
+always @(cosmic_pe7_pwl_pipe7_idx_s) begin: cosmic_pe7_pwl_pipe7_p2rom
+    case (cosmic_pe7_pwl_pipe7_idx_s)
+        0: cosmic_pe7_pwl_pipe7_slope_r = 25;
+        1: cosmic_pe7_pwl_pipe7_slope_r = 32;
+        2: cosmic_pe7_pwl_pipe7_slope_r = 41;
+        3: cosmic_pe7_pwl_pipe7_slope_r = 53;
+        4: cosmic_pe7_pwl_pipe7_slope_r = 68;
+        5: cosmic_pe7_pwl_pipe7_slope_r = 87;
+        6: cosmic_pe7_pwl_pipe7_slope_r = 112;
+        7: cosmic_pe7_pwl_pipe7_slope_r = 143;
+        8: cosmic_pe7_pwl_pipe7_slope_r = 184;
+        9: cosmic_pe7_pwl_pipe7_slope_r = 235;
+        10: cosmic_pe7_pwl_pipe7_slope_r = 301;
+        11: cosmic_pe7_pwl_pipe7_slope_r = 386;
+        12: cosmic_pe7_pwl_pipe7_slope_r = 494;
+        13: cosmic_pe7_pwl_pipe7_slope_r = 632;
+        14: cosmic_pe7_pwl_pipe7_slope_r = 807;
+        15: cosmic_pe7_pwl_pipe7_slope_r = 1028;
+        16: cosmic_pe7_pwl_pipe7_slope_r = 1308;
+        17: cosmic_pe7_pwl_pipe7_slope_r = 1661;
+        18: cosmic_pe7_pwl_pipe7_slope_r = 2101;
+        19: cosmic_pe7_pwl_pipe7_slope_r = 2647;
+        20: cosmic_pe7_pwl_pipe7_slope_r = 3319;
+        21: cosmic_pe7_pwl_pipe7_slope_r = 4134;
+        22: cosmic_pe7_pwl_pipe7_slope_r = 5110;
+        23: cosmic_pe7_pwl_pipe7_slope_r = 6253;
+        24: cosmic_pe7_pwl_pipe7_slope_r = 7561;
+        25: cosmic_pe7_pwl_pipe7_slope_r = 9012;
+        26: cosmic_pe7_pwl_pipe7_slope_r = 10558;
+        27: cosmic_pe7_pwl_pipe7_slope_r = 12122;
+        28: cosmic_pe7_pwl_pipe7_slope_r = 13600;
+        29: cosmic_pe7_pwl_pipe7_slope_r = 14869;
+        30: cosmic_pe7_pwl_pipe7_slope_r = 15803;
+        31: cosmic_pe7_pwl_pipe7_slope_r = 16299;
+        32: cosmic_pe7_pwl_pipe7_slope_r = 16299;
+        33: cosmic_pe7_pwl_pipe7_slope_r = 15803;
+        34: cosmic_pe7_pwl_pipe7_slope_r = 14869;
+        35: cosmic_pe7_pwl_pipe7_slope_r = 13600;
+        36: cosmic_pe7_pwl_pipe7_slope_r = 12122;
+        37: cosmic_pe7_pwl_pipe7_slope_r = 10558;
+        38: cosmic_pe7_pwl_pipe7_slope_r = 9012;
+        39: cosmic_pe7_pwl_pipe7_slope_r = 7561;
+        40: cosmic_pe7_pwl_pipe7_slope_r = 6253;
+        41: cosmic_pe7_pwl_pipe7_slope_r = 5110;
+        42: cosmic_pe7_pwl_pipe7_slope_r = 4134;
+        43: cosmic_pe7_pwl_pipe7_slope_r = 3319;
+        44: cosmic_pe7_pwl_pipe7_slope_r = 2647;
+        45: cosmic_pe7_pwl_pipe7_slope_r = 2101;
+        46: cosmic_pe7_pwl_pipe7_slope_r = 1661;
+        47: cosmic_pe7_pwl_pipe7_slope_r = 1308;
+        48: cosmic_pe7_pwl_pipe7_slope_r = 1028;
+        49: cosmic_pe7_pwl_pipe7_slope_r = 807;
+        50: cosmic_pe7_pwl_pipe7_slope_r = 632;
+        51: cosmic_pe7_pwl_pipe7_slope_r = 494;
+        52: cosmic_pe7_pwl_pipe7_slope_r = 386;
+        53: cosmic_pe7_pwl_pipe7_slope_r = 301;
+        54: cosmic_pe7_pwl_pipe7_slope_r = 235;
+        55: cosmic_pe7_pwl_pipe7_slope_r = 184;
+        56: cosmic_pe7_pwl_pipe7_slope_r = 143;
+        57: cosmic_pe7_pwl_pipe7_slope_r = 112;
+        58: cosmic_pe7_pwl_pipe7_slope_r = 87;
+        59: cosmic_pe7_pwl_pipe7_slope_r = 68;
+        60: cosmic_pe7_pwl_pipe7_slope_r = 53;
+        61: cosmic_pe7_pwl_pipe7_slope_r = 41;
+        62: cosmic_pe7_pwl_pipe7_slope_r = 32;
+        default: cosmic_pe7_pwl_pipe7_slope_r = 25;
     endcase
+end
+
+
+always @(cosmic_pe7_pwl_pipe7_idx_b) begin: cosmic_pe7_pwl_pipe7_p2romb
+    case (cosmic_pe7_pwl_pipe7_idx_b)
+        0: cosmic_pe7_pwl_pipe7_base2 = 22;
+        1: cosmic_pe7_pwl_pipe7_base2 = 28;
+        2: cosmic_pe7_pwl_pipe7_base2 = 36;
+        3: cosmic_pe7_pwl_pipe7_base2 = 47;
+        4: cosmic_pe7_pwl_pipe7_base2 = 60;
+        5: cosmic_pe7_pwl_pipe7_base2 = 77;
+        6: cosmic_pe7_pwl_pipe7_base2 = 98;
+        7: cosmic_pe7_pwl_pipe7_base2 = 126;
+        8: cosmic_pe7_pwl_pipe7_base2 = 162;
+        9: cosmic_pe7_pwl_pipe7_base2 = 208;
+        10: cosmic_pe7_pwl_pipe7_base2 = 267;
+        11: cosmic_pe7_pwl_pipe7_base2 = 342;
+        12: cosmic_pe7_pwl_pipe7_base2 = 439;
+        13: cosmic_pe7_pwl_pipe7_base2 = 562;
+        14: cosmic_pe7_pwl_pipe7_base2 = 720;
+        15: cosmic_pe7_pwl_pipe7_base2 = 922;
+        16: cosmic_pe7_pwl_pipe7_base2 = 1179;
+        17: cosmic_pe7_pwl_pipe7_base2 = 1506;
+        18: cosmic_pe7_pwl_pipe7_base2 = 1921;
+        19: cosmic_pe7_pwl_pipe7_base2 = 2446;
+        20: cosmic_pe7_pwl_pipe7_base2 = 3108;
+        21: cosmic_pe7_pwl_pipe7_base2 = 3938;
+        22: cosmic_pe7_pwl_pipe7_base2 = 4971;
+        23: cosmic_pe7_pwl_pipe7_base2 = 6249;
+        24: cosmic_pe7_pwl_pipe7_base2 = 7812;
+        25: cosmic_pe7_pwl_pipe7_base2 = 9702;
+        26: cosmic_pe7_pwl_pipe7_base2 = 11955;
+        27: cosmic_pe7_pwl_pipe7_base2 = 14595;
+        28: cosmic_pe7_pwl_pipe7_base2 = 17625;
+        29: cosmic_pe7_pwl_pipe7_base2 = 21025;
+        30: cosmic_pe7_pwl_pipe7_base2 = 24743;
+        31: cosmic_pe7_pwl_pipe7_base2 = 28693;
+        32: cosmic_pe7_pwl_pipe7_base2 = 32768;
+        33: cosmic_pe7_pwl_pipe7_base2 = 36843;
+        34: cosmic_pe7_pwl_pipe7_base2 = 40793;
+        35: cosmic_pe7_pwl_pipe7_base2 = 44511;
+        36: cosmic_pe7_pwl_pipe7_base2 = 47911;
+        37: cosmic_pe7_pwl_pipe7_base2 = 50941;
+        38: cosmic_pe7_pwl_pipe7_base2 = 53581;
+        39: cosmic_pe7_pwl_pipe7_base2 = 55834;
+        40: cosmic_pe7_pwl_pipe7_base2 = 57724;
+        41: cosmic_pe7_pwl_pipe7_base2 = 59287;
+        42: cosmic_pe7_pwl_pipe7_base2 = 60565;
+        43: cosmic_pe7_pwl_pipe7_base2 = 61598;
+        44: cosmic_pe7_pwl_pipe7_base2 = 62428;
+        45: cosmic_pe7_pwl_pipe7_base2 = 63090;
+        46: cosmic_pe7_pwl_pipe7_base2 = 63615;
+        47: cosmic_pe7_pwl_pipe7_base2 = 64030;
+        48: cosmic_pe7_pwl_pipe7_base2 = 64357;
+        49: cosmic_pe7_pwl_pipe7_base2 = 64614;
+        50: cosmic_pe7_pwl_pipe7_base2 = 64816;
+        51: cosmic_pe7_pwl_pipe7_base2 = 64974;
+        52: cosmic_pe7_pwl_pipe7_base2 = 65097;
+        53: cosmic_pe7_pwl_pipe7_base2 = 65194;
+        54: cosmic_pe7_pwl_pipe7_base2 = 65269;
+        55: cosmic_pe7_pwl_pipe7_base2 = 65328;
+        56: cosmic_pe7_pwl_pipe7_base2 = 65374;
+        57: cosmic_pe7_pwl_pipe7_base2 = 65410;
+        58: cosmic_pe7_pwl_pipe7_base2 = 65438;
+        59: cosmic_pe7_pwl_pipe7_base2 = 65459;
+        60: cosmic_pe7_pwl_pipe7_base2 = 65476;
+        61: cosmic_pe7_pwl_pipe7_base2 = 65489;
+        62: cosmic_pe7_pwl_pipe7_base2 = 65500;
+        default: cosmic_pe7_pwl_pipe7_base2 = 65508;
+    endcase
+end
+
+
+always @(cosmic_pe7_pwl_pipe7_slope_r, cosmic_pe7_pwl_pipe7_lt1) begin: cosmic_pe7_pwl_pipe7_p2z
+    if (cosmic_pe7_pwl_pipe7_lt1) begin
+        cosmic_pe7_pwl_pipe7_slope2 = 0;
+    end
+    else begin
+        cosmic_pe7_pwl_pipe7_slope2 = cosmic_pe7_pwl_pipe7_slope_r;
+    end
 end
 
 
 always @(posedge clk) begin: cosmic_pe7_pwl_pipe7_p2
     if (rst == 1) begin
-        cosmic_pe7_pwl_pipe7_idx3 <= 0;
-        cosmic_pe7_pwl_pipe7_prod3 <= 0;
+        cosmic_pe7_pwl_pipe7_base3 <= 0;
+        cosmic_pe7_pwl_pipe7_slope3 <= 0;
+        cosmic_pe7_pwl_pipe7_off3 <= 0;
     end
     else begin
-        cosmic_pe7_pwl_pipe7_prod3 <= (cosmic_pe7_pwl_pipe7_slope2 * cosmic_pe7_pwl_pipe7_off2);
-        cosmic_pe7_pwl_pipe7_idx3 <= cosmic_pe7_pwl_pipe7_idx2;
+        cosmic_pe7_pwl_pipe7_slope3 <= cosmic_pe7_pwl_pipe7_slope2;
+        cosmic_pe7_pwl_pipe7_off3 <= cosmic_pe7_pwl_pipe7_off2;
+        cosmic_pe7_pwl_pipe7_base3 <= cosmic_pe7_pwl_pipe7_base2;
     end
 end
 
 
 
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_t = $signed(cosmic_pe7_pwl_pipe7_prod3 >>> 16);
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_rb = $signed({32'h0, cosmic_pe7_pwl_pipe7_prod3[(16 - 1)]});
-
-
-
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r = (cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_t + cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_rb);
-
-
-
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hi = cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hin = (~cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hi);
-
-
-
-assign cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign = (!cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r[(33 - 1)]);
-
-
-always @(cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill, cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hi, cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r, cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hin) begin: cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_clamp
-    if (((cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hi == 0) || (cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hin == 0))) begin
-        cosmic_pe7_pwl_pipe7_rnd_c = $signed(cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r[32-1:0]);
-    end
-    else begin
-        cosmic_pe7_pwl_pipe7_rnd_c = $signed({cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r[(33 - 1)], cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill});
-    end
-end
+assign cosmic_pe7_pwl_pipe7_off3s = $signed({1'h0, cosmic_pe7_pwl_pipe7_off3});
 
 
 always @(posedge clk) begin: cosmic_pe7_pwl_pipe7_p3
     if (rst == 1) begin
-        cosmic_pe7_pwl_pipe7_rnd4 <= 0;
-        cosmic_pe7_pwl_pipe7_idx4 <= 0;
+        cosmic_pe7_pwl_pipe7_base4 <= 0;
+        cosmic_pe7_pwl_pipe7_prod4 <= 0;
     end
     else begin
-        cosmic_pe7_pwl_pipe7_rnd4 <= cosmic_pe7_pwl_pipe7_rnd_c;
-        cosmic_pe7_pwl_pipe7_idx4 <= cosmic_pe7_pwl_pipe7_idx3;
+        cosmic_pe7_pwl_pipe7_prod4 <= (cosmic_pe7_pwl_pipe7_slope3 * cosmic_pe7_pwl_pipe7_off3s);
+        cosmic_pe7_pwl_pipe7_base4 <= cosmic_pe7_pwl_pipe7_base3;
     end
 end
 
 
-always @(cosmic_pe7_pwl_pipe7_idx4) begin: cosmic_pe7_pwl_pipe7_p4rom
-    case (cosmic_pe7_pwl_pipe7_idx4)
-        0: cosmic_pe7_pwl_pipe7_base4 = 22;
-        1: cosmic_pe7_pwl_pipe7_base4 = 28;
-        2: cosmic_pe7_pwl_pipe7_base4 = 36;
-        3: cosmic_pe7_pwl_pipe7_base4 = 47;
-        4: cosmic_pe7_pwl_pipe7_base4 = 60;
-        5: cosmic_pe7_pwl_pipe7_base4 = 77;
-        6: cosmic_pe7_pwl_pipe7_base4 = 98;
-        7: cosmic_pe7_pwl_pipe7_base4 = 126;
-        8: cosmic_pe7_pwl_pipe7_base4 = 162;
-        9: cosmic_pe7_pwl_pipe7_base4 = 208;
-        10: cosmic_pe7_pwl_pipe7_base4 = 267;
-        11: cosmic_pe7_pwl_pipe7_base4 = 342;
-        12: cosmic_pe7_pwl_pipe7_base4 = 439;
-        13: cosmic_pe7_pwl_pipe7_base4 = 562;
-        14: cosmic_pe7_pwl_pipe7_base4 = 720;
-        15: cosmic_pe7_pwl_pipe7_base4 = 922;
-        16: cosmic_pe7_pwl_pipe7_base4 = 1179;
-        17: cosmic_pe7_pwl_pipe7_base4 = 1506;
-        18: cosmic_pe7_pwl_pipe7_base4 = 1921;
-        19: cosmic_pe7_pwl_pipe7_base4 = 2446;
-        20: cosmic_pe7_pwl_pipe7_base4 = 3108;
-        21: cosmic_pe7_pwl_pipe7_base4 = 3938;
-        22: cosmic_pe7_pwl_pipe7_base4 = 4971;
-        23: cosmic_pe7_pwl_pipe7_base4 = 6249;
-        24: cosmic_pe7_pwl_pipe7_base4 = 7812;
-        25: cosmic_pe7_pwl_pipe7_base4 = 9702;
-        26: cosmic_pe7_pwl_pipe7_base4 = 11955;
-        27: cosmic_pe7_pwl_pipe7_base4 = 14595;
-        28: cosmic_pe7_pwl_pipe7_base4 = 17625;
-        29: cosmic_pe7_pwl_pipe7_base4 = 21025;
-        30: cosmic_pe7_pwl_pipe7_base4 = 24743;
-        31: cosmic_pe7_pwl_pipe7_base4 = 28693;
-        32: cosmic_pe7_pwl_pipe7_base4 = 32768;
-        33: cosmic_pe7_pwl_pipe7_base4 = 36843;
-        34: cosmic_pe7_pwl_pipe7_base4 = 40793;
-        35: cosmic_pe7_pwl_pipe7_base4 = 44511;
-        36: cosmic_pe7_pwl_pipe7_base4 = 47911;
-        37: cosmic_pe7_pwl_pipe7_base4 = 50941;
-        38: cosmic_pe7_pwl_pipe7_base4 = 53581;
-        39: cosmic_pe7_pwl_pipe7_base4 = 55834;
-        40: cosmic_pe7_pwl_pipe7_base4 = 57724;
-        41: cosmic_pe7_pwl_pipe7_base4 = 59287;
-        42: cosmic_pe7_pwl_pipe7_base4 = 60565;
-        43: cosmic_pe7_pwl_pipe7_base4 = 61598;
-        44: cosmic_pe7_pwl_pipe7_base4 = 62428;
-        45: cosmic_pe7_pwl_pipe7_base4 = 63090;
-        46: cosmic_pe7_pwl_pipe7_base4 = 63615;
-        47: cosmic_pe7_pwl_pipe7_base4 = 64030;
-        48: cosmic_pe7_pwl_pipe7_base4 = 64357;
-        49: cosmic_pe7_pwl_pipe7_base4 = 64614;
-        50: cosmic_pe7_pwl_pipe7_base4 = 64816;
-        51: cosmic_pe7_pwl_pipe7_base4 = 64974;
-        52: cosmic_pe7_pwl_pipe7_base4 = 65097;
-        53: cosmic_pe7_pwl_pipe7_base4 = 65194;
-        54: cosmic_pe7_pwl_pipe7_base4 = 65269;
-        55: cosmic_pe7_pwl_pipe7_base4 = 65328;
-        56: cosmic_pe7_pwl_pipe7_base4 = 65374;
-        57: cosmic_pe7_pwl_pipe7_base4 = 65410;
-        58: cosmic_pe7_pwl_pipe7_base4 = 65438;
-        59: cosmic_pe7_pwl_pipe7_base4 = 65459;
-        60: cosmic_pe7_pwl_pipe7_base4 = 65476;
-        61: cosmic_pe7_pwl_pipe7_base4 = 65489;
-        62: cosmic_pe7_pwl_pipe7_base4 = 65500;
-        default: cosmic_pe7_pwl_pipe7_base4 = 65508;
-    endcase
-end
+
+assign cosmic_pe7_pwl_pipe7_q4 = $signed(cosmic_pe7_pwl_pipe7_prod4[33-1:16]);
+assign cosmic_pe7_pwl_pipe7_rb4 = cosmic_pe7_pwl_pipe7_prod4[(16 - 1)];
 
 
-
-assign cosmic_pe7_pwl_pipe7_sumv = (cosmic_pe7_pwl_pipe7_base4 + cosmic_pe7_pwl_pipe7_rnd4);
-
-
-
-assign cosmic_pe7_pwl_pipe7_sat38_hi = cosmic_pe7_pwl_pipe7_sumv[33-1:(32 - 1)];
-
-
-
-assign cosmic_pe7_pwl_pipe7_sat38_hin = (~cosmic_pe7_pwl_pipe7_sat38_hi);
-
-
-
-assign cosmic_pe7_pwl_pipe7_sat38_nsign = (!cosmic_pe7_pwl_pipe7_sumv[(33 - 1)]);
-
-
-always @(cosmic_pe7_pwl_pipe7_sat38_fill, cosmic_pe7_pwl_pipe7_sat38_hi, cosmic_pe7_pwl_pipe7_sumv, cosmic_pe7_pwl_pipe7_sat38_hin) begin: cosmic_pe7_pwl_pipe7_sat38_clamp
-    if (((cosmic_pe7_pwl_pipe7_sat38_hi == 0) || (cosmic_pe7_pwl_pipe7_sat38_hin == 0))) begin
-        cosmic_pe7_pwl_pipe7_ys = $signed(cosmic_pe7_pwl_pipe7_sumv[32-1:0]);
+always @(cosmic_pe7_pwl_pipe7_q4) begin: cosmic_pe7_pwl_pipe7_sext30_fill
+    if (cosmic_pe7_pwl_pipe7_q4[(17 - 1)]) begin
+        cosmic_pe7_pwl_pipe7_sext30_sgn = 65535;
     end
     else begin
-        cosmic_pe7_pwl_pipe7_ys = $signed({cosmic_pe7_pwl_pipe7_sumv[(33 - 1)], cosmic_pe7_pwl_pipe7_sat38_fill});
+        cosmic_pe7_pwl_pipe7_sext30_sgn = 0;
     end
 end
 
 
-always @(cosmic_pe7_pwl_pipe7_idx4) begin: cosmic_pe7_pwl_pipe7_p4romh
-    case (cosmic_pe7_pwl_pipe7_idx4)
-        0: cosmic_pe7_pwl_pipe7_limh = 65514;
-        1: cosmic_pe7_pwl_pipe7_limh = 65508;
-        2: cosmic_pe7_pwl_pipe7_limh = 65500;
-        3: cosmic_pe7_pwl_pipe7_limh = 65489;
-        4: cosmic_pe7_pwl_pipe7_limh = 65476;
-        5: cosmic_pe7_pwl_pipe7_limh = 65459;
-        6: cosmic_pe7_pwl_pipe7_limh = 65438;
-        7: cosmic_pe7_pwl_pipe7_limh = 65410;
-        8: cosmic_pe7_pwl_pipe7_limh = 65374;
-        9: cosmic_pe7_pwl_pipe7_limh = 65328;
-        10: cosmic_pe7_pwl_pipe7_limh = 65269;
-        11: cosmic_pe7_pwl_pipe7_limh = 65194;
-        12: cosmic_pe7_pwl_pipe7_limh = 65097;
-        13: cosmic_pe7_pwl_pipe7_limh = 64974;
-        14: cosmic_pe7_pwl_pipe7_limh = 64816;
-        15: cosmic_pe7_pwl_pipe7_limh = 64614;
-        16: cosmic_pe7_pwl_pipe7_limh = 64357;
-        17: cosmic_pe7_pwl_pipe7_limh = 64030;
-        18: cosmic_pe7_pwl_pipe7_limh = 63615;
-        19: cosmic_pe7_pwl_pipe7_limh = 63090;
-        20: cosmic_pe7_pwl_pipe7_limh = 62428;
-        21: cosmic_pe7_pwl_pipe7_limh = 61598;
-        22: cosmic_pe7_pwl_pipe7_limh = 60565;
-        23: cosmic_pe7_pwl_pipe7_limh = 59287;
-        24: cosmic_pe7_pwl_pipe7_limh = 57724;
-        25: cosmic_pe7_pwl_pipe7_limh = 55834;
-        26: cosmic_pe7_pwl_pipe7_limh = 53581;
-        27: cosmic_pe7_pwl_pipe7_limh = 50941;
-        28: cosmic_pe7_pwl_pipe7_limh = 47911;
-        29: cosmic_pe7_pwl_pipe7_limh = 44511;
-        30: cosmic_pe7_pwl_pipe7_limh = 40793;
-        31: cosmic_pe7_pwl_pipe7_limh = 36843;
-        32: cosmic_pe7_pwl_pipe7_limh = 32768;
-        33: cosmic_pe7_pwl_pipe7_limh = 28693;
-        34: cosmic_pe7_pwl_pipe7_limh = 24743;
-        35: cosmic_pe7_pwl_pipe7_limh = 21025;
-        36: cosmic_pe7_pwl_pipe7_limh = 17625;
-        37: cosmic_pe7_pwl_pipe7_limh = 14595;
-        38: cosmic_pe7_pwl_pipe7_limh = 11955;
-        39: cosmic_pe7_pwl_pipe7_limh = 9702;
-        40: cosmic_pe7_pwl_pipe7_limh = 7812;
-        41: cosmic_pe7_pwl_pipe7_limh = 6249;
-        42: cosmic_pe7_pwl_pipe7_limh = 4971;
-        43: cosmic_pe7_pwl_pipe7_limh = 3938;
-        44: cosmic_pe7_pwl_pipe7_limh = 3108;
-        45: cosmic_pe7_pwl_pipe7_limh = 2446;
-        46: cosmic_pe7_pwl_pipe7_limh = 1921;
-        47: cosmic_pe7_pwl_pipe7_limh = 1506;
-        48: cosmic_pe7_pwl_pipe7_limh = 1179;
-        49: cosmic_pe7_pwl_pipe7_limh = 922;
-        50: cosmic_pe7_pwl_pipe7_limh = 720;
-        51: cosmic_pe7_pwl_pipe7_limh = 562;
-        52: cosmic_pe7_pwl_pipe7_limh = 439;
-        53: cosmic_pe7_pwl_pipe7_limh = 342;
-        54: cosmic_pe7_pwl_pipe7_limh = 267;
-        55: cosmic_pe7_pwl_pipe7_limh = 208;
-        56: cosmic_pe7_pwl_pipe7_limh = 162;
-        57: cosmic_pe7_pwl_pipe7_limh = 126;
-        58: cosmic_pe7_pwl_pipe7_limh = 98;
-        59: cosmic_pe7_pwl_pipe7_limh = 77;
-        60: cosmic_pe7_pwl_pipe7_limh = 60;
-        61: cosmic_pe7_pwl_pipe7_limh = 47;
-        62: cosmic_pe7_pwl_pipe7_limh = 36;
-        default: cosmic_pe7_pwl_pipe7_limh = 28;
-    endcase
-end
+
+assign cosmic_pe7_pwl_pipe7_qe = $signed({cosmic_pe7_pwl_pipe7_sext30_sgn, cosmic_pe7_pwl_pipe7_q4});
 
 
-always @(cosmic_pe7_pwl_pipe7_idx4) begin: cosmic_pe7_pwl_pipe7_p4roml
-    case (cosmic_pe7_pwl_pipe7_idx4)
-        0: cosmic_pe7_pwl_pipe7_liml = (-22);
-        1: cosmic_pe7_pwl_pipe7_liml = (-28);
-        2: cosmic_pe7_pwl_pipe7_liml = (-36);
-        3: cosmic_pe7_pwl_pipe7_liml = (-47);
-        4: cosmic_pe7_pwl_pipe7_liml = (-60);
-        5: cosmic_pe7_pwl_pipe7_liml = (-77);
-        6: cosmic_pe7_pwl_pipe7_liml = (-98);
-        7: cosmic_pe7_pwl_pipe7_liml = (-126);
-        8: cosmic_pe7_pwl_pipe7_liml = (-162);
-        9: cosmic_pe7_pwl_pipe7_liml = (-208);
-        10: cosmic_pe7_pwl_pipe7_liml = (-267);
-        11: cosmic_pe7_pwl_pipe7_liml = (-342);
-        12: cosmic_pe7_pwl_pipe7_liml = (-439);
-        13: cosmic_pe7_pwl_pipe7_liml = (-562);
-        14: cosmic_pe7_pwl_pipe7_liml = (-720);
-        15: cosmic_pe7_pwl_pipe7_liml = (-922);
-        16: cosmic_pe7_pwl_pipe7_liml = (-1179);
-        17: cosmic_pe7_pwl_pipe7_liml = (-1506);
-        18: cosmic_pe7_pwl_pipe7_liml = (-1921);
-        19: cosmic_pe7_pwl_pipe7_liml = (-2446);
-        20: cosmic_pe7_pwl_pipe7_liml = (-3108);
-        21: cosmic_pe7_pwl_pipe7_liml = (-3938);
-        22: cosmic_pe7_pwl_pipe7_liml = (-4971);
-        23: cosmic_pe7_pwl_pipe7_liml = (-6249);
-        24: cosmic_pe7_pwl_pipe7_liml = (-7812);
-        25: cosmic_pe7_pwl_pipe7_liml = (-9702);
-        26: cosmic_pe7_pwl_pipe7_liml = (-11955);
-        27: cosmic_pe7_pwl_pipe7_liml = (-14595);
-        28: cosmic_pe7_pwl_pipe7_liml = (-17625);
-        29: cosmic_pe7_pwl_pipe7_liml = (-21025);
-        30: cosmic_pe7_pwl_pipe7_liml = (-24743);
-        31: cosmic_pe7_pwl_pipe7_liml = (-28693);
-        32: cosmic_pe7_pwl_pipe7_liml = (-32768);
-        33: cosmic_pe7_pwl_pipe7_liml = (-36843);
-        34: cosmic_pe7_pwl_pipe7_liml = (-40793);
-        35: cosmic_pe7_pwl_pipe7_liml = (-44511);
-        36: cosmic_pe7_pwl_pipe7_liml = (-47911);
-        37: cosmic_pe7_pwl_pipe7_liml = (-50941);
-        38: cosmic_pe7_pwl_pipe7_liml = (-53581);
-        39: cosmic_pe7_pwl_pipe7_liml = (-55834);
-        40: cosmic_pe7_pwl_pipe7_liml = (-57724);
-        41: cosmic_pe7_pwl_pipe7_liml = (-59287);
-        42: cosmic_pe7_pwl_pipe7_liml = (-60565);
-        43: cosmic_pe7_pwl_pipe7_liml = (-61598);
-        44: cosmic_pe7_pwl_pipe7_liml = (-62428);
-        45: cosmic_pe7_pwl_pipe7_liml = (-63090);
-        46: cosmic_pe7_pwl_pipe7_liml = (-63615);
-        47: cosmic_pe7_pwl_pipe7_liml = (-64030);
-        48: cosmic_pe7_pwl_pipe7_liml = (-64357);
-        49: cosmic_pe7_pwl_pipe7_liml = (-64614);
-        50: cosmic_pe7_pwl_pipe7_liml = (-64816);
-        51: cosmic_pe7_pwl_pipe7_liml = (-64974);
-        52: cosmic_pe7_pwl_pipe7_liml = (-65097);
-        53: cosmic_pe7_pwl_pipe7_liml = (-65194);
-        54: cosmic_pe7_pwl_pipe7_liml = (-65269);
-        55: cosmic_pe7_pwl_pipe7_liml = (-65328);
-        56: cosmic_pe7_pwl_pipe7_liml = (-65374);
-        57: cosmic_pe7_pwl_pipe7_liml = (-65410);
-        58: cosmic_pe7_pwl_pipe7_liml = (-65438);
-        59: cosmic_pe7_pwl_pipe7_liml = (-65459);
-        60: cosmic_pe7_pwl_pipe7_liml = (-65476);
-        61: cosmic_pe7_pwl_pipe7_liml = (-65489);
-        62: cosmic_pe7_pwl_pipe7_liml = (-65500);
-        default: cosmic_pe7_pwl_pipe7_liml = (-65508);
-    endcase
-end
+
+assign cosmic_pe7_pwl_pipe7_ta = $signed({cosmic_pe7_pwl_pipe7_base4[(32 - 1)], cosmic_pe7_pwl_pipe7_base4, cosmic_pe7_pwl_pipe7_rb4});
+assign cosmic_pe7_pwl_pipe7_tb = $signed({cosmic_pe7_pwl_pipe7_qe, cosmic_pe7_pwl_pipe7_rb4});
 
 
-always @(cosmic_pe7_pwl_pipe7_limh, cosmic_pe7_pwl_pipe7_liml, cosmic_pe7_pwl_pipe7_rnd4, cosmic_pe7_pwl_pipe7_ys) begin: cosmic_pe7_pwl_pipe7_outc
-    if ((cosmic_pe7_pwl_pipe7_rnd4 > cosmic_pe7_pwl_pipe7_limh)) begin
-        cosmic_pe7_y_sig = 65536;
-    end
-    else if ((cosmic_pe7_pwl_pipe7_rnd4 < cosmic_pe7_pwl_pipe7_liml)) begin
-        cosmic_pe7_y_sig = 0;
-    end
-    else begin
-        cosmic_pe7_y_sig = cosmic_pe7_pwl_pipe7_ys;
-    end
-end
+
+assign cosmic_pe7_pwl_pipe7_t4 = (cosmic_pe7_pwl_pipe7_ta + cosmic_pe7_pwl_pipe7_tb);
+
+
+
+assign cosmic_pe7_pwl_pipe7_unused = {cosmic_pe7_pwl_pipe7_t4[(32 + 1)], cosmic_pe7_pwl_pipe7_prod4[(16 - 1)-1:0], cosmic_pe7_pwl_pipe7_t4[0]};
+
+
+
+assign cosmic_pe7_y_sig = $signed(cosmic_pe7_pwl_pipe7_t4[(32 + 1)-1:1]);
 
 
 always @(posedge clk) begin: cosmic_pe7_pipe
@@ -22240,18 +20536,18 @@ always @(posedge clk) begin: cosmic_pe7_pipe
 end
 
 
-always @(cosmic_pe7_mul2_csa7_p) begin: cosmic_pe7_sext23_fill
+always @(cosmic_pe7_mul2_csa7_p) begin: cosmic_pe7_sext31_fill
     if (cosmic_pe7_mul2_csa7_p[(64 - 1)]) begin
-        cosmic_pe7_sext23_sgn = 255;
+        cosmic_pe7_sext31_sgn = 255;
     end
     else begin
-        cosmic_pe7_sext23_sgn = 0;
+        cosmic_pe7_sext31_sgn = 0;
     end
 end
 
 
 
-assign cosmic_pe7_sext23_xe = $signed({cosmic_pe7_sext23_sgn, cosmic_pe7_mul2_csa7_p});
+assign cosmic_pe7_sext31_xe = $signed({cosmic_pe7_sext31_sgn, cosmic_pe7_mul2_csa7_p});
 
 
 always @(cosmic_pe7_clr6, cosmic_pe7_acc) begin: cosmic_pe7_acc_csel7_gate
@@ -22266,9 +20562,9 @@ end
 
 
 assign cosmic_pe7_acc_csel7_al = cosmic_pe7_acc_csel7_ai[36-1:0];
-assign cosmic_pe7_acc_csel7_pl = cosmic_pe7_sext23_xe[36-1:0];
+assign cosmic_pe7_acc_csel7_pl = cosmic_pe7_sext31_xe[36-1:0];
 assign cosmic_pe7_acc_csel7_ah = $signed(cosmic_pe7_acc_csel7_ai[72-1:36]);
-assign cosmic_pe7_acc_csel7_ph = $signed(cosmic_pe7_sext23_xe[72-1:36]);
+assign cosmic_pe7_acc_csel7_ph = $signed(cosmic_pe7_sext31_xe[72-1:36]);
 
 
 
@@ -22292,75 +20588,75 @@ assign cosmic_pe7_acc_csel7_full = $signed({cosmic_pe7_acc_csel7_hs, cosmic_pe7_
 
 
 
-assign cosmic_pe7_acc_csel7_sat39_hi = cosmic_pe7_acc_csel7_full[73-1:(72 - 1)];
+assign cosmic_pe7_acc_csel7_sat23_hi = cosmic_pe7_acc_csel7_full[73-1:(72 - 1)];
 
 
 
-assign cosmic_pe7_acc_csel7_sat39_hin = (~cosmic_pe7_acc_csel7_sat39_hi);
+assign cosmic_pe7_acc_csel7_sat23_hin = (~cosmic_pe7_acc_csel7_sat23_hi);
 
 
 
-assign cosmic_pe7_acc_csel7_sat39_nsign = (!cosmic_pe7_acc_csel7_full[(73 - 1)]);
+assign cosmic_pe7_acc_csel7_sat23_nsign = (!cosmic_pe7_acc_csel7_full[(73 - 1)]);
 
 
-always @(cosmic_pe7_acc_csel7_sat39_fill, cosmic_pe7_acc_csel7_sat39_hi, cosmic_pe7_acc_csel7_full, cosmic_pe7_acc_csel7_sat39_hin) begin: cosmic_pe7_acc_csel7_sat39_clamp
-    if (((cosmic_pe7_acc_csel7_sat39_hi == 0) || (cosmic_pe7_acc_csel7_sat39_hin == 0))) begin
+always @(cosmic_pe7_acc_csel7_sat23_fill, cosmic_pe7_acc_csel7_sat23_hi, cosmic_pe7_acc_csel7_full, cosmic_pe7_acc_csel7_sat23_hin) begin: cosmic_pe7_acc_csel7_sat23_clamp
+    if (((cosmic_pe7_acc_csel7_sat23_hi == 0) || (cosmic_pe7_acc_csel7_sat23_hin == 0))) begin
         cosmic_pe7_acc_new = $signed(cosmic_pe7_acc_csel7_full[72-1:0]);
     end
     else begin
-        cosmic_pe7_acc_new = $signed({cosmic_pe7_acc_csel7_full[(73 - 1)], cosmic_pe7_acc_csel7_sat39_fill});
+        cosmic_pe7_acc_new = $signed({cosmic_pe7_acc_csel7_full[(73 - 1)], cosmic_pe7_acc_csel7_sat23_fill});
     end
 end
 
 
 
-assign cosmic_pe7_round_sat_fast22_lo = cosmic_pe7_mul2_csa7_p[16+:32];
-assign cosmic_pe7_round_sat_fast22_rb = cosmic_pe7_mul2_csa7_p[(16 - 1)];
-assign cosmic_pe7_round_sat_fast22_hi = cosmic_pe7_mul2_csa7_p[64-1:(16 + 32)];
-assign cosmic_pe7_round_sat_fast22_neg = cosmic_pe7_mul2_csa7_p[(64 - 1)];
-assign cosmic_pe7_round_sat_fast22_nneg = (!cosmic_pe7_mul2_csa7_p[(64 - 1)]);
+assign cosmic_pe7_round_sat_fast14_lo = cosmic_pe7_mul2_csa7_p[16+:32];
+assign cosmic_pe7_round_sat_fast14_rb = cosmic_pe7_mul2_csa7_p[(16 - 1)];
+assign cosmic_pe7_round_sat_fast14_hi = cosmic_pe7_mul2_csa7_p[64-1:(16 + 32)];
+assign cosmic_pe7_round_sat_fast14_neg = cosmic_pe7_mul2_csa7_p[(64 - 1)];
+assign cosmic_pe7_round_sat_fast14_nneg = (!cosmic_pe7_mul2_csa7_p[(64 - 1)]);
 
 
 
-assign cosmic_pe7_round_sat_fast22_hin = (~cosmic_pe7_round_sat_fast22_hi);
+assign cosmic_pe7_round_sat_fast14_hin = (~cosmic_pe7_round_sat_fast14_hi);
 
 
 
-assign cosmic_pe7_round_sat_fast22_s = (cosmic_pe7_round_sat_fast22_lo + cosmic_pe7_round_sat_fast22_rb);
+assign cosmic_pe7_round_sat_fast14_s = (cosmic_pe7_round_sat_fast14_lo + cosmic_pe7_round_sat_fast14_rb);
 
 
-always @(cosmic_pe7_round_sat_fast22_s, cosmic_pe7_round_sat_fast22_hin, cosmic_pe7_round_sat_fast22_hi, cosmic_pe7_round_sat_fast22_neg, cosmic_pe7_round_sat_fast22_fill) begin: cosmic_pe7_round_sat_fast22_outc
-    if (((cosmic_pe7_round_sat_fast22_s[32] && (cosmic_pe7_round_sat_fast22_hin == 0)) || ((!cosmic_pe7_round_sat_fast22_s[32]) && (((cosmic_pe7_round_sat_fast22_hi == 0) && (!cosmic_pe7_round_sat_fast22_s[(32 - 1)])) || ((cosmic_pe7_round_sat_fast22_hin == 0) && cosmic_pe7_round_sat_fast22_s[(32 - 1)]))))) begin
-        cosmic_pe7_mul_s = $signed(cosmic_pe7_round_sat_fast22_s[32-1:0]);
+always @(cosmic_pe7_round_sat_fast14_s, cosmic_pe7_round_sat_fast14_hin, cosmic_pe7_round_sat_fast14_hi, cosmic_pe7_round_sat_fast14_neg, cosmic_pe7_round_sat_fast14_fill) begin: cosmic_pe7_round_sat_fast14_outc
+    if (((cosmic_pe7_round_sat_fast14_s[32] && (cosmic_pe7_round_sat_fast14_hin == 0)) || ((!cosmic_pe7_round_sat_fast14_s[32]) && (((cosmic_pe7_round_sat_fast14_hi == 0) && (!cosmic_pe7_round_sat_fast14_s[(32 - 1)])) || ((cosmic_pe7_round_sat_fast14_hin == 0) && cosmic_pe7_round_sat_fast14_s[(32 - 1)]))))) begin
+        cosmic_pe7_mul_s = $signed(cosmic_pe7_round_sat_fast14_s[32-1:0]);
     end
     else begin
-        cosmic_pe7_mul_s = $signed({cosmic_pe7_round_sat_fast22_neg, cosmic_pe7_round_sat_fast22_fill});
+        cosmic_pe7_mul_s = $signed({cosmic_pe7_round_sat_fast14_neg, cosmic_pe7_round_sat_fast14_fill});
     end
 end
 
 
 
-assign cosmic_pe7_round_sat_fast23_lo = cosmic_pe7_acc[16+:32];
-assign cosmic_pe7_round_sat_fast23_rb = cosmic_pe7_acc[(16 - 1)];
-assign cosmic_pe7_round_sat_fast23_hi = cosmic_pe7_acc[72-1:(16 + 32)];
-assign cosmic_pe7_round_sat_fast23_neg = cosmic_pe7_acc[(72 - 1)];
-assign cosmic_pe7_round_sat_fast23_nneg = (!cosmic_pe7_acc[(72 - 1)]);
+assign cosmic_pe7_round_sat_fast15_lo = cosmic_pe7_acc[16+:32];
+assign cosmic_pe7_round_sat_fast15_rb = cosmic_pe7_acc[(16 - 1)];
+assign cosmic_pe7_round_sat_fast15_hi = cosmic_pe7_acc[72-1:(16 + 32)];
+assign cosmic_pe7_round_sat_fast15_neg = cosmic_pe7_acc[(72 - 1)];
+assign cosmic_pe7_round_sat_fast15_nneg = (!cosmic_pe7_acc[(72 - 1)]);
 
 
 
-assign cosmic_pe7_round_sat_fast23_hin = (~cosmic_pe7_round_sat_fast23_hi);
+assign cosmic_pe7_round_sat_fast15_hin = (~cosmic_pe7_round_sat_fast15_hi);
 
 
 
-assign cosmic_pe7_round_sat_fast23_s = (cosmic_pe7_round_sat_fast23_lo + cosmic_pe7_round_sat_fast23_rb);
+assign cosmic_pe7_round_sat_fast15_s = (cosmic_pe7_round_sat_fast15_lo + cosmic_pe7_round_sat_fast15_rb);
 
 
-always @(cosmic_pe7_round_sat_fast23_s, cosmic_pe7_round_sat_fast23_hin, cosmic_pe7_round_sat_fast23_hi, cosmic_pe7_round_sat_fast23_neg, cosmic_pe7_round_sat_fast23_fill) begin: cosmic_pe7_round_sat_fast23_outc
-    if (((cosmic_pe7_round_sat_fast23_s[32] && (cosmic_pe7_round_sat_fast23_hin == 0)) || ((!cosmic_pe7_round_sat_fast23_s[32]) && (((cosmic_pe7_round_sat_fast23_hi == 0) && (!cosmic_pe7_round_sat_fast23_s[(32 - 1)])) || ((cosmic_pe7_round_sat_fast23_hin == 0) && cosmic_pe7_round_sat_fast23_s[(32 - 1)]))))) begin
-        cosmic_pe7_y_gau = $signed(cosmic_pe7_round_sat_fast23_s[32-1:0]);
+always @(cosmic_pe7_round_sat_fast15_s, cosmic_pe7_round_sat_fast15_hin, cosmic_pe7_round_sat_fast15_hi, cosmic_pe7_round_sat_fast15_neg, cosmic_pe7_round_sat_fast15_fill) begin: cosmic_pe7_round_sat_fast15_outc
+    if (((cosmic_pe7_round_sat_fast15_s[32] && (cosmic_pe7_round_sat_fast15_hin == 0)) || ((!cosmic_pe7_round_sat_fast15_s[32]) && (((cosmic_pe7_round_sat_fast15_hi == 0) && (!cosmic_pe7_round_sat_fast15_s[(32 - 1)])) || ((cosmic_pe7_round_sat_fast15_hin == 0) && cosmic_pe7_round_sat_fast15_s[(32 - 1)]))))) begin
+        cosmic_pe7_y_gau = $signed(cosmic_pe7_round_sat_fast15_s[32-1:0]);
     end
     else begin
-        cosmic_pe7_y_gau = $signed({cosmic_pe7_round_sat_fast23_neg, cosmic_pe7_round_sat_fast23_fill});
+        cosmic_pe7_y_gau = $signed({cosmic_pe7_round_sat_fast15_neg, cosmic_pe7_round_sat_fast15_fill});
     end
 end
 
@@ -23023,18 +21319,18 @@ always @(cosmic_pe3_rb_data, eq_const11_y, or_link10_out) begin: or_link11_c
 end
 
 
-always @(add_link0_xs) begin: add_link0_sext24_fill
+always @(add_link0_xs) begin: add_link0_sext32_fill
     if (add_link0_xs[(32 - 1)]) begin
-        add_link0_sext24_sgn = 3;
+        add_link0_sext32_sgn = 3;
     end
     else begin
-        add_link0_sext24_sgn = 0;
+        add_link0_sext32_sgn = 0;
     end
 end
 
 
 
-assign add_link0_xe = $signed({add_link0_sext24_sgn, add_link0_xs});
+assign add_link0_xe = $signed({add_link0_sext32_sgn, add_link0_xs});
 
 
 
@@ -23101,18 +21397,18 @@ always @(cosmic_pe7_rb_data, eq_const15_y, or_link14_out) begin: or_link15_c
 end
 
 
-always @(add_link1_xs) begin: add_link1_sext25_fill
+always @(add_link1_xs) begin: add_link1_sext33_fill
     if (add_link1_xs[(32 - 1)]) begin
-        add_link1_sext25_sgn = 3;
+        add_link1_sext33_sgn = 3;
     end
     else begin
-        add_link1_sext25_sgn = 0;
+        add_link1_sext33_sgn = 0;
     end
 end
 
 
 
-assign add_link1_xe = $signed({add_link1_sext25_sgn, add_link1_xs});
+assign add_link1_xe = $signed({add_link1_sext33_sgn, add_link1_xs});
 
 
 
@@ -23124,23 +21420,23 @@ assign agg_sum = (add_link0_out + add_link1_xe);
 
 
 
-assign sat40_hi = agg_sum[34-1:(32 - 1)];
+assign sat24_hi = agg_sum[34-1:(32 - 1)];
 
 
 
-assign sat40_hin = (~sat40_hi);
+assign sat24_hin = (~sat24_hi);
 
 
 
-assign sat40_nsign = (!agg_sum[(34 - 1)]);
+assign sat24_nsign = (!agg_sum[(34 - 1)]);
 
 
-always @(sat40_fill, sat40_hi, agg_sum, sat40_hin) begin: sat40_clamp
-    if (((sat40_hi == 0) || (sat40_hin == 0))) begin
+always @(sat24_fill, sat24_hi, agg_sum, sat24_hin) begin: sat24_clamp
+    if (((sat24_hi == 0) || (sat24_hin == 0))) begin
         agg_sat = $signed(agg_sum[32-1:0]);
     end
     else begin
-        agg_sat = $signed({agg_sum[(34 - 1)], sat40_fill});
+        agg_sat = $signed({agg_sum[(34 - 1)], sat24_fill});
     end
 end
 
@@ -23355,54 +21651,54 @@ assign bit_of4_y = slice_of1_y[0];
 
 
 
-assign fold_link0_sat41_hi = fold_link0_s1[33-1:(32 - 1)];
+assign fold_link0_sat25_hi = fold_link0_s1[33-1:(32 - 1)];
 
 
 
-assign fold_link0_sat41_hin = (~fold_link0_sat41_hi);
+assign fold_link0_sat25_hin = (~fold_link0_sat25_hi);
 
 
 
-assign fold_link0_sat41_nsign = (!fold_link0_s1[(33 - 1)]);
+assign fold_link0_sat25_nsign = (!fold_link0_s1[(33 - 1)]);
 
 
-always @(fold_link0_sat41_fill, fold_link0_sat41_hi, fold_link0_s1, fold_link0_sat41_hin) begin: fold_link0_sat41_clamp
-    if (((fold_link0_sat41_hi == 0) || (fold_link0_sat41_hin == 0))) begin
+always @(fold_link0_sat25_fill, fold_link0_sat25_hi, fold_link0_s1, fold_link0_sat25_hin) begin: fold_link0_sat25_clamp
+    if (((fold_link0_sat25_hi == 0) || (fold_link0_sat25_hin == 0))) begin
         fold_link0_sa = $signed(fold_link0_s1[32-1:0]);
     end
     else begin
-        fold_link0_sa = $signed({fold_link0_s1[(33 - 1)], fold_link0_sat41_fill});
+        fold_link0_sa = $signed({fold_link0_s1[(33 - 1)], fold_link0_sat25_fill});
     end
 end
 
 
 
-assign fold_link0_round_sat8_t = $signed(fold_link0_p2 >>> 16);
-assign fold_link0_round_sat8_rb = $signed({64'h0, fold_link0_p2[(16 - 1)]});
+assign fold_link0_round_sat0_t = $signed(fold_link0_p2 >>> 16);
+assign fold_link0_round_sat0_rb = $signed({64'h0, fold_link0_p2[(16 - 1)]});
 
 
 
-assign fold_link0_round_sat8_r = (fold_link0_round_sat8_t + fold_link0_round_sat8_rb);
+assign fold_link0_round_sat0_r = (fold_link0_round_sat0_t + fold_link0_round_sat0_rb);
 
 
 
-assign fold_link0_round_sat8_sat42_hi = fold_link0_round_sat8_r[65-1:(32 - 1)];
+assign fold_link0_round_sat0_sat26_hi = fold_link0_round_sat0_r[65-1:(32 - 1)];
 
 
 
-assign fold_link0_round_sat8_sat42_hin = (~fold_link0_round_sat8_sat42_hi);
+assign fold_link0_round_sat0_sat26_hin = (~fold_link0_round_sat0_sat26_hi);
 
 
 
-assign fold_link0_round_sat8_sat42_nsign = (!fold_link0_round_sat8_r[(65 - 1)]);
+assign fold_link0_round_sat0_sat26_nsign = (!fold_link0_round_sat0_r[(65 - 1)]);
 
 
-always @(fold_link0_round_sat8_sat42_fill, fold_link0_round_sat8_sat42_hi, fold_link0_round_sat8_r, fold_link0_round_sat8_sat42_hin) begin: fold_link0_round_sat8_sat42_clamp
-    if (((fold_link0_round_sat8_sat42_hi == 0) || (fold_link0_round_sat8_sat42_hin == 0))) begin
-        fold_link0_sm = $signed(fold_link0_round_sat8_r[32-1:0]);
+always @(fold_link0_round_sat0_sat26_fill, fold_link0_round_sat0_sat26_hi, fold_link0_round_sat0_r, fold_link0_round_sat0_sat26_hin) begin: fold_link0_round_sat0_sat26_clamp
+    if (((fold_link0_round_sat0_sat26_hi == 0) || (fold_link0_round_sat0_sat26_hin == 0))) begin
+        fold_link0_sm = $signed(fold_link0_round_sat0_r[32-1:0]);
     end
     else begin
-        fold_link0_sm = $signed({fold_link0_round_sat8_r[(65 - 1)], fold_link0_round_sat8_sat42_fill});
+        fold_link0_sm = $signed({fold_link0_round_sat0_r[(65 - 1)], fold_link0_round_sat0_sat26_fill});
     end
 end
 
@@ -23483,54 +21779,54 @@ assign bit_of5_y = slice_of3_y[0];
 
 
 
-assign fold_link1_sat43_hi = fold_link1_s1[33-1:(32 - 1)];
+assign fold_link1_sat27_hi = fold_link1_s1[33-1:(32 - 1)];
 
 
 
-assign fold_link1_sat43_hin = (~fold_link1_sat43_hi);
+assign fold_link1_sat27_hin = (~fold_link1_sat27_hi);
 
 
 
-assign fold_link1_sat43_nsign = (!fold_link1_s1[(33 - 1)]);
+assign fold_link1_sat27_nsign = (!fold_link1_s1[(33 - 1)]);
 
 
-always @(fold_link1_sat43_fill, fold_link1_sat43_hi, fold_link1_s1, fold_link1_sat43_hin) begin: fold_link1_sat43_clamp
-    if (((fold_link1_sat43_hi == 0) || (fold_link1_sat43_hin == 0))) begin
+always @(fold_link1_sat27_fill, fold_link1_sat27_hi, fold_link1_s1, fold_link1_sat27_hin) begin: fold_link1_sat27_clamp
+    if (((fold_link1_sat27_hi == 0) || (fold_link1_sat27_hin == 0))) begin
         fold_link1_sa = $signed(fold_link1_s1[32-1:0]);
     end
     else begin
-        fold_link1_sa = $signed({fold_link1_s1[(33 - 1)], fold_link1_sat43_fill});
+        fold_link1_sa = $signed({fold_link1_s1[(33 - 1)], fold_link1_sat27_fill});
     end
 end
 
 
 
-assign fold_link1_round_sat9_t = $signed(fold_link1_p2 >>> 16);
-assign fold_link1_round_sat9_rb = $signed({64'h0, fold_link1_p2[(16 - 1)]});
+assign fold_link1_round_sat1_t = $signed(fold_link1_p2 >>> 16);
+assign fold_link1_round_sat1_rb = $signed({64'h0, fold_link1_p2[(16 - 1)]});
 
 
 
-assign fold_link1_round_sat9_r = (fold_link1_round_sat9_t + fold_link1_round_sat9_rb);
+assign fold_link1_round_sat1_r = (fold_link1_round_sat1_t + fold_link1_round_sat1_rb);
 
 
 
-assign fold_link1_round_sat9_sat44_hi = fold_link1_round_sat9_r[65-1:(32 - 1)];
+assign fold_link1_round_sat1_sat28_hi = fold_link1_round_sat1_r[65-1:(32 - 1)];
 
 
 
-assign fold_link1_round_sat9_sat44_hin = (~fold_link1_round_sat9_sat44_hi);
+assign fold_link1_round_sat1_sat28_hin = (~fold_link1_round_sat1_sat28_hi);
 
 
 
-assign fold_link1_round_sat9_sat44_nsign = (!fold_link1_round_sat9_r[(65 - 1)]);
+assign fold_link1_round_sat1_sat28_nsign = (!fold_link1_round_sat1_r[(65 - 1)]);
 
 
-always @(fold_link1_round_sat9_sat44_fill, fold_link1_round_sat9_sat44_hi, fold_link1_round_sat9_r, fold_link1_round_sat9_sat44_hin) begin: fold_link1_round_sat9_sat44_clamp
-    if (((fold_link1_round_sat9_sat44_hi == 0) || (fold_link1_round_sat9_sat44_hin == 0))) begin
-        fold_link1_sm = $signed(fold_link1_round_sat9_r[32-1:0]);
+always @(fold_link1_round_sat1_sat28_fill, fold_link1_round_sat1_sat28_hi, fold_link1_round_sat1_r, fold_link1_round_sat1_sat28_hin) begin: fold_link1_round_sat1_sat28_clamp
+    if (((fold_link1_round_sat1_sat28_hi == 0) || (fold_link1_round_sat1_sat28_hin == 0))) begin
+        fold_link1_sm = $signed(fold_link1_round_sat1_r[32-1:0]);
     end
     else begin
-        fold_link1_sm = $signed({fold_link1_round_sat9_r[(65 - 1)], fold_link1_round_sat9_sat44_fill});
+        fold_link1_sm = $signed({fold_link1_round_sat1_r[(65 - 1)], fold_link1_round_sat1_sat28_fill});
     end
 end
 

@@ -712,35 +712,33 @@ signal cosmic_pe0_mul2_csa0_xc: unsigned(47 downto 0);
 signal cosmic_pe0_mul2_csa0_hsum: unsigned(47 downto 0);
 signal cosmic_pe0_mul2_csa0_sext0_sgn: unsigned(14 downto 0);
 signal cosmic_pe0_mul2_csa0_sext1_sgn: unsigned(14 downto 0);
+signal cosmic_pe0_pwl_pipe0_base2: signed (31 downto 0);
+signal cosmic_pe0_pwl_pipe0_base3: signed (31 downto 0);
 signal cosmic_pe0_pwl_pipe0_base4: signed (31 downto 0);
-signal cosmic_pe0_pwl_pipe0_idx2: unsigned(5 downto 0);
-signal cosmic_pe0_pwl_pipe0_idx3: unsigned(5 downto 0);
-signal cosmic_pe0_pwl_pipe0_idx4: unsigned(5 downto 0);
-signal cosmic_pe0_pwl_pipe0_limh: signed (31 downto 0);
-signal cosmic_pe0_pwl_pipe0_liml: signed (31 downto 0);
-signal cosmic_pe0_pwl_pipe0_off2: signed (14 downto 0);
-signal cosmic_pe0_pwl_pipe0_prod3: signed (32 downto 0);
-signal cosmic_pe0_pwl_pipe0_rnd4: signed (31 downto 0);
-signal cosmic_pe0_pwl_pipe0_rnd_c: signed (31 downto 0);
+signal cosmic_pe0_pwl_pipe0_ge1: std_logic;
+signal cosmic_pe0_pwl_pipe0_idx_b: unsigned(5 downto 0);
+signal cosmic_pe0_pwl_pipe0_idx_s: unsigned(5 downto 0);
+signal cosmic_pe0_pwl_pipe0_lt1: std_logic;
+signal cosmic_pe0_pwl_pipe0_off2: unsigned(13 downto 0);
+signal cosmic_pe0_pwl_pipe0_off3: unsigned(13 downto 0);
+signal cosmic_pe0_pwl_pipe0_off3s: signed (14 downto 0);
+signal cosmic_pe0_pwl_pipe0_prod4: signed (32 downto 0);
+signal cosmic_pe0_pwl_pipe0_q4: signed (16 downto 0);
+signal cosmic_pe0_pwl_pipe0_qe: signed (32 downto 0);
+signal cosmic_pe0_pwl_pipe0_rb4: std_logic;
 signal cosmic_pe0_pwl_pipe0_slope2: signed (14 downto 0);
-signal cosmic_pe0_pwl_pipe0_sumv: signed (32 downto 0);
-signal cosmic_pe0_pwl_pipe0_u1: unsigned(19 downto 0);
-signal cosmic_pe0_pwl_pipe0_u_c: unsigned(19 downto 0);
-signal cosmic_pe0_pwl_pipe0_ys: signed (31 downto 0);
+signal cosmic_pe0_pwl_pipe0_slope3: signed (14 downto 0);
+signal cosmic_pe0_pwl_pipe0_slope_r: signed (14 downto 0);
+signal cosmic_pe0_pwl_pipe0_t4: signed (33 downto 0);
+signal cosmic_pe0_pwl_pipe0_ta: signed (33 downto 0);
+signal cosmic_pe0_pwl_pipe0_tb: signed (33 downto 0);
 signal cosmic_pe0_pwl_pipe0_zl: signed (32 downto 0);
-signal cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r: signed (32 downto 0);
-signal cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_rb: signed (32 downto 0);
-signal cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_t: signed (32 downto 0);
-signal cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill: unsigned(30 downto 0);
-signal cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi: unsigned(1 downto 0);
-signal cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin: unsigned(1 downto 0);
-signal cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign: std_logic;
-signal cosmic_pe0_pwl_pipe0_sat3_fill: unsigned(30 downto 0);
-signal cosmic_pe0_pwl_pipe0_sat3_hi: unsigned(1 downto 0);
-signal cosmic_pe0_pwl_pipe0_sat3_hin: unsigned(1 downto 0);
-signal cosmic_pe0_pwl_pipe0_sat3_nsign: std_logic;
-signal cosmic_pe0_sext2_xe: signed (71 downto 0);
-signal cosmic_pe0_sext2_sgn: unsigned(7 downto 0);
+signal cosmic_pe0_pwl_pipe0_zl1: unsigned(19 downto 0);
+signal cosmic_pe0_pwl_pipe0_zl_unused: unsigned(12 downto 0);
+signal cosmic_pe0_pwl_pipe0_unused: unsigned(16 downto 0);
+signal cosmic_pe0_pwl_pipe0_sext2_sgn: unsigned(15 downto 0);
+signal cosmic_pe0_sext3_xe: signed (71 downto 0);
+signal cosmic_pe0_sext3_sgn: unsigned(7 downto 0);
 signal cosmic_pe0_acc_csel0_ah: signed (35 downto 0);
 signal cosmic_pe0_acc_csel0_ai: signed (71 downto 0);
 signal cosmic_pe0_acc_csel0_al: unsigned(35 downto 0);
@@ -751,26 +749,26 @@ signal cosmic_pe0_acc_csel0_ph: signed (35 downto 0);
 signal cosmic_pe0_acc_csel0_pl: unsigned(35 downto 0);
 signal cosmic_pe0_acc_csel0_slo: unsigned(36 downto 0);
 signal cosmic_pe0_acc_csel0_t1: signed (37 downto 0);
-signal cosmic_pe0_acc_csel0_sat4_fill: unsigned(70 downto 0);
-signal cosmic_pe0_acc_csel0_sat4_hi: unsigned(1 downto 0);
-signal cosmic_pe0_acc_csel0_sat4_hin: unsigned(1 downto 0);
-signal cosmic_pe0_acc_csel0_sat4_nsign: std_logic;
+signal cosmic_pe0_acc_csel0_sat2_fill: unsigned(70 downto 0);
+signal cosmic_pe0_acc_csel0_sat2_hi: unsigned(1 downto 0);
+signal cosmic_pe0_acc_csel0_sat2_hin: unsigned(1 downto 0);
+signal cosmic_pe0_acc_csel0_sat2_nsign: std_logic;
+signal cosmic_pe0_round_sat_fast0_fill: unsigned(30 downto 0);
+signal cosmic_pe0_round_sat_fast0_hi: unsigned(15 downto 0);
+signal cosmic_pe0_round_sat_fast0_hin: unsigned(15 downto 0);
+signal cosmic_pe0_round_sat_fast0_lo: unsigned(31 downto 0);
+signal cosmic_pe0_round_sat_fast0_neg: std_logic;
+signal cosmic_pe0_round_sat_fast0_nneg: std_logic;
+signal cosmic_pe0_round_sat_fast0_rb: unsigned(0 downto 0);
+signal cosmic_pe0_round_sat_fast0_s: unsigned(32 downto 0);
 signal cosmic_pe0_round_sat_fast1_fill: unsigned(30 downto 0);
-signal cosmic_pe0_round_sat_fast1_hi: unsigned(15 downto 0);
-signal cosmic_pe0_round_sat_fast1_hin: unsigned(15 downto 0);
+signal cosmic_pe0_round_sat_fast1_hi: unsigned(23 downto 0);
+signal cosmic_pe0_round_sat_fast1_hin: unsigned(23 downto 0);
 signal cosmic_pe0_round_sat_fast1_lo: unsigned(31 downto 0);
 signal cosmic_pe0_round_sat_fast1_neg: std_logic;
 signal cosmic_pe0_round_sat_fast1_nneg: std_logic;
 signal cosmic_pe0_round_sat_fast1_rb: unsigned(0 downto 0);
 signal cosmic_pe0_round_sat_fast1_s: unsigned(32 downto 0);
-signal cosmic_pe0_round_sat_fast2_fill: unsigned(30 downto 0);
-signal cosmic_pe0_round_sat_fast2_hi: unsigned(23 downto 0);
-signal cosmic_pe0_round_sat_fast2_hin: unsigned(23 downto 0);
-signal cosmic_pe0_round_sat_fast2_lo: unsigned(31 downto 0);
-signal cosmic_pe0_round_sat_fast2_neg: std_logic;
-signal cosmic_pe0_round_sat_fast2_nneg: std_logic;
-signal cosmic_pe0_round_sat_fast2_rb: unsigned(0 downto 0);
-signal cosmic_pe0_round_sat_fast2_s: unsigned(32 downto 0);
 signal pe_glue0_d_err: std_logic;
 signal pe_glue0_shifted: unsigned(127 downto 0);
 signal pe_glue0_lvs: unsigned(3 downto 0);
@@ -1013,14 +1011,14 @@ signal cosmic_pe1_andmask18_0_m: signed (31 downto 0);
 signal cosmic_pe1_andmask19_0_m: signed (31 downto 0);
 signal cosmic_pe1_andmask20_0_m: signed (31 downto 0);
 signal cosmic_pe1_andmask21_0_m: signed (31 downto 0);
-signal cosmic_pe1_sat5_fill: unsigned(30 downto 0);
-signal cosmic_pe1_sat5_hi: unsigned(1 downto 0);
-signal cosmic_pe1_sat5_hin: unsigned(1 downto 0);
-signal cosmic_pe1_sat5_nsign: std_logic;
-signal cosmic_pe1_sat6_fill: unsigned(30 downto 0);
-signal cosmic_pe1_sat6_hi: unsigned(1 downto 0);
-signal cosmic_pe1_sat6_hin: unsigned(1 downto 0);
-signal cosmic_pe1_sat6_nsign: std_logic;
+signal cosmic_pe1_sat3_fill: unsigned(30 downto 0);
+signal cosmic_pe1_sat3_hi: unsigned(1 downto 0);
+signal cosmic_pe1_sat3_hin: unsigned(1 downto 0);
+signal cosmic_pe1_sat3_nsign: std_logic;
+signal cosmic_pe1_sat4_fill: unsigned(30 downto 0);
+signal cosmic_pe1_sat4_hi: unsigned(1 downto 0);
+signal cosmic_pe1_sat4_hin: unsigned(1 downto 0);
+signal cosmic_pe1_sat4_nsign: std_logic;
 signal cosmic_pe1_mul2_csa1_p: signed (63 downto 0);
 signal cosmic_pe1_mul2_csa1_ac: unsigned(31 downto 0);
 signal cosmic_pe1_mul2_csa1_bc: unsigned(31 downto 0);
@@ -1043,37 +1041,35 @@ signal cosmic_pe1_mul2_csa1_xs: unsigned(47 downto 0);
 signal cosmic_pe1_mul2_csa1_mj: unsigned(46 downto 0);
 signal cosmic_pe1_mul2_csa1_xc: unsigned(47 downto 0);
 signal cosmic_pe1_mul2_csa1_hsum: unsigned(47 downto 0);
-signal cosmic_pe1_mul2_csa1_sext3_sgn: unsigned(14 downto 0);
 signal cosmic_pe1_mul2_csa1_sext4_sgn: unsigned(14 downto 0);
+signal cosmic_pe1_mul2_csa1_sext5_sgn: unsigned(14 downto 0);
+signal cosmic_pe1_pwl_pipe1_base2: signed (31 downto 0);
+signal cosmic_pe1_pwl_pipe1_base3: signed (31 downto 0);
 signal cosmic_pe1_pwl_pipe1_base4: signed (31 downto 0);
-signal cosmic_pe1_pwl_pipe1_idx2: unsigned(5 downto 0);
-signal cosmic_pe1_pwl_pipe1_idx3: unsigned(5 downto 0);
-signal cosmic_pe1_pwl_pipe1_idx4: unsigned(5 downto 0);
-signal cosmic_pe1_pwl_pipe1_limh: signed (31 downto 0);
-signal cosmic_pe1_pwl_pipe1_liml: signed (31 downto 0);
-signal cosmic_pe1_pwl_pipe1_off2: signed (14 downto 0);
-signal cosmic_pe1_pwl_pipe1_prod3: signed (32 downto 0);
-signal cosmic_pe1_pwl_pipe1_rnd4: signed (31 downto 0);
-signal cosmic_pe1_pwl_pipe1_rnd_c: signed (31 downto 0);
+signal cosmic_pe1_pwl_pipe1_ge1: std_logic;
+signal cosmic_pe1_pwl_pipe1_idx_b: unsigned(5 downto 0);
+signal cosmic_pe1_pwl_pipe1_idx_s: unsigned(5 downto 0);
+signal cosmic_pe1_pwl_pipe1_lt1: std_logic;
+signal cosmic_pe1_pwl_pipe1_off2: unsigned(13 downto 0);
+signal cosmic_pe1_pwl_pipe1_off3: unsigned(13 downto 0);
+signal cosmic_pe1_pwl_pipe1_off3s: signed (14 downto 0);
+signal cosmic_pe1_pwl_pipe1_prod4: signed (32 downto 0);
+signal cosmic_pe1_pwl_pipe1_q4: signed (16 downto 0);
+signal cosmic_pe1_pwl_pipe1_qe: signed (32 downto 0);
+signal cosmic_pe1_pwl_pipe1_rb4: std_logic;
 signal cosmic_pe1_pwl_pipe1_slope2: signed (14 downto 0);
-signal cosmic_pe1_pwl_pipe1_sumv: signed (32 downto 0);
-signal cosmic_pe1_pwl_pipe1_u1: unsigned(19 downto 0);
-signal cosmic_pe1_pwl_pipe1_u_c: unsigned(19 downto 0);
-signal cosmic_pe1_pwl_pipe1_ys: signed (31 downto 0);
+signal cosmic_pe1_pwl_pipe1_slope3: signed (14 downto 0);
+signal cosmic_pe1_pwl_pipe1_slope_r: signed (14 downto 0);
+signal cosmic_pe1_pwl_pipe1_t4: signed (33 downto 0);
+signal cosmic_pe1_pwl_pipe1_ta: signed (33 downto 0);
+signal cosmic_pe1_pwl_pipe1_tb: signed (33 downto 0);
 signal cosmic_pe1_pwl_pipe1_zl: signed (32 downto 0);
-signal cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r: signed (32 downto 0);
-signal cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_rb: signed (32 downto 0);
-signal cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_t: signed (32 downto 0);
-signal cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill: unsigned(30 downto 0);
-signal cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hi: unsigned(1 downto 0);
-signal cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hin: unsigned(1 downto 0);
-signal cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign: std_logic;
-signal cosmic_pe1_pwl_pipe1_sat8_fill: unsigned(30 downto 0);
-signal cosmic_pe1_pwl_pipe1_sat8_hi: unsigned(1 downto 0);
-signal cosmic_pe1_pwl_pipe1_sat8_hin: unsigned(1 downto 0);
-signal cosmic_pe1_pwl_pipe1_sat8_nsign: std_logic;
-signal cosmic_pe1_sext5_xe: signed (71 downto 0);
-signal cosmic_pe1_sext5_sgn: unsigned(7 downto 0);
+signal cosmic_pe1_pwl_pipe1_zl1: unsigned(19 downto 0);
+signal cosmic_pe1_pwl_pipe1_zl_unused: unsigned(12 downto 0);
+signal cosmic_pe1_pwl_pipe1_unused: unsigned(16 downto 0);
+signal cosmic_pe1_pwl_pipe1_sext6_sgn: unsigned(15 downto 0);
+signal cosmic_pe1_sext7_xe: signed (71 downto 0);
+signal cosmic_pe1_sext7_sgn: unsigned(7 downto 0);
 signal cosmic_pe1_acc_csel1_ah: signed (35 downto 0);
 signal cosmic_pe1_acc_csel1_ai: signed (71 downto 0);
 signal cosmic_pe1_acc_csel1_al: unsigned(35 downto 0);
@@ -1084,26 +1080,26 @@ signal cosmic_pe1_acc_csel1_ph: signed (35 downto 0);
 signal cosmic_pe1_acc_csel1_pl: unsigned(35 downto 0);
 signal cosmic_pe1_acc_csel1_slo: unsigned(36 downto 0);
 signal cosmic_pe1_acc_csel1_t1: signed (37 downto 0);
-signal cosmic_pe1_acc_csel1_sat9_fill: unsigned(70 downto 0);
-signal cosmic_pe1_acc_csel1_sat9_hi: unsigned(1 downto 0);
-signal cosmic_pe1_acc_csel1_sat9_hin: unsigned(1 downto 0);
-signal cosmic_pe1_acc_csel1_sat9_nsign: std_logic;
-signal cosmic_pe1_round_sat_fast4_fill: unsigned(30 downto 0);
-signal cosmic_pe1_round_sat_fast4_hi: unsigned(15 downto 0);
-signal cosmic_pe1_round_sat_fast4_hin: unsigned(15 downto 0);
-signal cosmic_pe1_round_sat_fast4_lo: unsigned(31 downto 0);
-signal cosmic_pe1_round_sat_fast4_neg: std_logic;
-signal cosmic_pe1_round_sat_fast4_nneg: std_logic;
-signal cosmic_pe1_round_sat_fast4_rb: unsigned(0 downto 0);
-signal cosmic_pe1_round_sat_fast4_s: unsigned(32 downto 0);
-signal cosmic_pe1_round_sat_fast5_fill: unsigned(30 downto 0);
-signal cosmic_pe1_round_sat_fast5_hi: unsigned(23 downto 0);
-signal cosmic_pe1_round_sat_fast5_hin: unsigned(23 downto 0);
-signal cosmic_pe1_round_sat_fast5_lo: unsigned(31 downto 0);
-signal cosmic_pe1_round_sat_fast5_neg: std_logic;
-signal cosmic_pe1_round_sat_fast5_nneg: std_logic;
-signal cosmic_pe1_round_sat_fast5_rb: unsigned(0 downto 0);
-signal cosmic_pe1_round_sat_fast5_s: unsigned(32 downto 0);
+signal cosmic_pe1_acc_csel1_sat5_fill: unsigned(70 downto 0);
+signal cosmic_pe1_acc_csel1_sat5_hi: unsigned(1 downto 0);
+signal cosmic_pe1_acc_csel1_sat5_hin: unsigned(1 downto 0);
+signal cosmic_pe1_acc_csel1_sat5_nsign: std_logic;
+signal cosmic_pe1_round_sat_fast2_fill: unsigned(30 downto 0);
+signal cosmic_pe1_round_sat_fast2_hi: unsigned(15 downto 0);
+signal cosmic_pe1_round_sat_fast2_hin: unsigned(15 downto 0);
+signal cosmic_pe1_round_sat_fast2_lo: unsigned(31 downto 0);
+signal cosmic_pe1_round_sat_fast2_neg: std_logic;
+signal cosmic_pe1_round_sat_fast2_nneg: std_logic;
+signal cosmic_pe1_round_sat_fast2_rb: unsigned(0 downto 0);
+signal cosmic_pe1_round_sat_fast2_s: unsigned(32 downto 0);
+signal cosmic_pe1_round_sat_fast3_fill: unsigned(30 downto 0);
+signal cosmic_pe1_round_sat_fast3_hi: unsigned(23 downto 0);
+signal cosmic_pe1_round_sat_fast3_hin: unsigned(23 downto 0);
+signal cosmic_pe1_round_sat_fast3_lo: unsigned(31 downto 0);
+signal cosmic_pe1_round_sat_fast3_neg: std_logic;
+signal cosmic_pe1_round_sat_fast3_nneg: std_logic;
+signal cosmic_pe1_round_sat_fast3_rb: unsigned(0 downto 0);
+signal cosmic_pe1_round_sat_fast3_s: unsigned(32 downto 0);
 signal pe_glue1_d_err: std_logic;
 signal pe_glue1_shifted: unsigned(127 downto 0);
 signal pe_glue1_lvs: unsigned(3 downto 0);
@@ -1346,14 +1342,14 @@ signal cosmic_pe2_andmask18_0_1_m: signed (31 downto 0);
 signal cosmic_pe2_andmask19_0_1_m: signed (31 downto 0);
 signal cosmic_pe2_andmask20_0_1_m: signed (31 downto 0);
 signal cosmic_pe2_andmask21_0_1_m: signed (31 downto 0);
-signal cosmic_pe2_sat10_fill: unsigned(30 downto 0);
-signal cosmic_pe2_sat10_hi: unsigned(1 downto 0);
-signal cosmic_pe2_sat10_hin: unsigned(1 downto 0);
-signal cosmic_pe2_sat10_nsign: std_logic;
-signal cosmic_pe2_sat11_fill: unsigned(30 downto 0);
-signal cosmic_pe2_sat11_hi: unsigned(1 downto 0);
-signal cosmic_pe2_sat11_hin: unsigned(1 downto 0);
-signal cosmic_pe2_sat11_nsign: std_logic;
+signal cosmic_pe2_sat6_fill: unsigned(30 downto 0);
+signal cosmic_pe2_sat6_hi: unsigned(1 downto 0);
+signal cosmic_pe2_sat6_hin: unsigned(1 downto 0);
+signal cosmic_pe2_sat6_nsign: std_logic;
+signal cosmic_pe2_sat7_fill: unsigned(30 downto 0);
+signal cosmic_pe2_sat7_hi: unsigned(1 downto 0);
+signal cosmic_pe2_sat7_hin: unsigned(1 downto 0);
+signal cosmic_pe2_sat7_nsign: std_logic;
 signal cosmic_pe2_mul2_csa2_p: signed (63 downto 0);
 signal cosmic_pe2_mul2_csa2_ac: unsigned(31 downto 0);
 signal cosmic_pe2_mul2_csa2_bc: unsigned(31 downto 0);
@@ -1376,37 +1372,35 @@ signal cosmic_pe2_mul2_csa2_xs: unsigned(47 downto 0);
 signal cosmic_pe2_mul2_csa2_mj: unsigned(46 downto 0);
 signal cosmic_pe2_mul2_csa2_xc: unsigned(47 downto 0);
 signal cosmic_pe2_mul2_csa2_hsum: unsigned(47 downto 0);
-signal cosmic_pe2_mul2_csa2_sext6_sgn: unsigned(14 downto 0);
-signal cosmic_pe2_mul2_csa2_sext7_sgn: unsigned(14 downto 0);
+signal cosmic_pe2_mul2_csa2_sext8_sgn: unsigned(14 downto 0);
+signal cosmic_pe2_mul2_csa2_sext9_sgn: unsigned(14 downto 0);
+signal cosmic_pe2_pwl_pipe2_base2: signed (31 downto 0);
+signal cosmic_pe2_pwl_pipe2_base3: signed (31 downto 0);
 signal cosmic_pe2_pwl_pipe2_base4: signed (31 downto 0);
-signal cosmic_pe2_pwl_pipe2_idx2: unsigned(5 downto 0);
-signal cosmic_pe2_pwl_pipe2_idx3: unsigned(5 downto 0);
-signal cosmic_pe2_pwl_pipe2_idx4: unsigned(5 downto 0);
-signal cosmic_pe2_pwl_pipe2_limh: signed (31 downto 0);
-signal cosmic_pe2_pwl_pipe2_liml: signed (31 downto 0);
-signal cosmic_pe2_pwl_pipe2_off2: signed (14 downto 0);
-signal cosmic_pe2_pwl_pipe2_prod3: signed (32 downto 0);
-signal cosmic_pe2_pwl_pipe2_rnd4: signed (31 downto 0);
-signal cosmic_pe2_pwl_pipe2_rnd_c: signed (31 downto 0);
+signal cosmic_pe2_pwl_pipe2_ge1: std_logic;
+signal cosmic_pe2_pwl_pipe2_idx_b: unsigned(5 downto 0);
+signal cosmic_pe2_pwl_pipe2_idx_s: unsigned(5 downto 0);
+signal cosmic_pe2_pwl_pipe2_lt1: std_logic;
+signal cosmic_pe2_pwl_pipe2_off2: unsigned(13 downto 0);
+signal cosmic_pe2_pwl_pipe2_off3: unsigned(13 downto 0);
+signal cosmic_pe2_pwl_pipe2_off3s: signed (14 downto 0);
+signal cosmic_pe2_pwl_pipe2_prod4: signed (32 downto 0);
+signal cosmic_pe2_pwl_pipe2_q4: signed (16 downto 0);
+signal cosmic_pe2_pwl_pipe2_qe: signed (32 downto 0);
+signal cosmic_pe2_pwl_pipe2_rb4: std_logic;
 signal cosmic_pe2_pwl_pipe2_slope2: signed (14 downto 0);
-signal cosmic_pe2_pwl_pipe2_sumv: signed (32 downto 0);
-signal cosmic_pe2_pwl_pipe2_u1: unsigned(19 downto 0);
-signal cosmic_pe2_pwl_pipe2_u_c: unsigned(19 downto 0);
-signal cosmic_pe2_pwl_pipe2_ys: signed (31 downto 0);
+signal cosmic_pe2_pwl_pipe2_slope3: signed (14 downto 0);
+signal cosmic_pe2_pwl_pipe2_slope_r: signed (14 downto 0);
+signal cosmic_pe2_pwl_pipe2_t4: signed (33 downto 0);
+signal cosmic_pe2_pwl_pipe2_ta: signed (33 downto 0);
+signal cosmic_pe2_pwl_pipe2_tb: signed (33 downto 0);
 signal cosmic_pe2_pwl_pipe2_zl: signed (32 downto 0);
-signal cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r: signed (32 downto 0);
-signal cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_rb: signed (32 downto 0);
-signal cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_t: signed (32 downto 0);
-signal cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill: unsigned(30 downto 0);
-signal cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hi: unsigned(1 downto 0);
-signal cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hin: unsigned(1 downto 0);
-signal cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign: std_logic;
-signal cosmic_pe2_pwl_pipe2_sat13_fill: unsigned(30 downto 0);
-signal cosmic_pe2_pwl_pipe2_sat13_hi: unsigned(1 downto 0);
-signal cosmic_pe2_pwl_pipe2_sat13_hin: unsigned(1 downto 0);
-signal cosmic_pe2_pwl_pipe2_sat13_nsign: std_logic;
-signal cosmic_pe2_sext8_xe: signed (71 downto 0);
-signal cosmic_pe2_sext8_sgn: unsigned(7 downto 0);
+signal cosmic_pe2_pwl_pipe2_zl1: unsigned(19 downto 0);
+signal cosmic_pe2_pwl_pipe2_zl_unused: unsigned(12 downto 0);
+signal cosmic_pe2_pwl_pipe2_unused: unsigned(16 downto 0);
+signal cosmic_pe2_pwl_pipe2_sext10_sgn: unsigned(15 downto 0);
+signal cosmic_pe2_sext11_xe: signed (71 downto 0);
+signal cosmic_pe2_sext11_sgn: unsigned(7 downto 0);
 signal cosmic_pe2_acc_csel2_ah: signed (35 downto 0);
 signal cosmic_pe2_acc_csel2_ai: signed (71 downto 0);
 signal cosmic_pe2_acc_csel2_al: unsigned(35 downto 0);
@@ -1417,26 +1411,26 @@ signal cosmic_pe2_acc_csel2_ph: signed (35 downto 0);
 signal cosmic_pe2_acc_csel2_pl: unsigned(35 downto 0);
 signal cosmic_pe2_acc_csel2_slo: unsigned(36 downto 0);
 signal cosmic_pe2_acc_csel2_t1: signed (37 downto 0);
-signal cosmic_pe2_acc_csel2_sat14_fill: unsigned(70 downto 0);
-signal cosmic_pe2_acc_csel2_sat14_hi: unsigned(1 downto 0);
-signal cosmic_pe2_acc_csel2_sat14_hin: unsigned(1 downto 0);
-signal cosmic_pe2_acc_csel2_sat14_nsign: std_logic;
-signal cosmic_pe2_round_sat_fast7_fill: unsigned(30 downto 0);
-signal cosmic_pe2_round_sat_fast7_hi: unsigned(15 downto 0);
-signal cosmic_pe2_round_sat_fast7_hin: unsigned(15 downto 0);
-signal cosmic_pe2_round_sat_fast7_lo: unsigned(31 downto 0);
-signal cosmic_pe2_round_sat_fast7_neg: std_logic;
-signal cosmic_pe2_round_sat_fast7_nneg: std_logic;
-signal cosmic_pe2_round_sat_fast7_rb: unsigned(0 downto 0);
-signal cosmic_pe2_round_sat_fast7_s: unsigned(32 downto 0);
-signal cosmic_pe2_round_sat_fast8_fill: unsigned(30 downto 0);
-signal cosmic_pe2_round_sat_fast8_hi: unsigned(23 downto 0);
-signal cosmic_pe2_round_sat_fast8_hin: unsigned(23 downto 0);
-signal cosmic_pe2_round_sat_fast8_lo: unsigned(31 downto 0);
-signal cosmic_pe2_round_sat_fast8_neg: std_logic;
-signal cosmic_pe2_round_sat_fast8_nneg: std_logic;
-signal cosmic_pe2_round_sat_fast8_rb: unsigned(0 downto 0);
-signal cosmic_pe2_round_sat_fast8_s: unsigned(32 downto 0);
+signal cosmic_pe2_acc_csel2_sat8_fill: unsigned(70 downto 0);
+signal cosmic_pe2_acc_csel2_sat8_hi: unsigned(1 downto 0);
+signal cosmic_pe2_acc_csel2_sat8_hin: unsigned(1 downto 0);
+signal cosmic_pe2_acc_csel2_sat8_nsign: std_logic;
+signal cosmic_pe2_round_sat_fast4_fill: unsigned(30 downto 0);
+signal cosmic_pe2_round_sat_fast4_hi: unsigned(15 downto 0);
+signal cosmic_pe2_round_sat_fast4_hin: unsigned(15 downto 0);
+signal cosmic_pe2_round_sat_fast4_lo: unsigned(31 downto 0);
+signal cosmic_pe2_round_sat_fast4_neg: std_logic;
+signal cosmic_pe2_round_sat_fast4_nneg: std_logic;
+signal cosmic_pe2_round_sat_fast4_rb: unsigned(0 downto 0);
+signal cosmic_pe2_round_sat_fast4_s: unsigned(32 downto 0);
+signal cosmic_pe2_round_sat_fast5_fill: unsigned(30 downto 0);
+signal cosmic_pe2_round_sat_fast5_hi: unsigned(23 downto 0);
+signal cosmic_pe2_round_sat_fast5_hin: unsigned(23 downto 0);
+signal cosmic_pe2_round_sat_fast5_lo: unsigned(31 downto 0);
+signal cosmic_pe2_round_sat_fast5_neg: std_logic;
+signal cosmic_pe2_round_sat_fast5_nneg: std_logic;
+signal cosmic_pe2_round_sat_fast5_rb: unsigned(0 downto 0);
+signal cosmic_pe2_round_sat_fast5_s: unsigned(32 downto 0);
 signal pe_glue2_d_err: std_logic;
 signal pe_glue2_shifted: unsigned(127 downto 0);
 signal pe_glue2_lvs: unsigned(3 downto 0);
@@ -1678,14 +1672,14 @@ signal cosmic_pe3_andmask18_0_1_2_m: signed (31 downto 0);
 signal cosmic_pe3_andmask19_0_1_2_m: signed (31 downto 0);
 signal cosmic_pe3_andmask20_0_1_2_m: signed (31 downto 0);
 signal cosmic_pe3_andmask21_0_1_2_m: signed (31 downto 0);
-signal cosmic_pe3_sat15_fill: unsigned(30 downto 0);
-signal cosmic_pe3_sat15_hi: unsigned(1 downto 0);
-signal cosmic_pe3_sat15_hin: unsigned(1 downto 0);
-signal cosmic_pe3_sat15_nsign: std_logic;
-signal cosmic_pe3_sat16_fill: unsigned(30 downto 0);
-signal cosmic_pe3_sat16_hi: unsigned(1 downto 0);
-signal cosmic_pe3_sat16_hin: unsigned(1 downto 0);
-signal cosmic_pe3_sat16_nsign: std_logic;
+signal cosmic_pe3_sat9_fill: unsigned(30 downto 0);
+signal cosmic_pe3_sat9_hi: unsigned(1 downto 0);
+signal cosmic_pe3_sat9_hin: unsigned(1 downto 0);
+signal cosmic_pe3_sat9_nsign: std_logic;
+signal cosmic_pe3_sat10_fill: unsigned(30 downto 0);
+signal cosmic_pe3_sat10_hi: unsigned(1 downto 0);
+signal cosmic_pe3_sat10_hin: unsigned(1 downto 0);
+signal cosmic_pe3_sat10_nsign: std_logic;
 signal cosmic_pe3_mul2_csa3_p: signed (63 downto 0);
 signal cosmic_pe3_mul2_csa3_ac: unsigned(31 downto 0);
 signal cosmic_pe3_mul2_csa3_bc: unsigned(31 downto 0);
@@ -1708,37 +1702,35 @@ signal cosmic_pe3_mul2_csa3_xs: unsigned(47 downto 0);
 signal cosmic_pe3_mul2_csa3_mj: unsigned(46 downto 0);
 signal cosmic_pe3_mul2_csa3_xc: unsigned(47 downto 0);
 signal cosmic_pe3_mul2_csa3_hsum: unsigned(47 downto 0);
-signal cosmic_pe3_mul2_csa3_sext9_sgn: unsigned(14 downto 0);
-signal cosmic_pe3_mul2_csa3_sext10_sgn: unsigned(14 downto 0);
+signal cosmic_pe3_mul2_csa3_sext12_sgn: unsigned(14 downto 0);
+signal cosmic_pe3_mul2_csa3_sext13_sgn: unsigned(14 downto 0);
+signal cosmic_pe3_pwl_pipe3_base2: signed (31 downto 0);
+signal cosmic_pe3_pwl_pipe3_base3: signed (31 downto 0);
 signal cosmic_pe3_pwl_pipe3_base4: signed (31 downto 0);
-signal cosmic_pe3_pwl_pipe3_idx2: unsigned(5 downto 0);
-signal cosmic_pe3_pwl_pipe3_idx3: unsigned(5 downto 0);
-signal cosmic_pe3_pwl_pipe3_idx4: unsigned(5 downto 0);
-signal cosmic_pe3_pwl_pipe3_limh: signed (31 downto 0);
-signal cosmic_pe3_pwl_pipe3_liml: signed (31 downto 0);
-signal cosmic_pe3_pwl_pipe3_off2: signed (14 downto 0);
-signal cosmic_pe3_pwl_pipe3_prod3: signed (32 downto 0);
-signal cosmic_pe3_pwl_pipe3_rnd4: signed (31 downto 0);
-signal cosmic_pe3_pwl_pipe3_rnd_c: signed (31 downto 0);
+signal cosmic_pe3_pwl_pipe3_ge1: std_logic;
+signal cosmic_pe3_pwl_pipe3_idx_b: unsigned(5 downto 0);
+signal cosmic_pe3_pwl_pipe3_idx_s: unsigned(5 downto 0);
+signal cosmic_pe3_pwl_pipe3_lt1: std_logic;
+signal cosmic_pe3_pwl_pipe3_off2: unsigned(13 downto 0);
+signal cosmic_pe3_pwl_pipe3_off3: unsigned(13 downto 0);
+signal cosmic_pe3_pwl_pipe3_off3s: signed (14 downto 0);
+signal cosmic_pe3_pwl_pipe3_prod4: signed (32 downto 0);
+signal cosmic_pe3_pwl_pipe3_q4: signed (16 downto 0);
+signal cosmic_pe3_pwl_pipe3_qe: signed (32 downto 0);
+signal cosmic_pe3_pwl_pipe3_rb4: std_logic;
 signal cosmic_pe3_pwl_pipe3_slope2: signed (14 downto 0);
-signal cosmic_pe3_pwl_pipe3_sumv: signed (32 downto 0);
-signal cosmic_pe3_pwl_pipe3_u1: unsigned(19 downto 0);
-signal cosmic_pe3_pwl_pipe3_u_c: unsigned(19 downto 0);
-signal cosmic_pe3_pwl_pipe3_ys: signed (31 downto 0);
+signal cosmic_pe3_pwl_pipe3_slope3: signed (14 downto 0);
+signal cosmic_pe3_pwl_pipe3_slope_r: signed (14 downto 0);
+signal cosmic_pe3_pwl_pipe3_t4: signed (33 downto 0);
+signal cosmic_pe3_pwl_pipe3_ta: signed (33 downto 0);
+signal cosmic_pe3_pwl_pipe3_tb: signed (33 downto 0);
 signal cosmic_pe3_pwl_pipe3_zl: signed (32 downto 0);
-signal cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r: signed (32 downto 0);
-signal cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_rb: signed (32 downto 0);
-signal cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_t: signed (32 downto 0);
-signal cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill: unsigned(30 downto 0);
-signal cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hi: unsigned(1 downto 0);
-signal cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hin: unsigned(1 downto 0);
-signal cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign: std_logic;
-signal cosmic_pe3_pwl_pipe3_sat18_fill: unsigned(30 downto 0);
-signal cosmic_pe3_pwl_pipe3_sat18_hi: unsigned(1 downto 0);
-signal cosmic_pe3_pwl_pipe3_sat18_hin: unsigned(1 downto 0);
-signal cosmic_pe3_pwl_pipe3_sat18_nsign: std_logic;
-signal cosmic_pe3_sext11_xe: signed (71 downto 0);
-signal cosmic_pe3_sext11_sgn: unsigned(7 downto 0);
+signal cosmic_pe3_pwl_pipe3_zl1: unsigned(19 downto 0);
+signal cosmic_pe3_pwl_pipe3_zl_unused: unsigned(12 downto 0);
+signal cosmic_pe3_pwl_pipe3_unused: unsigned(16 downto 0);
+signal cosmic_pe3_pwl_pipe3_sext14_sgn: unsigned(15 downto 0);
+signal cosmic_pe3_sext15_xe: signed (71 downto 0);
+signal cosmic_pe3_sext15_sgn: unsigned(7 downto 0);
 signal cosmic_pe3_acc_csel3_ah: signed (35 downto 0);
 signal cosmic_pe3_acc_csel3_ai: signed (71 downto 0);
 signal cosmic_pe3_acc_csel3_al: unsigned(35 downto 0);
@@ -1749,26 +1741,26 @@ signal cosmic_pe3_acc_csel3_ph: signed (35 downto 0);
 signal cosmic_pe3_acc_csel3_pl: unsigned(35 downto 0);
 signal cosmic_pe3_acc_csel3_slo: unsigned(36 downto 0);
 signal cosmic_pe3_acc_csel3_t1: signed (37 downto 0);
-signal cosmic_pe3_acc_csel3_sat19_fill: unsigned(70 downto 0);
-signal cosmic_pe3_acc_csel3_sat19_hi: unsigned(1 downto 0);
-signal cosmic_pe3_acc_csel3_sat19_hin: unsigned(1 downto 0);
-signal cosmic_pe3_acc_csel3_sat19_nsign: std_logic;
-signal cosmic_pe3_round_sat_fast10_fill: unsigned(30 downto 0);
-signal cosmic_pe3_round_sat_fast10_hi: unsigned(15 downto 0);
-signal cosmic_pe3_round_sat_fast10_hin: unsigned(15 downto 0);
-signal cosmic_pe3_round_sat_fast10_lo: unsigned(31 downto 0);
-signal cosmic_pe3_round_sat_fast10_neg: std_logic;
-signal cosmic_pe3_round_sat_fast10_nneg: std_logic;
-signal cosmic_pe3_round_sat_fast10_rb: unsigned(0 downto 0);
-signal cosmic_pe3_round_sat_fast10_s: unsigned(32 downto 0);
-signal cosmic_pe3_round_sat_fast11_fill: unsigned(30 downto 0);
-signal cosmic_pe3_round_sat_fast11_hi: unsigned(23 downto 0);
-signal cosmic_pe3_round_sat_fast11_hin: unsigned(23 downto 0);
-signal cosmic_pe3_round_sat_fast11_lo: unsigned(31 downto 0);
-signal cosmic_pe3_round_sat_fast11_neg: std_logic;
-signal cosmic_pe3_round_sat_fast11_nneg: std_logic;
-signal cosmic_pe3_round_sat_fast11_rb: unsigned(0 downto 0);
-signal cosmic_pe3_round_sat_fast11_s: unsigned(32 downto 0);
+signal cosmic_pe3_acc_csel3_sat11_fill: unsigned(70 downto 0);
+signal cosmic_pe3_acc_csel3_sat11_hi: unsigned(1 downto 0);
+signal cosmic_pe3_acc_csel3_sat11_hin: unsigned(1 downto 0);
+signal cosmic_pe3_acc_csel3_sat11_nsign: std_logic;
+signal cosmic_pe3_round_sat_fast6_fill: unsigned(30 downto 0);
+signal cosmic_pe3_round_sat_fast6_hi: unsigned(15 downto 0);
+signal cosmic_pe3_round_sat_fast6_hin: unsigned(15 downto 0);
+signal cosmic_pe3_round_sat_fast6_lo: unsigned(31 downto 0);
+signal cosmic_pe3_round_sat_fast6_neg: std_logic;
+signal cosmic_pe3_round_sat_fast6_nneg: std_logic;
+signal cosmic_pe3_round_sat_fast6_rb: unsigned(0 downto 0);
+signal cosmic_pe3_round_sat_fast6_s: unsigned(32 downto 0);
+signal cosmic_pe3_round_sat_fast7_fill: unsigned(30 downto 0);
+signal cosmic_pe3_round_sat_fast7_hi: unsigned(23 downto 0);
+signal cosmic_pe3_round_sat_fast7_hin: unsigned(23 downto 0);
+signal cosmic_pe3_round_sat_fast7_lo: unsigned(31 downto 0);
+signal cosmic_pe3_round_sat_fast7_neg: std_logic;
+signal cosmic_pe3_round_sat_fast7_nneg: std_logic;
+signal cosmic_pe3_round_sat_fast7_rb: unsigned(0 downto 0);
+signal cosmic_pe3_round_sat_fast7_s: unsigned(32 downto 0);
 signal pe_glue3_d_err: std_logic;
 signal pe_glue3_shifted: unsigned(127 downto 0);
 signal pe_glue3_lvs: unsigned(3 downto 0);
@@ -2013,14 +2005,14 @@ signal cosmic_pe4_andmask18_0_1_2_3_m: signed (31 downto 0);
 signal cosmic_pe4_andmask19_0_1_2_3_m: signed (31 downto 0);
 signal cosmic_pe4_andmask20_0_1_2_3_m: signed (31 downto 0);
 signal cosmic_pe4_andmask21_0_1_2_3_m: signed (31 downto 0);
-signal cosmic_pe4_sat20_fill: unsigned(30 downto 0);
-signal cosmic_pe4_sat20_hi: unsigned(1 downto 0);
-signal cosmic_pe4_sat20_hin: unsigned(1 downto 0);
-signal cosmic_pe4_sat20_nsign: std_logic;
-signal cosmic_pe4_sat21_fill: unsigned(30 downto 0);
-signal cosmic_pe4_sat21_hi: unsigned(1 downto 0);
-signal cosmic_pe4_sat21_hin: unsigned(1 downto 0);
-signal cosmic_pe4_sat21_nsign: std_logic;
+signal cosmic_pe4_sat12_fill: unsigned(30 downto 0);
+signal cosmic_pe4_sat12_hi: unsigned(1 downto 0);
+signal cosmic_pe4_sat12_hin: unsigned(1 downto 0);
+signal cosmic_pe4_sat12_nsign: std_logic;
+signal cosmic_pe4_sat13_fill: unsigned(30 downto 0);
+signal cosmic_pe4_sat13_hi: unsigned(1 downto 0);
+signal cosmic_pe4_sat13_hin: unsigned(1 downto 0);
+signal cosmic_pe4_sat13_nsign: std_logic;
 signal cosmic_pe4_mul2_csa4_p: signed (63 downto 0);
 signal cosmic_pe4_mul2_csa4_ac: unsigned(31 downto 0);
 signal cosmic_pe4_mul2_csa4_bc: unsigned(31 downto 0);
@@ -2043,37 +2035,35 @@ signal cosmic_pe4_mul2_csa4_xs: unsigned(47 downto 0);
 signal cosmic_pe4_mul2_csa4_mj: unsigned(46 downto 0);
 signal cosmic_pe4_mul2_csa4_xc: unsigned(47 downto 0);
 signal cosmic_pe4_mul2_csa4_hsum: unsigned(47 downto 0);
-signal cosmic_pe4_mul2_csa4_sext12_sgn: unsigned(14 downto 0);
-signal cosmic_pe4_mul2_csa4_sext13_sgn: unsigned(14 downto 0);
+signal cosmic_pe4_mul2_csa4_sext16_sgn: unsigned(14 downto 0);
+signal cosmic_pe4_mul2_csa4_sext17_sgn: unsigned(14 downto 0);
+signal cosmic_pe4_pwl_pipe4_base2: signed (31 downto 0);
+signal cosmic_pe4_pwl_pipe4_base3: signed (31 downto 0);
 signal cosmic_pe4_pwl_pipe4_base4: signed (31 downto 0);
-signal cosmic_pe4_pwl_pipe4_idx2: unsigned(5 downto 0);
-signal cosmic_pe4_pwl_pipe4_idx3: unsigned(5 downto 0);
-signal cosmic_pe4_pwl_pipe4_idx4: unsigned(5 downto 0);
-signal cosmic_pe4_pwl_pipe4_limh: signed (31 downto 0);
-signal cosmic_pe4_pwl_pipe4_liml: signed (31 downto 0);
-signal cosmic_pe4_pwl_pipe4_off2: signed (14 downto 0);
-signal cosmic_pe4_pwl_pipe4_prod3: signed (32 downto 0);
-signal cosmic_pe4_pwl_pipe4_rnd4: signed (31 downto 0);
-signal cosmic_pe4_pwl_pipe4_rnd_c: signed (31 downto 0);
+signal cosmic_pe4_pwl_pipe4_ge1: std_logic;
+signal cosmic_pe4_pwl_pipe4_idx_b: unsigned(5 downto 0);
+signal cosmic_pe4_pwl_pipe4_idx_s: unsigned(5 downto 0);
+signal cosmic_pe4_pwl_pipe4_lt1: std_logic;
+signal cosmic_pe4_pwl_pipe4_off2: unsigned(13 downto 0);
+signal cosmic_pe4_pwl_pipe4_off3: unsigned(13 downto 0);
+signal cosmic_pe4_pwl_pipe4_off3s: signed (14 downto 0);
+signal cosmic_pe4_pwl_pipe4_prod4: signed (32 downto 0);
+signal cosmic_pe4_pwl_pipe4_q4: signed (16 downto 0);
+signal cosmic_pe4_pwl_pipe4_qe: signed (32 downto 0);
+signal cosmic_pe4_pwl_pipe4_rb4: std_logic;
 signal cosmic_pe4_pwl_pipe4_slope2: signed (14 downto 0);
-signal cosmic_pe4_pwl_pipe4_sumv: signed (32 downto 0);
-signal cosmic_pe4_pwl_pipe4_u1: unsigned(19 downto 0);
-signal cosmic_pe4_pwl_pipe4_u_c: unsigned(19 downto 0);
-signal cosmic_pe4_pwl_pipe4_ys: signed (31 downto 0);
+signal cosmic_pe4_pwl_pipe4_slope3: signed (14 downto 0);
+signal cosmic_pe4_pwl_pipe4_slope_r: signed (14 downto 0);
+signal cosmic_pe4_pwl_pipe4_t4: signed (33 downto 0);
+signal cosmic_pe4_pwl_pipe4_ta: signed (33 downto 0);
+signal cosmic_pe4_pwl_pipe4_tb: signed (33 downto 0);
 signal cosmic_pe4_pwl_pipe4_zl: signed (32 downto 0);
-signal cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r: signed (32 downto 0);
-signal cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_rb: signed (32 downto 0);
-signal cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_t: signed (32 downto 0);
-signal cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill: unsigned(30 downto 0);
-signal cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hi: unsigned(1 downto 0);
-signal cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hin: unsigned(1 downto 0);
-signal cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign: std_logic;
-signal cosmic_pe4_pwl_pipe4_sat23_fill: unsigned(30 downto 0);
-signal cosmic_pe4_pwl_pipe4_sat23_hi: unsigned(1 downto 0);
-signal cosmic_pe4_pwl_pipe4_sat23_hin: unsigned(1 downto 0);
-signal cosmic_pe4_pwl_pipe4_sat23_nsign: std_logic;
-signal cosmic_pe4_sext14_xe: signed (71 downto 0);
-signal cosmic_pe4_sext14_sgn: unsigned(7 downto 0);
+signal cosmic_pe4_pwl_pipe4_zl1: unsigned(19 downto 0);
+signal cosmic_pe4_pwl_pipe4_zl_unused: unsigned(12 downto 0);
+signal cosmic_pe4_pwl_pipe4_unused: unsigned(16 downto 0);
+signal cosmic_pe4_pwl_pipe4_sext18_sgn: unsigned(15 downto 0);
+signal cosmic_pe4_sext19_xe: signed (71 downto 0);
+signal cosmic_pe4_sext19_sgn: unsigned(7 downto 0);
 signal cosmic_pe4_acc_csel4_ah: signed (35 downto 0);
 signal cosmic_pe4_acc_csel4_ai: signed (71 downto 0);
 signal cosmic_pe4_acc_csel4_al: unsigned(35 downto 0);
@@ -2084,26 +2074,26 @@ signal cosmic_pe4_acc_csel4_ph: signed (35 downto 0);
 signal cosmic_pe4_acc_csel4_pl: unsigned(35 downto 0);
 signal cosmic_pe4_acc_csel4_slo: unsigned(36 downto 0);
 signal cosmic_pe4_acc_csel4_t1: signed (37 downto 0);
-signal cosmic_pe4_acc_csel4_sat24_fill: unsigned(70 downto 0);
-signal cosmic_pe4_acc_csel4_sat24_hi: unsigned(1 downto 0);
-signal cosmic_pe4_acc_csel4_sat24_hin: unsigned(1 downto 0);
-signal cosmic_pe4_acc_csel4_sat24_nsign: std_logic;
-signal cosmic_pe4_round_sat_fast13_fill: unsigned(30 downto 0);
-signal cosmic_pe4_round_sat_fast13_hi: unsigned(15 downto 0);
-signal cosmic_pe4_round_sat_fast13_hin: unsigned(15 downto 0);
-signal cosmic_pe4_round_sat_fast13_lo: unsigned(31 downto 0);
-signal cosmic_pe4_round_sat_fast13_neg: std_logic;
-signal cosmic_pe4_round_sat_fast13_nneg: std_logic;
-signal cosmic_pe4_round_sat_fast13_rb: unsigned(0 downto 0);
-signal cosmic_pe4_round_sat_fast13_s: unsigned(32 downto 0);
-signal cosmic_pe4_round_sat_fast14_fill: unsigned(30 downto 0);
-signal cosmic_pe4_round_sat_fast14_hi: unsigned(23 downto 0);
-signal cosmic_pe4_round_sat_fast14_hin: unsigned(23 downto 0);
-signal cosmic_pe4_round_sat_fast14_lo: unsigned(31 downto 0);
-signal cosmic_pe4_round_sat_fast14_neg: std_logic;
-signal cosmic_pe4_round_sat_fast14_nneg: std_logic;
-signal cosmic_pe4_round_sat_fast14_rb: unsigned(0 downto 0);
-signal cosmic_pe4_round_sat_fast14_s: unsigned(32 downto 0);
+signal cosmic_pe4_acc_csel4_sat14_fill: unsigned(70 downto 0);
+signal cosmic_pe4_acc_csel4_sat14_hi: unsigned(1 downto 0);
+signal cosmic_pe4_acc_csel4_sat14_hin: unsigned(1 downto 0);
+signal cosmic_pe4_acc_csel4_sat14_nsign: std_logic;
+signal cosmic_pe4_round_sat_fast8_fill: unsigned(30 downto 0);
+signal cosmic_pe4_round_sat_fast8_hi: unsigned(15 downto 0);
+signal cosmic_pe4_round_sat_fast8_hin: unsigned(15 downto 0);
+signal cosmic_pe4_round_sat_fast8_lo: unsigned(31 downto 0);
+signal cosmic_pe4_round_sat_fast8_neg: std_logic;
+signal cosmic_pe4_round_sat_fast8_nneg: std_logic;
+signal cosmic_pe4_round_sat_fast8_rb: unsigned(0 downto 0);
+signal cosmic_pe4_round_sat_fast8_s: unsigned(32 downto 0);
+signal cosmic_pe4_round_sat_fast9_fill: unsigned(30 downto 0);
+signal cosmic_pe4_round_sat_fast9_hi: unsigned(23 downto 0);
+signal cosmic_pe4_round_sat_fast9_hin: unsigned(23 downto 0);
+signal cosmic_pe4_round_sat_fast9_lo: unsigned(31 downto 0);
+signal cosmic_pe4_round_sat_fast9_neg: std_logic;
+signal cosmic_pe4_round_sat_fast9_nneg: std_logic;
+signal cosmic_pe4_round_sat_fast9_rb: unsigned(0 downto 0);
+signal cosmic_pe4_round_sat_fast9_s: unsigned(32 downto 0);
 signal pe_glue4_d_err: std_logic;
 signal pe_glue4_shifted: unsigned(127 downto 0);
 signal pe_glue4_lvs: unsigned(3 downto 0);
@@ -2346,14 +2336,14 @@ signal cosmic_pe5_andmask18_0_1_2_3_4_m: signed (31 downto 0);
 signal cosmic_pe5_andmask19_0_1_2_3_4_m: signed (31 downto 0);
 signal cosmic_pe5_andmask20_0_1_2_3_4_m: signed (31 downto 0);
 signal cosmic_pe5_andmask21_0_1_2_3_4_m: signed (31 downto 0);
-signal cosmic_pe5_sat25_fill: unsigned(30 downto 0);
-signal cosmic_pe5_sat25_hi: unsigned(1 downto 0);
-signal cosmic_pe5_sat25_hin: unsigned(1 downto 0);
-signal cosmic_pe5_sat25_nsign: std_logic;
-signal cosmic_pe5_sat26_fill: unsigned(30 downto 0);
-signal cosmic_pe5_sat26_hi: unsigned(1 downto 0);
-signal cosmic_pe5_sat26_hin: unsigned(1 downto 0);
-signal cosmic_pe5_sat26_nsign: std_logic;
+signal cosmic_pe5_sat15_fill: unsigned(30 downto 0);
+signal cosmic_pe5_sat15_hi: unsigned(1 downto 0);
+signal cosmic_pe5_sat15_hin: unsigned(1 downto 0);
+signal cosmic_pe5_sat15_nsign: std_logic;
+signal cosmic_pe5_sat16_fill: unsigned(30 downto 0);
+signal cosmic_pe5_sat16_hi: unsigned(1 downto 0);
+signal cosmic_pe5_sat16_hin: unsigned(1 downto 0);
+signal cosmic_pe5_sat16_nsign: std_logic;
 signal cosmic_pe5_mul2_csa5_p: signed (63 downto 0);
 signal cosmic_pe5_mul2_csa5_ac: unsigned(31 downto 0);
 signal cosmic_pe5_mul2_csa5_bc: unsigned(31 downto 0);
@@ -2376,37 +2366,35 @@ signal cosmic_pe5_mul2_csa5_xs: unsigned(47 downto 0);
 signal cosmic_pe5_mul2_csa5_mj: unsigned(46 downto 0);
 signal cosmic_pe5_mul2_csa5_xc: unsigned(47 downto 0);
 signal cosmic_pe5_mul2_csa5_hsum: unsigned(47 downto 0);
-signal cosmic_pe5_mul2_csa5_sext15_sgn: unsigned(14 downto 0);
-signal cosmic_pe5_mul2_csa5_sext16_sgn: unsigned(14 downto 0);
+signal cosmic_pe5_mul2_csa5_sext20_sgn: unsigned(14 downto 0);
+signal cosmic_pe5_mul2_csa5_sext21_sgn: unsigned(14 downto 0);
+signal cosmic_pe5_pwl_pipe5_base2: signed (31 downto 0);
+signal cosmic_pe5_pwl_pipe5_base3: signed (31 downto 0);
 signal cosmic_pe5_pwl_pipe5_base4: signed (31 downto 0);
-signal cosmic_pe5_pwl_pipe5_idx2: unsigned(5 downto 0);
-signal cosmic_pe5_pwl_pipe5_idx3: unsigned(5 downto 0);
-signal cosmic_pe5_pwl_pipe5_idx4: unsigned(5 downto 0);
-signal cosmic_pe5_pwl_pipe5_limh: signed (31 downto 0);
-signal cosmic_pe5_pwl_pipe5_liml: signed (31 downto 0);
-signal cosmic_pe5_pwl_pipe5_off2: signed (14 downto 0);
-signal cosmic_pe5_pwl_pipe5_prod3: signed (32 downto 0);
-signal cosmic_pe5_pwl_pipe5_rnd4: signed (31 downto 0);
-signal cosmic_pe5_pwl_pipe5_rnd_c: signed (31 downto 0);
+signal cosmic_pe5_pwl_pipe5_ge1: std_logic;
+signal cosmic_pe5_pwl_pipe5_idx_b: unsigned(5 downto 0);
+signal cosmic_pe5_pwl_pipe5_idx_s: unsigned(5 downto 0);
+signal cosmic_pe5_pwl_pipe5_lt1: std_logic;
+signal cosmic_pe5_pwl_pipe5_off2: unsigned(13 downto 0);
+signal cosmic_pe5_pwl_pipe5_off3: unsigned(13 downto 0);
+signal cosmic_pe5_pwl_pipe5_off3s: signed (14 downto 0);
+signal cosmic_pe5_pwl_pipe5_prod4: signed (32 downto 0);
+signal cosmic_pe5_pwl_pipe5_q4: signed (16 downto 0);
+signal cosmic_pe5_pwl_pipe5_qe: signed (32 downto 0);
+signal cosmic_pe5_pwl_pipe5_rb4: std_logic;
 signal cosmic_pe5_pwl_pipe5_slope2: signed (14 downto 0);
-signal cosmic_pe5_pwl_pipe5_sumv: signed (32 downto 0);
-signal cosmic_pe5_pwl_pipe5_u1: unsigned(19 downto 0);
-signal cosmic_pe5_pwl_pipe5_u_c: unsigned(19 downto 0);
-signal cosmic_pe5_pwl_pipe5_ys: signed (31 downto 0);
+signal cosmic_pe5_pwl_pipe5_slope3: signed (14 downto 0);
+signal cosmic_pe5_pwl_pipe5_slope_r: signed (14 downto 0);
+signal cosmic_pe5_pwl_pipe5_t4: signed (33 downto 0);
+signal cosmic_pe5_pwl_pipe5_ta: signed (33 downto 0);
+signal cosmic_pe5_pwl_pipe5_tb: signed (33 downto 0);
 signal cosmic_pe5_pwl_pipe5_zl: signed (32 downto 0);
-signal cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r: signed (32 downto 0);
-signal cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_rb: signed (32 downto 0);
-signal cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_t: signed (32 downto 0);
-signal cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill: unsigned(30 downto 0);
-signal cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hi: unsigned(1 downto 0);
-signal cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hin: unsigned(1 downto 0);
-signal cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign: std_logic;
-signal cosmic_pe5_pwl_pipe5_sat28_fill: unsigned(30 downto 0);
-signal cosmic_pe5_pwl_pipe5_sat28_hi: unsigned(1 downto 0);
-signal cosmic_pe5_pwl_pipe5_sat28_hin: unsigned(1 downto 0);
-signal cosmic_pe5_pwl_pipe5_sat28_nsign: std_logic;
-signal cosmic_pe5_sext17_xe: signed (71 downto 0);
-signal cosmic_pe5_sext17_sgn: unsigned(7 downto 0);
+signal cosmic_pe5_pwl_pipe5_zl1: unsigned(19 downto 0);
+signal cosmic_pe5_pwl_pipe5_zl_unused: unsigned(12 downto 0);
+signal cosmic_pe5_pwl_pipe5_unused: unsigned(16 downto 0);
+signal cosmic_pe5_pwl_pipe5_sext22_sgn: unsigned(15 downto 0);
+signal cosmic_pe5_sext23_xe: signed (71 downto 0);
+signal cosmic_pe5_sext23_sgn: unsigned(7 downto 0);
 signal cosmic_pe5_acc_csel5_ah: signed (35 downto 0);
 signal cosmic_pe5_acc_csel5_ai: signed (71 downto 0);
 signal cosmic_pe5_acc_csel5_al: unsigned(35 downto 0);
@@ -2417,26 +2405,26 @@ signal cosmic_pe5_acc_csel5_ph: signed (35 downto 0);
 signal cosmic_pe5_acc_csel5_pl: unsigned(35 downto 0);
 signal cosmic_pe5_acc_csel5_slo: unsigned(36 downto 0);
 signal cosmic_pe5_acc_csel5_t1: signed (37 downto 0);
-signal cosmic_pe5_acc_csel5_sat29_fill: unsigned(70 downto 0);
-signal cosmic_pe5_acc_csel5_sat29_hi: unsigned(1 downto 0);
-signal cosmic_pe5_acc_csel5_sat29_hin: unsigned(1 downto 0);
-signal cosmic_pe5_acc_csel5_sat29_nsign: std_logic;
-signal cosmic_pe5_round_sat_fast16_fill: unsigned(30 downto 0);
-signal cosmic_pe5_round_sat_fast16_hi: unsigned(15 downto 0);
-signal cosmic_pe5_round_sat_fast16_hin: unsigned(15 downto 0);
-signal cosmic_pe5_round_sat_fast16_lo: unsigned(31 downto 0);
-signal cosmic_pe5_round_sat_fast16_neg: std_logic;
-signal cosmic_pe5_round_sat_fast16_nneg: std_logic;
-signal cosmic_pe5_round_sat_fast16_rb: unsigned(0 downto 0);
-signal cosmic_pe5_round_sat_fast16_s: unsigned(32 downto 0);
-signal cosmic_pe5_round_sat_fast17_fill: unsigned(30 downto 0);
-signal cosmic_pe5_round_sat_fast17_hi: unsigned(23 downto 0);
-signal cosmic_pe5_round_sat_fast17_hin: unsigned(23 downto 0);
-signal cosmic_pe5_round_sat_fast17_lo: unsigned(31 downto 0);
-signal cosmic_pe5_round_sat_fast17_neg: std_logic;
-signal cosmic_pe5_round_sat_fast17_nneg: std_logic;
-signal cosmic_pe5_round_sat_fast17_rb: unsigned(0 downto 0);
-signal cosmic_pe5_round_sat_fast17_s: unsigned(32 downto 0);
+signal cosmic_pe5_acc_csel5_sat17_fill: unsigned(70 downto 0);
+signal cosmic_pe5_acc_csel5_sat17_hi: unsigned(1 downto 0);
+signal cosmic_pe5_acc_csel5_sat17_hin: unsigned(1 downto 0);
+signal cosmic_pe5_acc_csel5_sat17_nsign: std_logic;
+signal cosmic_pe5_round_sat_fast10_fill: unsigned(30 downto 0);
+signal cosmic_pe5_round_sat_fast10_hi: unsigned(15 downto 0);
+signal cosmic_pe5_round_sat_fast10_hin: unsigned(15 downto 0);
+signal cosmic_pe5_round_sat_fast10_lo: unsigned(31 downto 0);
+signal cosmic_pe5_round_sat_fast10_neg: std_logic;
+signal cosmic_pe5_round_sat_fast10_nneg: std_logic;
+signal cosmic_pe5_round_sat_fast10_rb: unsigned(0 downto 0);
+signal cosmic_pe5_round_sat_fast10_s: unsigned(32 downto 0);
+signal cosmic_pe5_round_sat_fast11_fill: unsigned(30 downto 0);
+signal cosmic_pe5_round_sat_fast11_hi: unsigned(23 downto 0);
+signal cosmic_pe5_round_sat_fast11_hin: unsigned(23 downto 0);
+signal cosmic_pe5_round_sat_fast11_lo: unsigned(31 downto 0);
+signal cosmic_pe5_round_sat_fast11_neg: std_logic;
+signal cosmic_pe5_round_sat_fast11_nneg: std_logic;
+signal cosmic_pe5_round_sat_fast11_rb: unsigned(0 downto 0);
+signal cosmic_pe5_round_sat_fast11_s: unsigned(32 downto 0);
 signal pe_glue5_d_err: std_logic;
 signal pe_glue5_shifted: unsigned(127 downto 0);
 signal pe_glue5_lvs: unsigned(3 downto 0);
@@ -2679,14 +2667,14 @@ signal cosmic_pe6_andmask18_0_1_2_3_4_5_m: signed (31 downto 0);
 signal cosmic_pe6_andmask19_0_1_2_3_4_5_m: signed (31 downto 0);
 signal cosmic_pe6_andmask20_0_1_2_3_4_5_m: signed (31 downto 0);
 signal cosmic_pe6_andmask21_0_1_2_3_4_5_m: signed (31 downto 0);
-signal cosmic_pe6_sat30_fill: unsigned(30 downto 0);
-signal cosmic_pe6_sat30_hi: unsigned(1 downto 0);
-signal cosmic_pe6_sat30_hin: unsigned(1 downto 0);
-signal cosmic_pe6_sat30_nsign: std_logic;
-signal cosmic_pe6_sat31_fill: unsigned(30 downto 0);
-signal cosmic_pe6_sat31_hi: unsigned(1 downto 0);
-signal cosmic_pe6_sat31_hin: unsigned(1 downto 0);
-signal cosmic_pe6_sat31_nsign: std_logic;
+signal cosmic_pe6_sat18_fill: unsigned(30 downto 0);
+signal cosmic_pe6_sat18_hi: unsigned(1 downto 0);
+signal cosmic_pe6_sat18_hin: unsigned(1 downto 0);
+signal cosmic_pe6_sat18_nsign: std_logic;
+signal cosmic_pe6_sat19_fill: unsigned(30 downto 0);
+signal cosmic_pe6_sat19_hi: unsigned(1 downto 0);
+signal cosmic_pe6_sat19_hin: unsigned(1 downto 0);
+signal cosmic_pe6_sat19_nsign: std_logic;
 signal cosmic_pe6_mul2_csa6_p: signed (63 downto 0);
 signal cosmic_pe6_mul2_csa6_ac: unsigned(31 downto 0);
 signal cosmic_pe6_mul2_csa6_bc: unsigned(31 downto 0);
@@ -2709,37 +2697,35 @@ signal cosmic_pe6_mul2_csa6_xs: unsigned(47 downto 0);
 signal cosmic_pe6_mul2_csa6_mj: unsigned(46 downto 0);
 signal cosmic_pe6_mul2_csa6_xc: unsigned(47 downto 0);
 signal cosmic_pe6_mul2_csa6_hsum: unsigned(47 downto 0);
-signal cosmic_pe6_mul2_csa6_sext18_sgn: unsigned(14 downto 0);
-signal cosmic_pe6_mul2_csa6_sext19_sgn: unsigned(14 downto 0);
+signal cosmic_pe6_mul2_csa6_sext24_sgn: unsigned(14 downto 0);
+signal cosmic_pe6_mul2_csa6_sext25_sgn: unsigned(14 downto 0);
+signal cosmic_pe6_pwl_pipe6_base2: signed (31 downto 0);
+signal cosmic_pe6_pwl_pipe6_base3: signed (31 downto 0);
 signal cosmic_pe6_pwl_pipe6_base4: signed (31 downto 0);
-signal cosmic_pe6_pwl_pipe6_idx2: unsigned(5 downto 0);
-signal cosmic_pe6_pwl_pipe6_idx3: unsigned(5 downto 0);
-signal cosmic_pe6_pwl_pipe6_idx4: unsigned(5 downto 0);
-signal cosmic_pe6_pwl_pipe6_limh: signed (31 downto 0);
-signal cosmic_pe6_pwl_pipe6_liml: signed (31 downto 0);
-signal cosmic_pe6_pwl_pipe6_off2: signed (14 downto 0);
-signal cosmic_pe6_pwl_pipe6_prod3: signed (32 downto 0);
-signal cosmic_pe6_pwl_pipe6_rnd4: signed (31 downto 0);
-signal cosmic_pe6_pwl_pipe6_rnd_c: signed (31 downto 0);
+signal cosmic_pe6_pwl_pipe6_ge1: std_logic;
+signal cosmic_pe6_pwl_pipe6_idx_b: unsigned(5 downto 0);
+signal cosmic_pe6_pwl_pipe6_idx_s: unsigned(5 downto 0);
+signal cosmic_pe6_pwl_pipe6_lt1: std_logic;
+signal cosmic_pe6_pwl_pipe6_off2: unsigned(13 downto 0);
+signal cosmic_pe6_pwl_pipe6_off3: unsigned(13 downto 0);
+signal cosmic_pe6_pwl_pipe6_off3s: signed (14 downto 0);
+signal cosmic_pe6_pwl_pipe6_prod4: signed (32 downto 0);
+signal cosmic_pe6_pwl_pipe6_q4: signed (16 downto 0);
+signal cosmic_pe6_pwl_pipe6_qe: signed (32 downto 0);
+signal cosmic_pe6_pwl_pipe6_rb4: std_logic;
 signal cosmic_pe6_pwl_pipe6_slope2: signed (14 downto 0);
-signal cosmic_pe6_pwl_pipe6_sumv: signed (32 downto 0);
-signal cosmic_pe6_pwl_pipe6_u1: unsigned(19 downto 0);
-signal cosmic_pe6_pwl_pipe6_u_c: unsigned(19 downto 0);
-signal cosmic_pe6_pwl_pipe6_ys: signed (31 downto 0);
+signal cosmic_pe6_pwl_pipe6_slope3: signed (14 downto 0);
+signal cosmic_pe6_pwl_pipe6_slope_r: signed (14 downto 0);
+signal cosmic_pe6_pwl_pipe6_t4: signed (33 downto 0);
+signal cosmic_pe6_pwl_pipe6_ta: signed (33 downto 0);
+signal cosmic_pe6_pwl_pipe6_tb: signed (33 downto 0);
 signal cosmic_pe6_pwl_pipe6_zl: signed (32 downto 0);
-signal cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r: signed (32 downto 0);
-signal cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_rb: signed (32 downto 0);
-signal cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_t: signed (32 downto 0);
-signal cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill: unsigned(30 downto 0);
-signal cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hi: unsigned(1 downto 0);
-signal cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hin: unsigned(1 downto 0);
-signal cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign: std_logic;
-signal cosmic_pe6_pwl_pipe6_sat33_fill: unsigned(30 downto 0);
-signal cosmic_pe6_pwl_pipe6_sat33_hi: unsigned(1 downto 0);
-signal cosmic_pe6_pwl_pipe6_sat33_hin: unsigned(1 downto 0);
-signal cosmic_pe6_pwl_pipe6_sat33_nsign: std_logic;
-signal cosmic_pe6_sext20_xe: signed (71 downto 0);
-signal cosmic_pe6_sext20_sgn: unsigned(7 downto 0);
+signal cosmic_pe6_pwl_pipe6_zl1: unsigned(19 downto 0);
+signal cosmic_pe6_pwl_pipe6_zl_unused: unsigned(12 downto 0);
+signal cosmic_pe6_pwl_pipe6_unused: unsigned(16 downto 0);
+signal cosmic_pe6_pwl_pipe6_sext26_sgn: unsigned(15 downto 0);
+signal cosmic_pe6_sext27_xe: signed (71 downto 0);
+signal cosmic_pe6_sext27_sgn: unsigned(7 downto 0);
 signal cosmic_pe6_acc_csel6_ah: signed (35 downto 0);
 signal cosmic_pe6_acc_csel6_ai: signed (71 downto 0);
 signal cosmic_pe6_acc_csel6_al: unsigned(35 downto 0);
@@ -2750,26 +2736,26 @@ signal cosmic_pe6_acc_csel6_ph: signed (35 downto 0);
 signal cosmic_pe6_acc_csel6_pl: unsigned(35 downto 0);
 signal cosmic_pe6_acc_csel6_slo: unsigned(36 downto 0);
 signal cosmic_pe6_acc_csel6_t1: signed (37 downto 0);
-signal cosmic_pe6_acc_csel6_sat34_fill: unsigned(70 downto 0);
-signal cosmic_pe6_acc_csel6_sat34_hi: unsigned(1 downto 0);
-signal cosmic_pe6_acc_csel6_sat34_hin: unsigned(1 downto 0);
-signal cosmic_pe6_acc_csel6_sat34_nsign: std_logic;
-signal cosmic_pe6_round_sat_fast19_fill: unsigned(30 downto 0);
-signal cosmic_pe6_round_sat_fast19_hi: unsigned(15 downto 0);
-signal cosmic_pe6_round_sat_fast19_hin: unsigned(15 downto 0);
-signal cosmic_pe6_round_sat_fast19_lo: unsigned(31 downto 0);
-signal cosmic_pe6_round_sat_fast19_neg: std_logic;
-signal cosmic_pe6_round_sat_fast19_nneg: std_logic;
-signal cosmic_pe6_round_sat_fast19_rb: unsigned(0 downto 0);
-signal cosmic_pe6_round_sat_fast19_s: unsigned(32 downto 0);
-signal cosmic_pe6_round_sat_fast20_fill: unsigned(30 downto 0);
-signal cosmic_pe6_round_sat_fast20_hi: unsigned(23 downto 0);
-signal cosmic_pe6_round_sat_fast20_hin: unsigned(23 downto 0);
-signal cosmic_pe6_round_sat_fast20_lo: unsigned(31 downto 0);
-signal cosmic_pe6_round_sat_fast20_neg: std_logic;
-signal cosmic_pe6_round_sat_fast20_nneg: std_logic;
-signal cosmic_pe6_round_sat_fast20_rb: unsigned(0 downto 0);
-signal cosmic_pe6_round_sat_fast20_s: unsigned(32 downto 0);
+signal cosmic_pe6_acc_csel6_sat20_fill: unsigned(70 downto 0);
+signal cosmic_pe6_acc_csel6_sat20_hi: unsigned(1 downto 0);
+signal cosmic_pe6_acc_csel6_sat20_hin: unsigned(1 downto 0);
+signal cosmic_pe6_acc_csel6_sat20_nsign: std_logic;
+signal cosmic_pe6_round_sat_fast12_fill: unsigned(30 downto 0);
+signal cosmic_pe6_round_sat_fast12_hi: unsigned(15 downto 0);
+signal cosmic_pe6_round_sat_fast12_hin: unsigned(15 downto 0);
+signal cosmic_pe6_round_sat_fast12_lo: unsigned(31 downto 0);
+signal cosmic_pe6_round_sat_fast12_neg: std_logic;
+signal cosmic_pe6_round_sat_fast12_nneg: std_logic;
+signal cosmic_pe6_round_sat_fast12_rb: unsigned(0 downto 0);
+signal cosmic_pe6_round_sat_fast12_s: unsigned(32 downto 0);
+signal cosmic_pe6_round_sat_fast13_fill: unsigned(30 downto 0);
+signal cosmic_pe6_round_sat_fast13_hi: unsigned(23 downto 0);
+signal cosmic_pe6_round_sat_fast13_hin: unsigned(23 downto 0);
+signal cosmic_pe6_round_sat_fast13_lo: unsigned(31 downto 0);
+signal cosmic_pe6_round_sat_fast13_neg: std_logic;
+signal cosmic_pe6_round_sat_fast13_nneg: std_logic;
+signal cosmic_pe6_round_sat_fast13_rb: unsigned(0 downto 0);
+signal cosmic_pe6_round_sat_fast13_s: unsigned(32 downto 0);
 signal pe_glue6_d_err: std_logic;
 signal pe_glue6_shifted: unsigned(127 downto 0);
 signal pe_glue6_lvs: unsigned(3 downto 0);
@@ -3011,14 +2997,14 @@ signal cosmic_pe7_andmask18_0_1_2_3_4_5_6_m: signed (31 downto 0);
 signal cosmic_pe7_andmask19_0_1_2_3_4_5_6_m: signed (31 downto 0);
 signal cosmic_pe7_andmask20_0_1_2_3_4_5_6_m: signed (31 downto 0);
 signal cosmic_pe7_andmask21_0_1_2_3_4_5_6_m: signed (31 downto 0);
-signal cosmic_pe7_sat35_fill: unsigned(30 downto 0);
-signal cosmic_pe7_sat35_hi: unsigned(1 downto 0);
-signal cosmic_pe7_sat35_hin: unsigned(1 downto 0);
-signal cosmic_pe7_sat35_nsign: std_logic;
-signal cosmic_pe7_sat36_fill: unsigned(30 downto 0);
-signal cosmic_pe7_sat36_hi: unsigned(1 downto 0);
-signal cosmic_pe7_sat36_hin: unsigned(1 downto 0);
-signal cosmic_pe7_sat36_nsign: std_logic;
+signal cosmic_pe7_sat21_fill: unsigned(30 downto 0);
+signal cosmic_pe7_sat21_hi: unsigned(1 downto 0);
+signal cosmic_pe7_sat21_hin: unsigned(1 downto 0);
+signal cosmic_pe7_sat21_nsign: std_logic;
+signal cosmic_pe7_sat22_fill: unsigned(30 downto 0);
+signal cosmic_pe7_sat22_hi: unsigned(1 downto 0);
+signal cosmic_pe7_sat22_hin: unsigned(1 downto 0);
+signal cosmic_pe7_sat22_nsign: std_logic;
 signal cosmic_pe7_mul2_csa7_p: signed (63 downto 0);
 signal cosmic_pe7_mul2_csa7_ac: unsigned(31 downto 0);
 signal cosmic_pe7_mul2_csa7_bc: unsigned(31 downto 0);
@@ -3041,37 +3027,35 @@ signal cosmic_pe7_mul2_csa7_xs: unsigned(47 downto 0);
 signal cosmic_pe7_mul2_csa7_mj: unsigned(46 downto 0);
 signal cosmic_pe7_mul2_csa7_xc: unsigned(47 downto 0);
 signal cosmic_pe7_mul2_csa7_hsum: unsigned(47 downto 0);
-signal cosmic_pe7_mul2_csa7_sext21_sgn: unsigned(14 downto 0);
-signal cosmic_pe7_mul2_csa7_sext22_sgn: unsigned(14 downto 0);
+signal cosmic_pe7_mul2_csa7_sext28_sgn: unsigned(14 downto 0);
+signal cosmic_pe7_mul2_csa7_sext29_sgn: unsigned(14 downto 0);
+signal cosmic_pe7_pwl_pipe7_base2: signed (31 downto 0);
+signal cosmic_pe7_pwl_pipe7_base3: signed (31 downto 0);
 signal cosmic_pe7_pwl_pipe7_base4: signed (31 downto 0);
-signal cosmic_pe7_pwl_pipe7_idx2: unsigned(5 downto 0);
-signal cosmic_pe7_pwl_pipe7_idx3: unsigned(5 downto 0);
-signal cosmic_pe7_pwl_pipe7_idx4: unsigned(5 downto 0);
-signal cosmic_pe7_pwl_pipe7_limh: signed (31 downto 0);
-signal cosmic_pe7_pwl_pipe7_liml: signed (31 downto 0);
-signal cosmic_pe7_pwl_pipe7_off2: signed (14 downto 0);
-signal cosmic_pe7_pwl_pipe7_prod3: signed (32 downto 0);
-signal cosmic_pe7_pwl_pipe7_rnd4: signed (31 downto 0);
-signal cosmic_pe7_pwl_pipe7_rnd_c: signed (31 downto 0);
+signal cosmic_pe7_pwl_pipe7_ge1: std_logic;
+signal cosmic_pe7_pwl_pipe7_idx_b: unsigned(5 downto 0);
+signal cosmic_pe7_pwl_pipe7_idx_s: unsigned(5 downto 0);
+signal cosmic_pe7_pwl_pipe7_lt1: std_logic;
+signal cosmic_pe7_pwl_pipe7_off2: unsigned(13 downto 0);
+signal cosmic_pe7_pwl_pipe7_off3: unsigned(13 downto 0);
+signal cosmic_pe7_pwl_pipe7_off3s: signed (14 downto 0);
+signal cosmic_pe7_pwl_pipe7_prod4: signed (32 downto 0);
+signal cosmic_pe7_pwl_pipe7_q4: signed (16 downto 0);
+signal cosmic_pe7_pwl_pipe7_qe: signed (32 downto 0);
+signal cosmic_pe7_pwl_pipe7_rb4: std_logic;
 signal cosmic_pe7_pwl_pipe7_slope2: signed (14 downto 0);
-signal cosmic_pe7_pwl_pipe7_sumv: signed (32 downto 0);
-signal cosmic_pe7_pwl_pipe7_u1: unsigned(19 downto 0);
-signal cosmic_pe7_pwl_pipe7_u_c: unsigned(19 downto 0);
-signal cosmic_pe7_pwl_pipe7_ys: signed (31 downto 0);
+signal cosmic_pe7_pwl_pipe7_slope3: signed (14 downto 0);
+signal cosmic_pe7_pwl_pipe7_slope_r: signed (14 downto 0);
+signal cosmic_pe7_pwl_pipe7_t4: signed (33 downto 0);
+signal cosmic_pe7_pwl_pipe7_ta: signed (33 downto 0);
+signal cosmic_pe7_pwl_pipe7_tb: signed (33 downto 0);
 signal cosmic_pe7_pwl_pipe7_zl: signed (32 downto 0);
-signal cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r: signed (32 downto 0);
-signal cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_rb: signed (32 downto 0);
-signal cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_t: signed (32 downto 0);
-signal cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill: unsigned(30 downto 0);
-signal cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hi: unsigned(1 downto 0);
-signal cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hin: unsigned(1 downto 0);
-signal cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign: std_logic;
-signal cosmic_pe7_pwl_pipe7_sat38_fill: unsigned(30 downto 0);
-signal cosmic_pe7_pwl_pipe7_sat38_hi: unsigned(1 downto 0);
-signal cosmic_pe7_pwl_pipe7_sat38_hin: unsigned(1 downto 0);
-signal cosmic_pe7_pwl_pipe7_sat38_nsign: std_logic;
-signal cosmic_pe7_sext23_xe: signed (71 downto 0);
-signal cosmic_pe7_sext23_sgn: unsigned(7 downto 0);
+signal cosmic_pe7_pwl_pipe7_zl1: unsigned(19 downto 0);
+signal cosmic_pe7_pwl_pipe7_zl_unused: unsigned(12 downto 0);
+signal cosmic_pe7_pwl_pipe7_unused: unsigned(16 downto 0);
+signal cosmic_pe7_pwl_pipe7_sext30_sgn: unsigned(15 downto 0);
+signal cosmic_pe7_sext31_xe: signed (71 downto 0);
+signal cosmic_pe7_sext31_sgn: unsigned(7 downto 0);
 signal cosmic_pe7_acc_csel7_ah: signed (35 downto 0);
 signal cosmic_pe7_acc_csel7_ai: signed (71 downto 0);
 signal cosmic_pe7_acc_csel7_al: unsigned(35 downto 0);
@@ -3082,26 +3066,26 @@ signal cosmic_pe7_acc_csel7_ph: signed (35 downto 0);
 signal cosmic_pe7_acc_csel7_pl: unsigned(35 downto 0);
 signal cosmic_pe7_acc_csel7_slo: unsigned(36 downto 0);
 signal cosmic_pe7_acc_csel7_t1: signed (37 downto 0);
-signal cosmic_pe7_acc_csel7_sat39_fill: unsigned(70 downto 0);
-signal cosmic_pe7_acc_csel7_sat39_hi: unsigned(1 downto 0);
-signal cosmic_pe7_acc_csel7_sat39_hin: unsigned(1 downto 0);
-signal cosmic_pe7_acc_csel7_sat39_nsign: std_logic;
-signal cosmic_pe7_round_sat_fast22_fill: unsigned(30 downto 0);
-signal cosmic_pe7_round_sat_fast22_hi: unsigned(15 downto 0);
-signal cosmic_pe7_round_sat_fast22_hin: unsigned(15 downto 0);
-signal cosmic_pe7_round_sat_fast22_lo: unsigned(31 downto 0);
-signal cosmic_pe7_round_sat_fast22_neg: std_logic;
-signal cosmic_pe7_round_sat_fast22_nneg: std_logic;
-signal cosmic_pe7_round_sat_fast22_rb: unsigned(0 downto 0);
-signal cosmic_pe7_round_sat_fast22_s: unsigned(32 downto 0);
-signal cosmic_pe7_round_sat_fast23_fill: unsigned(30 downto 0);
-signal cosmic_pe7_round_sat_fast23_hi: unsigned(23 downto 0);
-signal cosmic_pe7_round_sat_fast23_hin: unsigned(23 downto 0);
-signal cosmic_pe7_round_sat_fast23_lo: unsigned(31 downto 0);
-signal cosmic_pe7_round_sat_fast23_neg: std_logic;
-signal cosmic_pe7_round_sat_fast23_nneg: std_logic;
-signal cosmic_pe7_round_sat_fast23_rb: unsigned(0 downto 0);
-signal cosmic_pe7_round_sat_fast23_s: unsigned(32 downto 0);
+signal cosmic_pe7_acc_csel7_sat23_fill: unsigned(70 downto 0);
+signal cosmic_pe7_acc_csel7_sat23_hi: unsigned(1 downto 0);
+signal cosmic_pe7_acc_csel7_sat23_hin: unsigned(1 downto 0);
+signal cosmic_pe7_acc_csel7_sat23_nsign: std_logic;
+signal cosmic_pe7_round_sat_fast14_fill: unsigned(30 downto 0);
+signal cosmic_pe7_round_sat_fast14_hi: unsigned(15 downto 0);
+signal cosmic_pe7_round_sat_fast14_hin: unsigned(15 downto 0);
+signal cosmic_pe7_round_sat_fast14_lo: unsigned(31 downto 0);
+signal cosmic_pe7_round_sat_fast14_neg: std_logic;
+signal cosmic_pe7_round_sat_fast14_nneg: std_logic;
+signal cosmic_pe7_round_sat_fast14_rb: unsigned(0 downto 0);
+signal cosmic_pe7_round_sat_fast14_s: unsigned(32 downto 0);
+signal cosmic_pe7_round_sat_fast15_fill: unsigned(30 downto 0);
+signal cosmic_pe7_round_sat_fast15_hi: unsigned(23 downto 0);
+signal cosmic_pe7_round_sat_fast15_hin: unsigned(23 downto 0);
+signal cosmic_pe7_round_sat_fast15_lo: unsigned(31 downto 0);
+signal cosmic_pe7_round_sat_fast15_neg: std_logic;
+signal cosmic_pe7_round_sat_fast15_nneg: std_logic;
+signal cosmic_pe7_round_sat_fast15_rb: unsigned(0 downto 0);
+signal cosmic_pe7_round_sat_fast15_s: unsigned(32 downto 0);
 signal pe_glue7_d_err: std_logic;
 signal pe_glue7_shifted: unsigned(127 downto 0);
 signal pe_glue7_lvs: unsigned(3 downto 0);
@@ -3165,7 +3149,7 @@ signal add_link0_prev: signed (33 downto 0);
 signal add_link0_out: signed (33 downto 0);
 signal add_link0_xe: signed (33 downto 0);
 signal add_link0_xs: signed (31 downto 0);
-signal add_link0_sext24_sgn: unsigned(1 downto 0);
+signal add_link0_sext32_sgn: unsigned(1 downto 0);
 signal eq_const12_y: std_logic;
 signal or_link12_prev: unsigned(31 downto 0);
 signal or_link12_out: unsigned(31 downto 0);
@@ -3177,11 +3161,11 @@ signal eq_const15_y: std_logic;
 signal or_link15_out: unsigned(31 downto 0);
 signal add_link1_xe: signed (33 downto 0);
 signal add_link1_xs: signed (31 downto 0);
-signal add_link1_sext25_sgn: unsigned(1 downto 0);
-signal sat40_fill: unsigned(30 downto 0);
-signal sat40_hi: unsigned(2 downto 0);
-signal sat40_hin: unsigned(2 downto 0);
-signal sat40_nsign: std_logic;
+signal add_link1_sext33_sgn: unsigned(1 downto 0);
+signal sat24_fill: unsigned(30 downto 0);
+signal sat24_hi: unsigned(2 downto 0);
+signal sat24_hin: unsigned(2 downto 0);
+signal sat24_nsign: std_logic;
 signal bus_link0_prev_any: std_logic;
 signal bus_link0_prev_val: unsigned(31 downto 0);
 signal bus_link0_prev_dup: std_logic;
@@ -3236,17 +3220,17 @@ signal fold_link0_p2: signed (64 downto 0);
 signal fold_link0_s1: signed (32 downto 0);
 signal fold_link0_sa: signed (31 downto 0);
 signal fold_link0_sm: signed (31 downto 0);
-signal fold_link0_sat41_fill: unsigned(30 downto 0);
-signal fold_link0_sat41_hi: unsigned(1 downto 0);
-signal fold_link0_sat41_hin: unsigned(1 downto 0);
-signal fold_link0_sat41_nsign: std_logic;
-signal fold_link0_round_sat8_r: signed (64 downto 0);
-signal fold_link0_round_sat8_rb: signed (64 downto 0);
-signal fold_link0_round_sat8_t: signed (64 downto 0);
-signal fold_link0_round_sat8_sat42_fill: unsigned(30 downto 0);
-signal fold_link0_round_sat8_sat42_hi: unsigned(33 downto 0);
-signal fold_link0_round_sat8_sat42_hin: unsigned(33 downto 0);
-signal fold_link0_round_sat8_sat42_nsign: std_logic;
+signal fold_link0_sat25_fill: unsigned(30 downto 0);
+signal fold_link0_sat25_hi: unsigned(1 downto 0);
+signal fold_link0_sat25_hin: unsigned(1 downto 0);
+signal fold_link0_sat25_nsign: std_logic;
+signal fold_link0_round_sat0_r: signed (64 downto 0);
+signal fold_link0_round_sat0_rb: signed (64 downto 0);
+signal fold_link0_round_sat0_t: signed (64 downto 0);
+signal fold_link0_round_sat0_sat26_fill: unsigned(30 downto 0);
+signal fold_link0_round_sat0_sat26_hi: unsigned(33 downto 0);
+signal fold_link0_round_sat0_sat26_hin: unsigned(33 downto 0);
+signal fold_link0_round_sat0_sat26_nsign: std_logic;
 signal and_nz0_y: std_logic;
 signal tree_stage0_ov: std_logic;
 signal tree_stage0_ox: unsigned(31 downto 0);
@@ -3266,17 +3250,17 @@ signal fold_link1_p2: signed (64 downto 0);
 signal fold_link1_s1: signed (32 downto 0);
 signal fold_link1_sa: signed (31 downto 0);
 signal fold_link1_sm: signed (31 downto 0);
-signal fold_link1_sat43_fill: unsigned(30 downto 0);
-signal fold_link1_sat43_hi: unsigned(1 downto 0);
-signal fold_link1_sat43_hin: unsigned(1 downto 0);
-signal fold_link1_sat43_nsign: std_logic;
-signal fold_link1_round_sat9_r: signed (64 downto 0);
-signal fold_link1_round_sat9_rb: signed (64 downto 0);
-signal fold_link1_round_sat9_t: signed (64 downto 0);
-signal fold_link1_round_sat9_sat44_fill: unsigned(30 downto 0);
-signal fold_link1_round_sat9_sat44_hi: unsigned(33 downto 0);
-signal fold_link1_round_sat9_sat44_hin: unsigned(33 downto 0);
-signal fold_link1_round_sat9_sat44_nsign: std_logic;
+signal fold_link1_sat27_fill: unsigned(30 downto 0);
+signal fold_link1_sat27_hi: unsigned(1 downto 0);
+signal fold_link1_sat27_hin: unsigned(1 downto 0);
+signal fold_link1_sat27_nsign: std_logic;
+signal fold_link1_round_sat1_r: signed (64 downto 0);
+signal fold_link1_round_sat1_rb: signed (64 downto 0);
+signal fold_link1_round_sat1_t: signed (64 downto 0);
+signal fold_link1_round_sat1_sat28_fill: unsigned(30 downto 0);
+signal fold_link1_round_sat1_sat28_hi: unsigned(33 downto 0);
+signal fold_link1_round_sat1_sat28_hin: unsigned(33 downto 0);
+signal fold_link1_round_sat1_sat28_nsign: std_logic;
 signal and_nz1_y: std_logic;
 signal tree_stage1_ov: std_logic;
 signal tree_stage1_ox: unsigned(31 downto 0);
@@ -3772,139 +3756,108 @@ cosmic_pe0_sat1_fill(3) <= cosmic_pe0_sat1_nsign;
 cosmic_pe0_sat1_fill(2) <= cosmic_pe0_sat1_nsign;
 cosmic_pe0_sat1_fill(1) <= cosmic_pe0_sat1_nsign;
 cosmic_pe0_sat1_fill(0) <= cosmic_pe0_sat1_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(30) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(29) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(28) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(27) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(26) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(25) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(24) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(23) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(22) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(21) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(20) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(19) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(18) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(17) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(16) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(15) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(14) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(13) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(12) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(11) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(10) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(9) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(8) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(7) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(6) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(5) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(4) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(3) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(2) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(1) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill(0) <= cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(30) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(29) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(28) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(27) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(26) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(25) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(24) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(23) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(22) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(21) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(20) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(19) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(18) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(17) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(16) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(15) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(14) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(13) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(12) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(11) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(10) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(9) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(8) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(7) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(6) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(5) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(4) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(3) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(2) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(1) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_pwl_pipe0_sat3_fill(0) <= cosmic_pe0_pwl_pipe0_sat3_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(70) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(69) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(68) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(67) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(66) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(65) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(64) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(63) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(62) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(61) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(60) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(59) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(58) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(57) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(56) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(55) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(54) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(53) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(52) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(51) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(50) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(49) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(48) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(47) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(46) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(45) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(44) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(43) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(42) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(41) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(40) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(39) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(38) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(37) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(36) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(35) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(34) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(33) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(32) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(31) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(30) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(29) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(28) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(27) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(26) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(25) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(24) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(23) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(22) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(21) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(20) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(19) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(18) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(17) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(16) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(15) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(14) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(13) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(12) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(11) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(10) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(9) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(8) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(7) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(6) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(5) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(4) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(3) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(2) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(1) <= cosmic_pe0_acc_csel0_sat4_nsign;
-cosmic_pe0_acc_csel0_sat4_fill(0) <= cosmic_pe0_acc_csel0_sat4_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(70) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(69) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(68) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(67) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(66) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(65) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(64) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(63) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(62) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(61) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(60) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(59) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(58) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(57) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(56) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(55) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(54) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(53) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(52) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(51) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(50) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(49) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(48) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(47) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(46) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(45) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(44) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(43) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(42) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(41) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(40) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(39) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(38) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(37) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(36) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(35) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(34) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(33) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(32) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(31) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(30) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(29) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(28) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(27) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(26) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(25) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(24) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(23) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(22) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(21) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(20) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(19) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(18) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(17) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(16) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(15) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(14) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(13) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(12) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(11) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(10) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(9) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(8) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(7) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(6) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(5) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(4) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(3) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(2) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(1) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_acc_csel0_sat2_fill(0) <= cosmic_pe0_acc_csel0_sat2_nsign;
+cosmic_pe0_round_sat_fast0_fill(30) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(29) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(28) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(27) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(26) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(25) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(24) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(23) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(22) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(21) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(20) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(19) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(18) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(17) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(16) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(15) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(14) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(13) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(12) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(11) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(10) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(9) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(8) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(7) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(6) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(5) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(4) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(3) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(2) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(1) <= cosmic_pe0_round_sat_fast0_nneg;
+cosmic_pe0_round_sat_fast0_fill(0) <= cosmic_pe0_round_sat_fast0_nneg;
 cosmic_pe0_round_sat_fast1_fill(30) <= cosmic_pe0_round_sat_fast1_nneg;
 cosmic_pe0_round_sat_fast1_fill(29) <= cosmic_pe0_round_sat_fast1_nneg;
 cosmic_pe0_round_sat_fast1_fill(28) <= cosmic_pe0_round_sat_fast1_nneg;
@@ -3936,1991 +3889,1526 @@ cosmic_pe0_round_sat_fast1_fill(3) <= cosmic_pe0_round_sat_fast1_nneg;
 cosmic_pe0_round_sat_fast1_fill(2) <= cosmic_pe0_round_sat_fast1_nneg;
 cosmic_pe0_round_sat_fast1_fill(1) <= cosmic_pe0_round_sat_fast1_nneg;
 cosmic_pe0_round_sat_fast1_fill(0) <= cosmic_pe0_round_sat_fast1_nneg;
-cosmic_pe0_round_sat_fast2_fill(30) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(29) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(28) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(27) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(26) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(25) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(24) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(23) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(22) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(21) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(20) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(19) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(18) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(17) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(16) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(15) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(14) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(13) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(12) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(11) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(10) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(9) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(8) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(7) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(6) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(5) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(4) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(3) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(2) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(1) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe0_round_sat_fast2_fill(0) <= cosmic_pe0_round_sat_fast2_nneg;
-cosmic_pe1_sat5_fill(30) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(29) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(28) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(27) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(26) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(25) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(24) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(23) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(22) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(21) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(20) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(19) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(18) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(17) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(16) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(15) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(14) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(13) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(12) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(11) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(10) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(9) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(8) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(7) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(6) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(5) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(4) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(3) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(2) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(1) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat5_fill(0) <= cosmic_pe1_sat5_nsign;
-cosmic_pe1_sat6_fill(30) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(29) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(28) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(27) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(26) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(25) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(24) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(23) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(22) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(21) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(20) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(19) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(18) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(17) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(16) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(15) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(14) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(13) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(12) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(11) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(10) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(9) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(8) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(7) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(6) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(5) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(4) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(3) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(2) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(1) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_sat6_fill(0) <= cosmic_pe1_sat6_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(30) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(29) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(28) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(27) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(26) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(25) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(24) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(23) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(22) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(21) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(20) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(19) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(18) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(17) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(16) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(15) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(14) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(13) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(12) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(11) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(10) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(9) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(8) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(7) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(6) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(5) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(4) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(3) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(2) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(1) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill(0) <= cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(30) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(29) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(28) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(27) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(26) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(25) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(24) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(23) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(22) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(21) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(20) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(19) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(18) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(17) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(16) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(15) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(14) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(13) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(12) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(11) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(10) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(9) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(8) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(7) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(6) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(5) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(4) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(3) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(2) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(1) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_pwl_pipe1_sat8_fill(0) <= cosmic_pe1_pwl_pipe1_sat8_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(70) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(69) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(68) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(67) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(66) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(65) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(64) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(63) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(62) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(61) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(60) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(59) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(58) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(57) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(56) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(55) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(54) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(53) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(52) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(51) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(50) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(49) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(48) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(47) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(46) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(45) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(44) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(43) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(42) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(41) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(40) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(39) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(38) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(37) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(36) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(35) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(34) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(33) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(32) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(31) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(30) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(29) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(28) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(27) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(26) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(25) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(24) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(23) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(22) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(21) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(20) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(19) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(18) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(17) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(16) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(15) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(14) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(13) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(12) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(11) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(10) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(9) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(8) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(7) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(6) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(5) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(4) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(3) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(2) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(1) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_acc_csel1_sat9_fill(0) <= cosmic_pe1_acc_csel1_sat9_nsign;
-cosmic_pe1_round_sat_fast4_fill(30) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(29) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(28) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(27) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(26) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(25) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(24) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(23) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(22) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(21) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(20) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(19) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(18) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(17) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(16) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(15) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(14) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(13) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(12) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(11) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(10) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(9) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(8) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(7) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(6) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(5) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(4) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(3) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(2) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(1) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast4_fill(0) <= cosmic_pe1_round_sat_fast4_nneg;
-cosmic_pe1_round_sat_fast5_fill(30) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(29) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(28) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(27) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(26) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(25) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(24) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(23) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(22) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(21) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(20) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(19) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(18) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(17) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(16) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(15) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(14) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(13) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(12) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(11) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(10) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(9) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(8) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(7) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(6) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(5) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(4) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(3) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(2) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(1) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe1_round_sat_fast5_fill(0) <= cosmic_pe1_round_sat_fast5_nneg;
-cosmic_pe2_sat10_fill(30) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(29) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(28) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(27) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(26) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(25) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(24) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(23) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(22) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(21) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(20) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(19) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(18) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(17) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(16) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(15) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(14) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(13) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(12) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(11) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(10) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(9) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(8) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(7) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(6) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(5) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(4) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(3) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(2) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(1) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat10_fill(0) <= cosmic_pe2_sat10_nsign;
-cosmic_pe2_sat11_fill(30) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(29) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(28) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(27) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(26) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(25) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(24) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(23) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(22) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(21) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(20) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(19) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(18) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(17) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(16) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(15) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(14) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(13) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(12) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(11) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(10) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(9) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(8) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(7) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(6) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(5) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(4) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(3) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(2) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(1) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_sat11_fill(0) <= cosmic_pe2_sat11_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(30) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(29) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(28) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(27) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(26) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(25) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(24) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(23) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(22) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(21) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(20) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(19) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(18) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(17) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(16) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(15) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(14) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(13) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(12) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(11) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(10) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(9) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(8) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(7) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(6) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(5) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(4) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(3) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(2) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(1) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill(0) <= cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(30) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(29) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(28) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(27) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(26) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(25) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(24) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(23) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(22) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(21) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(20) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(19) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(18) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(17) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(16) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(15) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(14) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(13) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(12) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(11) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(10) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(9) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(8) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(7) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(6) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(5) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(4) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(3) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(2) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(1) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_pwl_pipe2_sat13_fill(0) <= cosmic_pe2_pwl_pipe2_sat13_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(70) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(69) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(68) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(67) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(66) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(65) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(64) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(63) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(62) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(61) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(60) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(59) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(58) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(57) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(56) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(55) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(54) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(53) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(52) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(51) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(50) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(49) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(48) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(47) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(46) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(45) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(44) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(43) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(42) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(41) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(40) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(39) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(38) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(37) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(36) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(35) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(34) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(33) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(32) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(31) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(30) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(29) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(28) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(27) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(26) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(25) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(24) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(23) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(22) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(21) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(20) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(19) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(18) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(17) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(16) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(15) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(14) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(13) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(12) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(11) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(10) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(9) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(8) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(7) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(6) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(5) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(4) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(3) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(2) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(1) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_acc_csel2_sat14_fill(0) <= cosmic_pe2_acc_csel2_sat14_nsign;
-cosmic_pe2_round_sat_fast7_fill(30) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(29) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(28) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(27) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(26) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(25) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(24) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(23) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(22) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(21) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(20) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(19) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(18) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(17) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(16) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(15) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(14) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(13) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(12) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(11) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(10) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(9) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(8) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(7) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(6) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(5) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(4) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(3) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(2) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(1) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast7_fill(0) <= cosmic_pe2_round_sat_fast7_nneg;
-cosmic_pe2_round_sat_fast8_fill(30) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(29) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(28) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(27) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(26) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(25) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(24) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(23) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(22) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(21) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(20) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(19) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(18) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(17) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(16) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(15) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(14) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(13) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(12) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(11) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(10) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(9) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(8) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(7) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(6) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(5) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(4) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(3) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(2) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(1) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe2_round_sat_fast8_fill(0) <= cosmic_pe2_round_sat_fast8_nneg;
-cosmic_pe3_sat15_fill(30) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(29) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(28) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(27) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(26) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(25) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(24) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(23) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(22) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(21) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(20) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(19) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(18) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(17) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(16) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(15) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(14) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(13) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(12) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(11) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(10) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(9) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(8) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(7) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(6) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(5) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(4) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(3) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(2) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(1) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat15_fill(0) <= cosmic_pe3_sat15_nsign;
-cosmic_pe3_sat16_fill(30) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(29) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(28) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(27) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(26) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(25) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(24) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(23) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(22) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(21) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(20) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(19) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(18) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(17) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(16) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(15) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(14) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(13) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(12) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(11) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(10) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(9) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(8) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(7) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(6) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(5) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(4) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(3) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(2) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(1) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_sat16_fill(0) <= cosmic_pe3_sat16_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(30) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(29) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(28) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(27) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(26) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(25) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(24) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(23) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(22) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(21) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(20) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(19) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(18) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(17) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(16) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(15) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(14) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(13) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(12) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(11) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(10) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(9) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(8) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(7) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(6) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(5) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(4) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(3) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(2) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(1) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill(0) <= cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(30) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(29) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(28) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(27) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(26) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(25) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(24) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(23) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(22) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(21) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(20) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(19) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(18) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(17) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(16) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(15) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(14) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(13) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(12) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(11) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(10) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(9) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(8) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(7) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(6) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(5) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(4) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(3) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(2) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(1) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_pwl_pipe3_sat18_fill(0) <= cosmic_pe3_pwl_pipe3_sat18_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(70) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(69) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(68) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(67) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(66) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(65) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(64) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(63) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(62) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(61) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(60) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(59) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(58) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(57) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(56) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(55) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(54) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(53) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(52) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(51) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(50) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(49) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(48) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(47) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(46) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(45) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(44) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(43) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(42) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(41) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(40) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(39) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(38) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(37) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(36) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(35) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(34) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(33) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(32) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(31) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(30) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(29) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(28) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(27) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(26) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(25) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(24) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(23) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(22) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(21) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(20) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(19) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(18) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(17) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(16) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(15) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(14) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(13) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(12) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(11) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(10) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(9) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(8) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(7) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(6) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(5) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(4) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(3) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(2) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(1) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_acc_csel3_sat19_fill(0) <= cosmic_pe3_acc_csel3_sat19_nsign;
-cosmic_pe3_round_sat_fast10_fill(30) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(29) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(28) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(27) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(26) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(25) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(24) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(23) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(22) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(21) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(20) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(19) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(18) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(17) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(16) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(15) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(14) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(13) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(12) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(11) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(10) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(9) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(8) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(7) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(6) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(5) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(4) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(3) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(2) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(1) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast10_fill(0) <= cosmic_pe3_round_sat_fast10_nneg;
-cosmic_pe3_round_sat_fast11_fill(30) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(29) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(28) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(27) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(26) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(25) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(24) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(23) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(22) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(21) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(20) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(19) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(18) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(17) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(16) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(15) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(14) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(13) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(12) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(11) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(10) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(9) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(8) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(7) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(6) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(5) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(4) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(3) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(2) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(1) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe3_round_sat_fast11_fill(0) <= cosmic_pe3_round_sat_fast11_nneg;
-cosmic_pe4_sat20_fill(30) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(29) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(28) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(27) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(26) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(25) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(24) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(23) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(22) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(21) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(20) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(19) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(18) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(17) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(16) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(15) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(14) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(13) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(12) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(11) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(10) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(9) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(8) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(7) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(6) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(5) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(4) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(3) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(2) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(1) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat20_fill(0) <= cosmic_pe4_sat20_nsign;
-cosmic_pe4_sat21_fill(30) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(29) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(28) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(27) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(26) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(25) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(24) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(23) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(22) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(21) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(20) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(19) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(18) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(17) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(16) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(15) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(14) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(13) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(12) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(11) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(10) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(9) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(8) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(7) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(6) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(5) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(4) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(3) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(2) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(1) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_sat21_fill(0) <= cosmic_pe4_sat21_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(30) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(29) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(28) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(27) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(26) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(25) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(24) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(23) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(22) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(21) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(20) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(19) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(18) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(17) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(16) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(15) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(14) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(13) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(12) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(11) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(10) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(9) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(8) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(7) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(6) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(5) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(4) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(3) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(2) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(1) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill(0) <= cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(30) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(29) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(28) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(27) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(26) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(25) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(24) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(23) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(22) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(21) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(20) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(19) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(18) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(17) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(16) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(15) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(14) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(13) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(12) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(11) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(10) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(9) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(8) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(7) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(6) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(5) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(4) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(3) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(2) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(1) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_pwl_pipe4_sat23_fill(0) <= cosmic_pe4_pwl_pipe4_sat23_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(70) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(69) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(68) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(67) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(66) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(65) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(64) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(63) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(62) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(61) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(60) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(59) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(58) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(57) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(56) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(55) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(54) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(53) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(52) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(51) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(50) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(49) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(48) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(47) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(46) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(45) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(44) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(43) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(42) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(41) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(40) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(39) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(38) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(37) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(36) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(35) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(34) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(33) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(32) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(31) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(30) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(29) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(28) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(27) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(26) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(25) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(24) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(23) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(22) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(21) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(20) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(19) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(18) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(17) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(16) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(15) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(14) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(13) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(12) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(11) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(10) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(9) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(8) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(7) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(6) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(5) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(4) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(3) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(2) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(1) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_acc_csel4_sat24_fill(0) <= cosmic_pe4_acc_csel4_sat24_nsign;
-cosmic_pe4_round_sat_fast13_fill(30) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(29) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(28) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(27) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(26) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(25) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(24) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(23) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(22) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(21) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(20) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(19) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(18) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(17) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(16) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(15) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(14) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(13) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(12) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(11) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(10) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(9) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(8) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(7) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(6) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(5) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(4) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(3) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(2) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(1) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast13_fill(0) <= cosmic_pe4_round_sat_fast13_nneg;
-cosmic_pe4_round_sat_fast14_fill(30) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(29) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(28) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(27) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(26) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(25) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(24) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(23) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(22) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(21) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(20) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(19) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(18) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(17) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(16) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(15) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(14) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(13) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(12) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(11) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(10) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(9) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(8) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(7) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(6) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(5) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(4) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(3) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(2) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(1) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe4_round_sat_fast14_fill(0) <= cosmic_pe4_round_sat_fast14_nneg;
-cosmic_pe5_sat25_fill(30) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(29) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(28) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(27) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(26) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(25) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(24) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(23) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(22) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(21) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(20) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(19) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(18) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(17) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(16) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(15) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(14) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(13) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(12) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(11) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(10) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(9) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(8) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(7) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(6) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(5) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(4) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(3) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(2) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(1) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat25_fill(0) <= cosmic_pe5_sat25_nsign;
-cosmic_pe5_sat26_fill(30) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(29) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(28) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(27) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(26) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(25) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(24) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(23) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(22) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(21) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(20) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(19) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(18) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(17) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(16) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(15) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(14) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(13) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(12) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(11) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(10) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(9) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(8) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(7) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(6) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(5) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(4) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(3) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(2) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(1) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_sat26_fill(0) <= cosmic_pe5_sat26_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(30) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(29) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(28) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(27) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(26) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(25) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(24) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(23) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(22) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(21) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(20) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(19) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(18) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(17) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(16) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(15) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(14) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(13) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(12) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(11) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(10) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(9) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(8) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(7) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(6) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(5) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(4) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(3) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(2) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(1) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill(0) <= cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(30) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(29) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(28) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(27) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(26) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(25) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(24) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(23) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(22) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(21) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(20) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(19) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(18) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(17) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(16) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(15) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(14) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(13) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(12) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(11) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(10) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(9) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(8) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(7) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(6) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(5) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(4) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(3) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(2) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(1) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_pwl_pipe5_sat28_fill(0) <= cosmic_pe5_pwl_pipe5_sat28_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(70) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(69) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(68) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(67) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(66) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(65) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(64) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(63) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(62) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(61) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(60) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(59) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(58) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(57) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(56) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(55) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(54) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(53) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(52) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(51) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(50) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(49) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(48) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(47) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(46) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(45) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(44) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(43) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(42) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(41) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(40) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(39) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(38) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(37) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(36) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(35) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(34) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(33) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(32) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(31) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(30) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(29) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(28) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(27) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(26) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(25) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(24) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(23) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(22) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(21) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(20) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(19) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(18) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(17) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(16) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(15) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(14) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(13) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(12) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(11) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(10) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(9) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(8) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(7) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(6) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(5) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(4) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(3) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(2) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(1) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_acc_csel5_sat29_fill(0) <= cosmic_pe5_acc_csel5_sat29_nsign;
-cosmic_pe5_round_sat_fast16_fill(30) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(29) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(28) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(27) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(26) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(25) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(24) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(23) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(22) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(21) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(20) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(19) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(18) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(17) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(16) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(15) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(14) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(13) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(12) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(11) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(10) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(9) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(8) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(7) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(6) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(5) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(4) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(3) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(2) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(1) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast16_fill(0) <= cosmic_pe5_round_sat_fast16_nneg;
-cosmic_pe5_round_sat_fast17_fill(30) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(29) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(28) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(27) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(26) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(25) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(24) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(23) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(22) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(21) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(20) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(19) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(18) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(17) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(16) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(15) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(14) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(13) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(12) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(11) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(10) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(9) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(8) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(7) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(6) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(5) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(4) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(3) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(2) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(1) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe5_round_sat_fast17_fill(0) <= cosmic_pe5_round_sat_fast17_nneg;
-cosmic_pe6_sat30_fill(30) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(29) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(28) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(27) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(26) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(25) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(24) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(23) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(22) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(21) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(20) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(19) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(18) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(17) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(16) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(15) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(14) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(13) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(12) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(11) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(10) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(9) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(8) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(7) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(6) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(5) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(4) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(3) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(2) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(1) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat30_fill(0) <= cosmic_pe6_sat30_nsign;
-cosmic_pe6_sat31_fill(30) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(29) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(28) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(27) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(26) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(25) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(24) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(23) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(22) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(21) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(20) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(19) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(18) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(17) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(16) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(15) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(14) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(13) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(12) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(11) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(10) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(9) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(8) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(7) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(6) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(5) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(4) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(3) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(2) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(1) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_sat31_fill(0) <= cosmic_pe6_sat31_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(30) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(29) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(28) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(27) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(26) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(25) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(24) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(23) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(22) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(21) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(20) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(19) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(18) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(17) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(16) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(15) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(14) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(13) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(12) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(11) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(10) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(9) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(8) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(7) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(6) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(5) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(4) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(3) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(2) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(1) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill(0) <= cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(30) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(29) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(28) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(27) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(26) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(25) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(24) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(23) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(22) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(21) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(20) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(19) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(18) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(17) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(16) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(15) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(14) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(13) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(12) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(11) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(10) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(9) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(8) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(7) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(6) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(5) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(4) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(3) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(2) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(1) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_pwl_pipe6_sat33_fill(0) <= cosmic_pe6_pwl_pipe6_sat33_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(70) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(69) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(68) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(67) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(66) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(65) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(64) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(63) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(62) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(61) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(60) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(59) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(58) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(57) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(56) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(55) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(54) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(53) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(52) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(51) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(50) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(49) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(48) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(47) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(46) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(45) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(44) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(43) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(42) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(41) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(40) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(39) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(38) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(37) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(36) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(35) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(34) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(33) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(32) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(31) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(30) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(29) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(28) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(27) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(26) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(25) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(24) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(23) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(22) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(21) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(20) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(19) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(18) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(17) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(16) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(15) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(14) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(13) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(12) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(11) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(10) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(9) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(8) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(7) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(6) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(5) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(4) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(3) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(2) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(1) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_acc_csel6_sat34_fill(0) <= cosmic_pe6_acc_csel6_sat34_nsign;
-cosmic_pe6_round_sat_fast19_fill(30) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(29) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(28) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(27) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(26) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(25) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(24) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(23) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(22) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(21) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(20) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(19) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(18) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(17) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(16) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(15) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(14) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(13) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(12) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(11) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(10) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(9) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(8) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(7) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(6) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(5) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(4) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(3) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(2) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(1) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast19_fill(0) <= cosmic_pe6_round_sat_fast19_nneg;
-cosmic_pe6_round_sat_fast20_fill(30) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(29) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(28) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(27) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(26) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(25) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(24) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(23) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(22) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(21) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(20) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(19) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(18) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(17) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(16) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(15) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(14) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(13) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(12) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(11) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(10) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(9) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(8) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(7) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(6) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(5) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(4) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(3) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(2) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(1) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe6_round_sat_fast20_fill(0) <= cosmic_pe6_round_sat_fast20_nneg;
-cosmic_pe7_sat35_fill(30) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(29) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(28) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(27) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(26) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(25) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(24) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(23) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(22) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(21) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(20) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(19) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(18) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(17) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(16) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(15) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(14) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(13) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(12) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(11) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(10) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(9) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(8) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(7) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(6) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(5) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(4) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(3) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(2) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(1) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat35_fill(0) <= cosmic_pe7_sat35_nsign;
-cosmic_pe7_sat36_fill(30) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(29) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(28) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(27) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(26) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(25) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(24) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(23) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(22) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(21) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(20) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(19) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(18) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(17) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(16) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(15) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(14) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(13) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(12) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(11) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(10) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(9) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(8) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(7) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(6) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(5) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(4) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(3) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(2) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(1) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_sat36_fill(0) <= cosmic_pe7_sat36_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(30) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(29) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(28) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(27) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(26) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(25) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(24) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(23) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(22) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(21) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(20) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(19) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(18) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(17) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(16) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(15) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(14) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(13) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(12) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(11) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(10) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(9) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(8) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(7) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(6) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(5) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(4) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(3) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(2) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(1) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill(0) <= cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(30) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(29) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(28) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(27) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(26) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(25) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(24) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(23) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(22) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(21) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(20) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(19) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(18) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(17) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(16) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(15) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(14) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(13) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(12) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(11) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(10) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(9) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(8) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(7) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(6) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(5) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(4) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(3) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(2) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(1) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_pwl_pipe7_sat38_fill(0) <= cosmic_pe7_pwl_pipe7_sat38_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(70) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(69) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(68) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(67) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(66) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(65) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(64) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(63) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(62) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(61) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(60) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(59) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(58) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(57) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(56) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(55) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(54) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(53) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(52) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(51) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(50) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(49) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(48) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(47) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(46) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(45) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(44) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(43) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(42) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(41) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(40) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(39) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(38) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(37) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(36) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(35) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(34) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(33) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(32) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(31) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(30) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(29) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(28) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(27) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(26) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(25) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(24) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(23) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(22) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(21) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(20) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(19) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(18) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(17) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(16) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(15) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(14) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(13) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(12) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(11) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(10) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(9) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(8) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(7) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(6) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(5) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(4) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(3) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(2) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(1) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_acc_csel7_sat39_fill(0) <= cosmic_pe7_acc_csel7_sat39_nsign;
-cosmic_pe7_round_sat_fast22_fill(30) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(29) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(28) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(27) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(26) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(25) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(24) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(23) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(22) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(21) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(20) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(19) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(18) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(17) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(16) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(15) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(14) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(13) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(12) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(11) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(10) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(9) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(8) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(7) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(6) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(5) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(4) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(3) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(2) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(1) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast22_fill(0) <= cosmic_pe7_round_sat_fast22_nneg;
-cosmic_pe7_round_sat_fast23_fill(30) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(29) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(28) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(27) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(26) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(25) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(24) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(23) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(22) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(21) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(20) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(19) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(18) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(17) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(16) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(15) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(14) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(13) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(12) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(11) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(10) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(9) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(8) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(7) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(6) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(5) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(4) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(3) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(2) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(1) <= cosmic_pe7_round_sat_fast23_nneg;
-cosmic_pe7_round_sat_fast23_fill(0) <= cosmic_pe7_round_sat_fast23_nneg;
-sat40_fill(30) <= sat40_nsign;
-sat40_fill(29) <= sat40_nsign;
-sat40_fill(28) <= sat40_nsign;
-sat40_fill(27) <= sat40_nsign;
-sat40_fill(26) <= sat40_nsign;
-sat40_fill(25) <= sat40_nsign;
-sat40_fill(24) <= sat40_nsign;
-sat40_fill(23) <= sat40_nsign;
-sat40_fill(22) <= sat40_nsign;
-sat40_fill(21) <= sat40_nsign;
-sat40_fill(20) <= sat40_nsign;
-sat40_fill(19) <= sat40_nsign;
-sat40_fill(18) <= sat40_nsign;
-sat40_fill(17) <= sat40_nsign;
-sat40_fill(16) <= sat40_nsign;
-sat40_fill(15) <= sat40_nsign;
-sat40_fill(14) <= sat40_nsign;
-sat40_fill(13) <= sat40_nsign;
-sat40_fill(12) <= sat40_nsign;
-sat40_fill(11) <= sat40_nsign;
-sat40_fill(10) <= sat40_nsign;
-sat40_fill(9) <= sat40_nsign;
-sat40_fill(8) <= sat40_nsign;
-sat40_fill(7) <= sat40_nsign;
-sat40_fill(6) <= sat40_nsign;
-sat40_fill(5) <= sat40_nsign;
-sat40_fill(4) <= sat40_nsign;
-sat40_fill(3) <= sat40_nsign;
-sat40_fill(2) <= sat40_nsign;
-sat40_fill(1) <= sat40_nsign;
-sat40_fill(0) <= sat40_nsign;
-fold_link0_sat41_fill(30) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(29) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(28) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(27) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(26) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(25) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(24) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(23) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(22) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(21) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(20) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(19) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(18) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(17) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(16) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(15) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(14) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(13) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(12) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(11) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(10) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(9) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(8) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(7) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(6) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(5) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(4) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(3) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(2) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(1) <= fold_link0_sat41_nsign;
-fold_link0_sat41_fill(0) <= fold_link0_sat41_nsign;
-fold_link0_round_sat8_sat42_fill(30) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(29) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(28) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(27) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(26) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(25) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(24) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(23) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(22) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(21) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(20) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(19) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(18) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(17) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(16) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(15) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(14) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(13) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(12) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(11) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(10) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(9) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(8) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(7) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(6) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(5) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(4) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(3) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(2) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(1) <= fold_link0_round_sat8_sat42_nsign;
-fold_link0_round_sat8_sat42_fill(0) <= fold_link0_round_sat8_sat42_nsign;
-fold_link1_sat43_fill(30) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(29) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(28) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(27) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(26) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(25) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(24) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(23) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(22) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(21) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(20) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(19) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(18) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(17) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(16) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(15) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(14) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(13) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(12) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(11) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(10) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(9) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(8) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(7) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(6) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(5) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(4) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(3) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(2) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(1) <= fold_link1_sat43_nsign;
-fold_link1_sat43_fill(0) <= fold_link1_sat43_nsign;
-fold_link1_round_sat9_sat44_fill(30) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(29) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(28) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(27) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(26) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(25) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(24) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(23) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(22) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(21) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(20) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(19) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(18) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(17) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(16) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(15) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(14) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(13) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(12) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(11) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(10) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(9) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(8) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(7) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(6) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(5) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(4) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(3) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(2) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(1) <= fold_link1_round_sat9_sat44_nsign;
-fold_link1_round_sat9_sat44_fill(0) <= fold_link1_round_sat9_sat44_nsign;
+cosmic_pe1_sat3_fill(30) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(29) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(28) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(27) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(26) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(25) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(24) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(23) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(22) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(21) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(20) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(19) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(18) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(17) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(16) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(15) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(14) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(13) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(12) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(11) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(10) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(9) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(8) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(7) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(6) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(5) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(4) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(3) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(2) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(1) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat3_fill(0) <= cosmic_pe1_sat3_nsign;
+cosmic_pe1_sat4_fill(30) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(29) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(28) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(27) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(26) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(25) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(24) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(23) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(22) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(21) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(20) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(19) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(18) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(17) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(16) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(15) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(14) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(13) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(12) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(11) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(10) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(9) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(8) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(7) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(6) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(5) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(4) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(3) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(2) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(1) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_sat4_fill(0) <= cosmic_pe1_sat4_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(70) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(69) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(68) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(67) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(66) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(65) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(64) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(63) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(62) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(61) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(60) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(59) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(58) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(57) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(56) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(55) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(54) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(53) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(52) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(51) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(50) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(49) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(48) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(47) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(46) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(45) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(44) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(43) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(42) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(41) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(40) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(39) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(38) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(37) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(36) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(35) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(34) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(33) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(32) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(31) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(30) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(29) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(28) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(27) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(26) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(25) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(24) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(23) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(22) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(21) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(20) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(19) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(18) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(17) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(16) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(15) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(14) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(13) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(12) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(11) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(10) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(9) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(8) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(7) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(6) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(5) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(4) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(3) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(2) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(1) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_acc_csel1_sat5_fill(0) <= cosmic_pe1_acc_csel1_sat5_nsign;
+cosmic_pe1_round_sat_fast2_fill(30) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(29) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(28) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(27) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(26) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(25) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(24) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(23) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(22) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(21) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(20) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(19) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(18) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(17) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(16) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(15) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(14) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(13) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(12) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(11) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(10) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(9) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(8) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(7) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(6) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(5) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(4) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(3) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(2) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(1) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast2_fill(0) <= cosmic_pe1_round_sat_fast2_nneg;
+cosmic_pe1_round_sat_fast3_fill(30) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(29) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(28) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(27) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(26) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(25) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(24) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(23) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(22) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(21) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(20) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(19) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(18) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(17) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(16) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(15) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(14) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(13) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(12) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(11) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(10) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(9) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(8) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(7) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(6) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(5) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(4) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(3) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(2) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(1) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe1_round_sat_fast3_fill(0) <= cosmic_pe1_round_sat_fast3_nneg;
+cosmic_pe2_sat6_fill(30) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(29) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(28) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(27) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(26) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(25) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(24) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(23) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(22) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(21) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(20) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(19) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(18) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(17) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(16) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(15) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(14) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(13) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(12) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(11) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(10) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(9) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(8) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(7) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(6) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(5) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(4) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(3) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(2) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(1) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat6_fill(0) <= cosmic_pe2_sat6_nsign;
+cosmic_pe2_sat7_fill(30) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(29) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(28) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(27) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(26) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(25) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(24) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(23) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(22) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(21) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(20) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(19) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(18) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(17) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(16) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(15) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(14) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(13) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(12) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(11) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(10) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(9) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(8) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(7) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(6) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(5) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(4) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(3) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(2) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(1) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_sat7_fill(0) <= cosmic_pe2_sat7_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(70) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(69) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(68) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(67) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(66) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(65) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(64) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(63) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(62) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(61) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(60) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(59) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(58) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(57) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(56) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(55) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(54) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(53) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(52) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(51) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(50) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(49) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(48) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(47) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(46) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(45) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(44) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(43) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(42) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(41) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(40) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(39) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(38) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(37) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(36) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(35) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(34) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(33) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(32) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(31) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(30) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(29) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(28) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(27) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(26) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(25) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(24) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(23) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(22) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(21) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(20) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(19) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(18) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(17) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(16) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(15) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(14) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(13) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(12) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(11) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(10) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(9) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(8) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(7) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(6) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(5) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(4) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(3) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(2) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(1) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_acc_csel2_sat8_fill(0) <= cosmic_pe2_acc_csel2_sat8_nsign;
+cosmic_pe2_round_sat_fast4_fill(30) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(29) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(28) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(27) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(26) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(25) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(24) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(23) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(22) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(21) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(20) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(19) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(18) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(17) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(16) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(15) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(14) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(13) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(12) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(11) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(10) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(9) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(8) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(7) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(6) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(5) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(4) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(3) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(2) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(1) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast4_fill(0) <= cosmic_pe2_round_sat_fast4_nneg;
+cosmic_pe2_round_sat_fast5_fill(30) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(29) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(28) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(27) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(26) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(25) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(24) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(23) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(22) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(21) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(20) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(19) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(18) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(17) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(16) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(15) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(14) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(13) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(12) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(11) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(10) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(9) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(8) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(7) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(6) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(5) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(4) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(3) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(2) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(1) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe2_round_sat_fast5_fill(0) <= cosmic_pe2_round_sat_fast5_nneg;
+cosmic_pe3_sat9_fill(30) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(29) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(28) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(27) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(26) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(25) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(24) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(23) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(22) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(21) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(20) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(19) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(18) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(17) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(16) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(15) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(14) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(13) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(12) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(11) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(10) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(9) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(8) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(7) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(6) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(5) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(4) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(3) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(2) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(1) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat9_fill(0) <= cosmic_pe3_sat9_nsign;
+cosmic_pe3_sat10_fill(30) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(29) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(28) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(27) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(26) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(25) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(24) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(23) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(22) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(21) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(20) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(19) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(18) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(17) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(16) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(15) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(14) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(13) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(12) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(11) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(10) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(9) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(8) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(7) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(6) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(5) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(4) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(3) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(2) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(1) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_sat10_fill(0) <= cosmic_pe3_sat10_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(70) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(69) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(68) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(67) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(66) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(65) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(64) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(63) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(62) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(61) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(60) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(59) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(58) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(57) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(56) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(55) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(54) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(53) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(52) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(51) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(50) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(49) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(48) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(47) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(46) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(45) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(44) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(43) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(42) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(41) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(40) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(39) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(38) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(37) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(36) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(35) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(34) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(33) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(32) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(31) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(30) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(29) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(28) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(27) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(26) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(25) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(24) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(23) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(22) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(21) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(20) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(19) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(18) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(17) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(16) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(15) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(14) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(13) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(12) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(11) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(10) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(9) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(8) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(7) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(6) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(5) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(4) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(3) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(2) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(1) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_acc_csel3_sat11_fill(0) <= cosmic_pe3_acc_csel3_sat11_nsign;
+cosmic_pe3_round_sat_fast6_fill(30) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(29) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(28) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(27) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(26) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(25) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(24) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(23) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(22) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(21) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(20) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(19) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(18) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(17) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(16) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(15) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(14) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(13) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(12) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(11) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(10) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(9) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(8) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(7) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(6) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(5) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(4) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(3) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(2) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(1) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast6_fill(0) <= cosmic_pe3_round_sat_fast6_nneg;
+cosmic_pe3_round_sat_fast7_fill(30) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(29) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(28) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(27) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(26) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(25) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(24) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(23) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(22) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(21) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(20) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(19) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(18) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(17) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(16) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(15) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(14) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(13) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(12) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(11) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(10) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(9) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(8) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(7) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(6) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(5) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(4) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(3) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(2) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(1) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe3_round_sat_fast7_fill(0) <= cosmic_pe3_round_sat_fast7_nneg;
+cosmic_pe4_sat12_fill(30) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(29) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(28) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(27) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(26) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(25) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(24) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(23) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(22) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(21) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(20) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(19) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(18) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(17) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(16) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(15) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(14) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(13) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(12) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(11) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(10) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(9) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(8) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(7) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(6) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(5) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(4) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(3) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(2) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(1) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat12_fill(0) <= cosmic_pe4_sat12_nsign;
+cosmic_pe4_sat13_fill(30) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(29) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(28) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(27) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(26) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(25) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(24) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(23) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(22) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(21) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(20) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(19) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(18) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(17) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(16) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(15) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(14) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(13) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(12) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(11) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(10) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(9) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(8) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(7) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(6) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(5) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(4) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(3) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(2) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(1) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_sat13_fill(0) <= cosmic_pe4_sat13_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(70) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(69) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(68) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(67) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(66) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(65) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(64) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(63) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(62) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(61) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(60) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(59) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(58) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(57) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(56) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(55) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(54) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(53) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(52) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(51) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(50) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(49) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(48) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(47) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(46) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(45) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(44) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(43) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(42) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(41) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(40) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(39) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(38) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(37) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(36) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(35) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(34) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(33) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(32) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(31) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(30) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(29) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(28) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(27) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(26) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(25) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(24) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(23) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(22) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(21) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(20) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(19) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(18) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(17) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(16) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(15) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(14) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(13) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(12) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(11) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(10) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(9) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(8) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(7) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(6) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(5) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(4) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(3) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(2) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(1) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_acc_csel4_sat14_fill(0) <= cosmic_pe4_acc_csel4_sat14_nsign;
+cosmic_pe4_round_sat_fast8_fill(30) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(29) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(28) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(27) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(26) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(25) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(24) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(23) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(22) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(21) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(20) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(19) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(18) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(17) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(16) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(15) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(14) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(13) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(12) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(11) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(10) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(9) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(8) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(7) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(6) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(5) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(4) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(3) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(2) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(1) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast8_fill(0) <= cosmic_pe4_round_sat_fast8_nneg;
+cosmic_pe4_round_sat_fast9_fill(30) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(29) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(28) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(27) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(26) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(25) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(24) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(23) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(22) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(21) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(20) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(19) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(18) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(17) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(16) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(15) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(14) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(13) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(12) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(11) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(10) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(9) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(8) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(7) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(6) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(5) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(4) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(3) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(2) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(1) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe4_round_sat_fast9_fill(0) <= cosmic_pe4_round_sat_fast9_nneg;
+cosmic_pe5_sat15_fill(30) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(29) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(28) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(27) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(26) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(25) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(24) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(23) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(22) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(21) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(20) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(19) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(18) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(17) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(16) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(15) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(14) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(13) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(12) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(11) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(10) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(9) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(8) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(7) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(6) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(5) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(4) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(3) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(2) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(1) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat15_fill(0) <= cosmic_pe5_sat15_nsign;
+cosmic_pe5_sat16_fill(30) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(29) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(28) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(27) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(26) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(25) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(24) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(23) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(22) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(21) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(20) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(19) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(18) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(17) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(16) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(15) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(14) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(13) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(12) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(11) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(10) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(9) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(8) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(7) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(6) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(5) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(4) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(3) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(2) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(1) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_sat16_fill(0) <= cosmic_pe5_sat16_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(70) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(69) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(68) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(67) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(66) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(65) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(64) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(63) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(62) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(61) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(60) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(59) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(58) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(57) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(56) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(55) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(54) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(53) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(52) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(51) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(50) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(49) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(48) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(47) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(46) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(45) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(44) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(43) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(42) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(41) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(40) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(39) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(38) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(37) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(36) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(35) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(34) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(33) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(32) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(31) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(30) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(29) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(28) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(27) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(26) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(25) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(24) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(23) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(22) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(21) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(20) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(19) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(18) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(17) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(16) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(15) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(14) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(13) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(12) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(11) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(10) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(9) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(8) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(7) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(6) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(5) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(4) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(3) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(2) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(1) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_acc_csel5_sat17_fill(0) <= cosmic_pe5_acc_csel5_sat17_nsign;
+cosmic_pe5_round_sat_fast10_fill(30) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(29) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(28) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(27) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(26) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(25) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(24) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(23) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(22) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(21) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(20) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(19) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(18) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(17) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(16) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(15) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(14) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(13) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(12) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(11) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(10) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(9) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(8) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(7) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(6) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(5) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(4) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(3) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(2) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(1) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast10_fill(0) <= cosmic_pe5_round_sat_fast10_nneg;
+cosmic_pe5_round_sat_fast11_fill(30) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(29) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(28) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(27) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(26) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(25) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(24) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(23) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(22) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(21) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(20) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(19) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(18) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(17) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(16) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(15) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(14) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(13) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(12) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(11) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(10) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(9) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(8) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(7) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(6) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(5) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(4) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(3) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(2) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(1) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe5_round_sat_fast11_fill(0) <= cosmic_pe5_round_sat_fast11_nneg;
+cosmic_pe6_sat18_fill(30) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(29) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(28) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(27) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(26) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(25) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(24) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(23) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(22) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(21) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(20) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(19) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(18) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(17) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(16) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(15) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(14) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(13) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(12) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(11) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(10) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(9) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(8) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(7) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(6) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(5) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(4) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(3) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(2) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(1) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat18_fill(0) <= cosmic_pe6_sat18_nsign;
+cosmic_pe6_sat19_fill(30) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(29) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(28) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(27) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(26) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(25) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(24) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(23) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(22) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(21) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(20) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(19) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(18) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(17) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(16) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(15) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(14) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(13) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(12) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(11) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(10) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(9) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(8) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(7) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(6) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(5) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(4) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(3) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(2) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(1) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_sat19_fill(0) <= cosmic_pe6_sat19_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(70) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(69) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(68) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(67) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(66) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(65) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(64) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(63) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(62) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(61) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(60) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(59) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(58) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(57) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(56) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(55) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(54) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(53) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(52) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(51) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(50) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(49) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(48) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(47) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(46) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(45) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(44) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(43) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(42) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(41) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(40) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(39) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(38) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(37) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(36) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(35) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(34) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(33) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(32) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(31) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(30) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(29) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(28) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(27) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(26) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(25) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(24) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(23) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(22) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(21) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(20) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(19) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(18) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(17) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(16) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(15) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(14) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(13) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(12) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(11) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(10) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(9) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(8) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(7) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(6) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(5) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(4) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(3) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(2) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(1) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_acc_csel6_sat20_fill(0) <= cosmic_pe6_acc_csel6_sat20_nsign;
+cosmic_pe6_round_sat_fast12_fill(30) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(29) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(28) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(27) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(26) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(25) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(24) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(23) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(22) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(21) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(20) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(19) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(18) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(17) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(16) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(15) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(14) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(13) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(12) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(11) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(10) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(9) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(8) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(7) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(6) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(5) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(4) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(3) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(2) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(1) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast12_fill(0) <= cosmic_pe6_round_sat_fast12_nneg;
+cosmic_pe6_round_sat_fast13_fill(30) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(29) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(28) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(27) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(26) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(25) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(24) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(23) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(22) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(21) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(20) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(19) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(18) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(17) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(16) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(15) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(14) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(13) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(12) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(11) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(10) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(9) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(8) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(7) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(6) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(5) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(4) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(3) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(2) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(1) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe6_round_sat_fast13_fill(0) <= cosmic_pe6_round_sat_fast13_nneg;
+cosmic_pe7_sat21_fill(30) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(29) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(28) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(27) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(26) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(25) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(24) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(23) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(22) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(21) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(20) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(19) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(18) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(17) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(16) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(15) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(14) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(13) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(12) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(11) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(10) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(9) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(8) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(7) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(6) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(5) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(4) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(3) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(2) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(1) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat21_fill(0) <= cosmic_pe7_sat21_nsign;
+cosmic_pe7_sat22_fill(30) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(29) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(28) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(27) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(26) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(25) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(24) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(23) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(22) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(21) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(20) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(19) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(18) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(17) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(16) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(15) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(14) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(13) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(12) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(11) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(10) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(9) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(8) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(7) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(6) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(5) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(4) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(3) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(2) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(1) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_sat22_fill(0) <= cosmic_pe7_sat22_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(70) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(69) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(68) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(67) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(66) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(65) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(64) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(63) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(62) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(61) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(60) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(59) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(58) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(57) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(56) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(55) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(54) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(53) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(52) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(51) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(50) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(49) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(48) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(47) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(46) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(45) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(44) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(43) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(42) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(41) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(40) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(39) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(38) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(37) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(36) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(35) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(34) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(33) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(32) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(31) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(30) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(29) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(28) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(27) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(26) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(25) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(24) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(23) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(22) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(21) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(20) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(19) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(18) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(17) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(16) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(15) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(14) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(13) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(12) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(11) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(10) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(9) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(8) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(7) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(6) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(5) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(4) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(3) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(2) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(1) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_acc_csel7_sat23_fill(0) <= cosmic_pe7_acc_csel7_sat23_nsign;
+cosmic_pe7_round_sat_fast14_fill(30) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(29) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(28) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(27) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(26) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(25) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(24) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(23) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(22) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(21) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(20) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(19) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(18) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(17) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(16) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(15) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(14) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(13) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(12) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(11) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(10) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(9) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(8) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(7) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(6) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(5) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(4) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(3) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(2) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(1) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast14_fill(0) <= cosmic_pe7_round_sat_fast14_nneg;
+cosmic_pe7_round_sat_fast15_fill(30) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(29) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(28) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(27) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(26) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(25) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(24) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(23) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(22) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(21) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(20) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(19) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(18) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(17) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(16) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(15) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(14) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(13) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(12) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(11) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(10) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(9) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(8) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(7) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(6) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(5) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(4) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(3) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(2) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(1) <= cosmic_pe7_round_sat_fast15_nneg;
+cosmic_pe7_round_sat_fast15_fill(0) <= cosmic_pe7_round_sat_fast15_nneg;
+sat24_fill(30) <= sat24_nsign;
+sat24_fill(29) <= sat24_nsign;
+sat24_fill(28) <= sat24_nsign;
+sat24_fill(27) <= sat24_nsign;
+sat24_fill(26) <= sat24_nsign;
+sat24_fill(25) <= sat24_nsign;
+sat24_fill(24) <= sat24_nsign;
+sat24_fill(23) <= sat24_nsign;
+sat24_fill(22) <= sat24_nsign;
+sat24_fill(21) <= sat24_nsign;
+sat24_fill(20) <= sat24_nsign;
+sat24_fill(19) <= sat24_nsign;
+sat24_fill(18) <= sat24_nsign;
+sat24_fill(17) <= sat24_nsign;
+sat24_fill(16) <= sat24_nsign;
+sat24_fill(15) <= sat24_nsign;
+sat24_fill(14) <= sat24_nsign;
+sat24_fill(13) <= sat24_nsign;
+sat24_fill(12) <= sat24_nsign;
+sat24_fill(11) <= sat24_nsign;
+sat24_fill(10) <= sat24_nsign;
+sat24_fill(9) <= sat24_nsign;
+sat24_fill(8) <= sat24_nsign;
+sat24_fill(7) <= sat24_nsign;
+sat24_fill(6) <= sat24_nsign;
+sat24_fill(5) <= sat24_nsign;
+sat24_fill(4) <= sat24_nsign;
+sat24_fill(3) <= sat24_nsign;
+sat24_fill(2) <= sat24_nsign;
+sat24_fill(1) <= sat24_nsign;
+sat24_fill(0) <= sat24_nsign;
+fold_link0_sat25_fill(30) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(29) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(28) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(27) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(26) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(25) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(24) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(23) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(22) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(21) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(20) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(19) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(18) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(17) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(16) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(15) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(14) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(13) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(12) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(11) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(10) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(9) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(8) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(7) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(6) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(5) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(4) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(3) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(2) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(1) <= fold_link0_sat25_nsign;
+fold_link0_sat25_fill(0) <= fold_link0_sat25_nsign;
+fold_link0_round_sat0_sat26_fill(30) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(29) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(28) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(27) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(26) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(25) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(24) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(23) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(22) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(21) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(20) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(19) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(18) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(17) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(16) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(15) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(14) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(13) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(12) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(11) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(10) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(9) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(8) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(7) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(6) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(5) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(4) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(3) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(2) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(1) <= fold_link0_round_sat0_sat26_nsign;
+fold_link0_round_sat0_sat26_fill(0) <= fold_link0_round_sat0_sat26_nsign;
+fold_link1_sat27_fill(30) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(29) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(28) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(27) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(26) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(25) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(24) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(23) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(22) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(21) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(20) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(19) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(18) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(17) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(16) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(15) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(14) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(13) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(12) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(11) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(10) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(9) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(8) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(7) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(6) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(5) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(4) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(3) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(2) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(1) <= fold_link1_sat27_nsign;
+fold_link1_sat27_fill(0) <= fold_link1_sat27_nsign;
+fold_link1_round_sat1_sat28_fill(30) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(29) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(28) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(27) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(26) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(25) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(24) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(23) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(22) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(21) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(20) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(19) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(18) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(17) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(16) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(15) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(14) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(13) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(12) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(11) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(10) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(9) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(8) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(7) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(6) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(5) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(4) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(3) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(2) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(1) <= fold_link1_round_sat1_sat28_nsign;
+fold_link1_round_sat1_sat28_fill(0) <= fold_link1_round_sat1_sat28_nsign;
 
 
 cosmic_memory_schedule_unit0_t_off_x <= unsigned'(to_unsigned(0, 10) & cosmic_memory_schedule_unit0_t_off);
@@ -7688,394 +7176,249 @@ end process cosmic_pe0_mul2_csa0_st2;
 
 cosmic_pe0_pwl_pipe0_zl <= (resize(cosmic_pe0_fa, 33) + 524288);
 
-cosmic_pe0_pwl_pipe0_clampz: process (cosmic_pe0_pwl_pipe0_zl, cosmic_pe0_fa) is
-begin
-    if (cosmic_pe0_fa >= 524288) then
-        cosmic_pe0_pwl_pipe0_u_c <= to_unsigned(1048575, 20);
-    elsif (cosmic_pe0_fa < (- 524288)) then
-        cosmic_pe0_pwl_pipe0_u_c <= to_unsigned(0, 20);
-    else
-        cosmic_pe0_pwl_pipe0_u_c <= unsigned(cosmic_pe0_pwl_pipe0_zl(20-1 downto 0));
-    end if;
-end process cosmic_pe0_pwl_pipe0_clampz;
+
+cosmic_pe0_pwl_pipe0_zl_unused <= unsigned(cosmic_pe0_pwl_pipe0_zl((32 + 1)-1 downto 20));
 
 cosmic_pe0_pwl_pipe0_p1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe0_pwl_pipe0_u1 <= to_unsigned(0, 20);
+            cosmic_pe0_pwl_pipe0_ge1 <= '0';
+            cosmic_pe0_pwl_pipe0_lt1 <= '0';
+            cosmic_pe0_pwl_pipe0_zl1 <= to_unsigned(0, 20);
         else
-            cosmic_pe0_pwl_pipe0_u1 <= cosmic_pe0_pwl_pipe0_u_c;
+            cosmic_pe0_pwl_pipe0_zl1 <= unsigned(cosmic_pe0_pwl_pipe0_zl(20-1 downto 0));
+            cosmic_pe0_pwl_pipe0_ge1 <= stdl(cosmic_pe0_fa >= 524288);
+            cosmic_pe0_pwl_pipe0_lt1 <= stdl(cosmic_pe0_fa < (- 524288));
         end if;
     end if;
 end process cosmic_pe0_pwl_pipe0_p1;
 
-
-cosmic_pe0_pwl_pipe0_idx2 <= cosmic_pe0_pwl_pipe0_u1(20-1 downto 14);
-cosmic_pe0_pwl_pipe0_off2 <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe0_pwl_pipe0_u1(14-1 downto 0)));
-
-cosmic_pe0_pwl_pipe0_p2rom: process (cosmic_pe0_pwl_pipe0_idx2) is
+cosmic_pe0_pwl_pipe0_clampz: process (cosmic_pe0_pwl_pipe0_ge1, cosmic_pe0_pwl_pipe0_zl1, cosmic_pe0_pwl_pipe0_lt1) is
 begin
-    case to_integer(cosmic_pe0_pwl_pipe0_idx2) is
-        when 0 => cosmic_pe0_pwl_pipe0_slope2 <= "000000000011001";
-        when 1 => cosmic_pe0_pwl_pipe0_slope2 <= "000000000100000";
-        when 2 => cosmic_pe0_pwl_pipe0_slope2 <= "000000000101001";
-        when 3 => cosmic_pe0_pwl_pipe0_slope2 <= "000000000110101";
-        when 4 => cosmic_pe0_pwl_pipe0_slope2 <= "000000001000100";
-        when 5 => cosmic_pe0_pwl_pipe0_slope2 <= "000000001010111";
-        when 6 => cosmic_pe0_pwl_pipe0_slope2 <= "000000001110000";
-        when 7 => cosmic_pe0_pwl_pipe0_slope2 <= "000000010001111";
-        when 8 => cosmic_pe0_pwl_pipe0_slope2 <= "000000010111000";
-        when 9 => cosmic_pe0_pwl_pipe0_slope2 <= "000000011101011";
-        when 10 => cosmic_pe0_pwl_pipe0_slope2 <= "000000100101101";
-        when 11 => cosmic_pe0_pwl_pipe0_slope2 <= "000000110000010";
-        when 12 => cosmic_pe0_pwl_pipe0_slope2 <= "000000111101110";
-        when 13 => cosmic_pe0_pwl_pipe0_slope2 <= "000001001111000";
-        when 14 => cosmic_pe0_pwl_pipe0_slope2 <= "000001100100111";
-        when 15 => cosmic_pe0_pwl_pipe0_slope2 <= "000010000000100";
-        when 16 => cosmic_pe0_pwl_pipe0_slope2 <= "000010100011100";
-        when 17 => cosmic_pe0_pwl_pipe0_slope2 <= "000011001111101";
-        when 18 => cosmic_pe0_pwl_pipe0_slope2 <= "000100000110101";
-        when 19 => cosmic_pe0_pwl_pipe0_slope2 <= "000101001010111";
-        when 20 => cosmic_pe0_pwl_pipe0_slope2 <= "000110011110111";
-        when 21 => cosmic_pe0_pwl_pipe0_slope2 <= "001000000100110";
-        when 22 => cosmic_pe0_pwl_pipe0_slope2 <= "001001111110110";
-        when 23 => cosmic_pe0_pwl_pipe0_slope2 <= "001100001101101";
-        when 24 => cosmic_pe0_pwl_pipe0_slope2 <= "001110110001001";
-        when 25 => cosmic_pe0_pwl_pipe0_slope2 <= "010001100110100";
-        when 26 => cosmic_pe0_pwl_pipe0_slope2 <= "010100100111110";
-        when 27 => cosmic_pe0_pwl_pipe0_slope2 <= "010111101011010";
-        when 28 => cosmic_pe0_pwl_pipe0_slope2 <= "011010100100000";
-        when 29 => cosmic_pe0_pwl_pipe0_slope2 <= "011101000010101";
-        when 30 => cosmic_pe0_pwl_pipe0_slope2 <= "011110110111011";
-        when 31 => cosmic_pe0_pwl_pipe0_slope2 <= "011111110101011";
-        when 32 => cosmic_pe0_pwl_pipe0_slope2 <= "011111110101011";
-        when 33 => cosmic_pe0_pwl_pipe0_slope2 <= "011110110111011";
-        when 34 => cosmic_pe0_pwl_pipe0_slope2 <= "011101000010101";
-        when 35 => cosmic_pe0_pwl_pipe0_slope2 <= "011010100100000";
-        when 36 => cosmic_pe0_pwl_pipe0_slope2 <= "010111101011010";
-        when 37 => cosmic_pe0_pwl_pipe0_slope2 <= "010100100111110";
-        when 38 => cosmic_pe0_pwl_pipe0_slope2 <= "010001100110100";
-        when 39 => cosmic_pe0_pwl_pipe0_slope2 <= "001110110001001";
-        when 40 => cosmic_pe0_pwl_pipe0_slope2 <= "001100001101101";
-        when 41 => cosmic_pe0_pwl_pipe0_slope2 <= "001001111110110";
-        when 42 => cosmic_pe0_pwl_pipe0_slope2 <= "001000000100110";
-        when 43 => cosmic_pe0_pwl_pipe0_slope2 <= "000110011110111";
-        when 44 => cosmic_pe0_pwl_pipe0_slope2 <= "000101001010111";
-        when 45 => cosmic_pe0_pwl_pipe0_slope2 <= "000100000110101";
-        when 46 => cosmic_pe0_pwl_pipe0_slope2 <= "000011001111101";
-        when 47 => cosmic_pe0_pwl_pipe0_slope2 <= "000010100011100";
-        when 48 => cosmic_pe0_pwl_pipe0_slope2 <= "000010000000100";
-        when 49 => cosmic_pe0_pwl_pipe0_slope2 <= "000001100100111";
-        when 50 => cosmic_pe0_pwl_pipe0_slope2 <= "000001001111000";
-        when 51 => cosmic_pe0_pwl_pipe0_slope2 <= "000000111101110";
-        when 52 => cosmic_pe0_pwl_pipe0_slope2 <= "000000110000010";
-        when 53 => cosmic_pe0_pwl_pipe0_slope2 <= "000000100101101";
-        when 54 => cosmic_pe0_pwl_pipe0_slope2 <= "000000011101011";
-        when 55 => cosmic_pe0_pwl_pipe0_slope2 <= "000000010111000";
-        when 56 => cosmic_pe0_pwl_pipe0_slope2 <= "000000010001111";
-        when 57 => cosmic_pe0_pwl_pipe0_slope2 <= "000000001110000";
-        when 58 => cosmic_pe0_pwl_pipe0_slope2 <= "000000001010111";
-        when 59 => cosmic_pe0_pwl_pipe0_slope2 <= "000000001000100";
-        when 60 => cosmic_pe0_pwl_pipe0_slope2 <= "000000000110101";
-        when 61 => cosmic_pe0_pwl_pipe0_slope2 <= "000000000101001";
-        when 62 => cosmic_pe0_pwl_pipe0_slope2 <= "000000000100000";
-        when others => cosmic_pe0_pwl_pipe0_slope2 <= "000000000011001";
+    if bool(cosmic_pe0_pwl_pipe0_ge1) then
+        cosmic_pe0_pwl_pipe0_idx_s <= to_unsigned(63, 6);
+        cosmic_pe0_pwl_pipe0_idx_b <= to_unsigned(63, 6);
+        cosmic_pe0_pwl_pipe0_off2 <= to_unsigned(16383, 14);
+    elsif bool(cosmic_pe0_pwl_pipe0_lt1) then
+        cosmic_pe0_pwl_pipe0_idx_s <= cosmic_pe0_pwl_pipe0_zl1(20-1 downto 14);
+        cosmic_pe0_pwl_pipe0_idx_b <= to_unsigned(0, 6);
+        cosmic_pe0_pwl_pipe0_off2 <= cosmic_pe0_pwl_pipe0_zl1(14-1 downto 0);
+    else
+        cosmic_pe0_pwl_pipe0_idx_s <= cosmic_pe0_pwl_pipe0_zl1(20-1 downto 14);
+        cosmic_pe0_pwl_pipe0_idx_b <= cosmic_pe0_pwl_pipe0_zl1(20-1 downto 14);
+        cosmic_pe0_pwl_pipe0_off2 <= cosmic_pe0_pwl_pipe0_zl1(14-1 downto 0);
+    end if;
+end process cosmic_pe0_pwl_pipe0_clampz;
+
+cosmic_pe0_pwl_pipe0_p2rom: process (cosmic_pe0_pwl_pipe0_idx_s) is
+begin
+    case to_integer(cosmic_pe0_pwl_pipe0_idx_s) is
+        when 0 => cosmic_pe0_pwl_pipe0_slope_r <= "000000000011001";
+        when 1 => cosmic_pe0_pwl_pipe0_slope_r <= "000000000100000";
+        when 2 => cosmic_pe0_pwl_pipe0_slope_r <= "000000000101001";
+        when 3 => cosmic_pe0_pwl_pipe0_slope_r <= "000000000110101";
+        when 4 => cosmic_pe0_pwl_pipe0_slope_r <= "000000001000100";
+        when 5 => cosmic_pe0_pwl_pipe0_slope_r <= "000000001010111";
+        when 6 => cosmic_pe0_pwl_pipe0_slope_r <= "000000001110000";
+        when 7 => cosmic_pe0_pwl_pipe0_slope_r <= "000000010001111";
+        when 8 => cosmic_pe0_pwl_pipe0_slope_r <= "000000010111000";
+        when 9 => cosmic_pe0_pwl_pipe0_slope_r <= "000000011101011";
+        when 10 => cosmic_pe0_pwl_pipe0_slope_r <= "000000100101101";
+        when 11 => cosmic_pe0_pwl_pipe0_slope_r <= "000000110000010";
+        when 12 => cosmic_pe0_pwl_pipe0_slope_r <= "000000111101110";
+        when 13 => cosmic_pe0_pwl_pipe0_slope_r <= "000001001111000";
+        when 14 => cosmic_pe0_pwl_pipe0_slope_r <= "000001100100111";
+        when 15 => cosmic_pe0_pwl_pipe0_slope_r <= "000010000000100";
+        when 16 => cosmic_pe0_pwl_pipe0_slope_r <= "000010100011100";
+        when 17 => cosmic_pe0_pwl_pipe0_slope_r <= "000011001111101";
+        when 18 => cosmic_pe0_pwl_pipe0_slope_r <= "000100000110101";
+        when 19 => cosmic_pe0_pwl_pipe0_slope_r <= "000101001010111";
+        when 20 => cosmic_pe0_pwl_pipe0_slope_r <= "000110011110111";
+        when 21 => cosmic_pe0_pwl_pipe0_slope_r <= "001000000100110";
+        when 22 => cosmic_pe0_pwl_pipe0_slope_r <= "001001111110110";
+        when 23 => cosmic_pe0_pwl_pipe0_slope_r <= "001100001101101";
+        when 24 => cosmic_pe0_pwl_pipe0_slope_r <= "001110110001001";
+        when 25 => cosmic_pe0_pwl_pipe0_slope_r <= "010001100110100";
+        when 26 => cosmic_pe0_pwl_pipe0_slope_r <= "010100100111110";
+        when 27 => cosmic_pe0_pwl_pipe0_slope_r <= "010111101011010";
+        when 28 => cosmic_pe0_pwl_pipe0_slope_r <= "011010100100000";
+        when 29 => cosmic_pe0_pwl_pipe0_slope_r <= "011101000010101";
+        when 30 => cosmic_pe0_pwl_pipe0_slope_r <= "011110110111011";
+        when 31 => cosmic_pe0_pwl_pipe0_slope_r <= "011111110101011";
+        when 32 => cosmic_pe0_pwl_pipe0_slope_r <= "011111110101011";
+        when 33 => cosmic_pe0_pwl_pipe0_slope_r <= "011110110111011";
+        when 34 => cosmic_pe0_pwl_pipe0_slope_r <= "011101000010101";
+        when 35 => cosmic_pe0_pwl_pipe0_slope_r <= "011010100100000";
+        when 36 => cosmic_pe0_pwl_pipe0_slope_r <= "010111101011010";
+        when 37 => cosmic_pe0_pwl_pipe0_slope_r <= "010100100111110";
+        when 38 => cosmic_pe0_pwl_pipe0_slope_r <= "010001100110100";
+        when 39 => cosmic_pe0_pwl_pipe0_slope_r <= "001110110001001";
+        when 40 => cosmic_pe0_pwl_pipe0_slope_r <= "001100001101101";
+        when 41 => cosmic_pe0_pwl_pipe0_slope_r <= "001001111110110";
+        when 42 => cosmic_pe0_pwl_pipe0_slope_r <= "001000000100110";
+        when 43 => cosmic_pe0_pwl_pipe0_slope_r <= "000110011110111";
+        when 44 => cosmic_pe0_pwl_pipe0_slope_r <= "000101001010111";
+        when 45 => cosmic_pe0_pwl_pipe0_slope_r <= "000100000110101";
+        when 46 => cosmic_pe0_pwl_pipe0_slope_r <= "000011001111101";
+        when 47 => cosmic_pe0_pwl_pipe0_slope_r <= "000010100011100";
+        when 48 => cosmic_pe0_pwl_pipe0_slope_r <= "000010000000100";
+        when 49 => cosmic_pe0_pwl_pipe0_slope_r <= "000001100100111";
+        when 50 => cosmic_pe0_pwl_pipe0_slope_r <= "000001001111000";
+        when 51 => cosmic_pe0_pwl_pipe0_slope_r <= "000000111101110";
+        when 52 => cosmic_pe0_pwl_pipe0_slope_r <= "000000110000010";
+        when 53 => cosmic_pe0_pwl_pipe0_slope_r <= "000000100101101";
+        when 54 => cosmic_pe0_pwl_pipe0_slope_r <= "000000011101011";
+        when 55 => cosmic_pe0_pwl_pipe0_slope_r <= "000000010111000";
+        when 56 => cosmic_pe0_pwl_pipe0_slope_r <= "000000010001111";
+        when 57 => cosmic_pe0_pwl_pipe0_slope_r <= "000000001110000";
+        when 58 => cosmic_pe0_pwl_pipe0_slope_r <= "000000001010111";
+        when 59 => cosmic_pe0_pwl_pipe0_slope_r <= "000000001000100";
+        when 60 => cosmic_pe0_pwl_pipe0_slope_r <= "000000000110101";
+        when 61 => cosmic_pe0_pwl_pipe0_slope_r <= "000000000101001";
+        when 62 => cosmic_pe0_pwl_pipe0_slope_r <= "000000000100000";
+        when others => cosmic_pe0_pwl_pipe0_slope_r <= "000000000011001";
     end case;
 end process cosmic_pe0_pwl_pipe0_p2rom;
+
+cosmic_pe0_pwl_pipe0_p2romb: process (cosmic_pe0_pwl_pipe0_idx_b) is
+begin
+    case to_integer(cosmic_pe0_pwl_pipe0_idx_b) is
+        when 0 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000000000010110";
+        when 1 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000000000011100";
+        when 2 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000000000100100";
+        when 3 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000000000101111";
+        when 4 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000000000111100";
+        when 5 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000000001001101";
+        when 6 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000000001100010";
+        when 7 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000000001111110";
+        when 8 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000000010100010";
+        when 9 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000000011010000";
+        when 10 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000000100001011";
+        when 11 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000000101010110";
+        when 12 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000000110110111";
+        when 13 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000001000110010";
+        when 14 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000001011010000";
+        when 15 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000001110011010";
+        when 16 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000010010011011";
+        when 17 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000010111100010";
+        when 18 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000011110000001";
+        when 19 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000100110001110";
+        when 20 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000110000100100";
+        when 21 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000000111101100010";
+        when 22 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000001001101101011";
+        when 23 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000001100001101001";
+        when 24 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000001111010000100";
+        when 25 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000010010111100110";
+        when 26 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000010111010110011";
+        when 27 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000011100100000011";
+        when 28 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000100010011011001";
+        when 29 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000101001000100001";
+        when 30 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000110000010100111";
+        when 31 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000000111000000010101";
+        when 32 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001000000000000000";
+        when 33 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001000111111101011";
+        when 34 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001001111101011001";
+        when 35 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001010110111011111";
+        when 36 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001011101100100111";
+        when 37 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001100011011111101";
+        when 38 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001101000101001101";
+        when 39 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001101101000011010";
+        when 40 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001110000101111100";
+        when 41 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001110011110010111";
+        when 42 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001110110010010101";
+        when 43 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111000010011110";
+        when 44 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111001111011100";
+        when 45 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111011001110010";
+        when 46 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111100001111111";
+        when 47 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111101000011110";
+        when 48 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111101101100101";
+        when 49 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111110001100110";
+        when 50 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111110100110000";
+        when 51 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111110111001110";
+        when 52 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111111001001001";
+        when 53 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111111010101010";
+        when 54 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111111011110101";
+        when 55 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111111100110000";
+        when 56 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111111101011110";
+        when 57 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111111110000010";
+        when 58 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111111110011110";
+        when 59 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111111110110011";
+        when 60 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111111111000100";
+        when 61 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111111111010001";
+        when 62 => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111111111011100";
+        when others => cosmic_pe0_pwl_pipe0_base2 <= "00000000000000001111111111100100";
+    end case;
+end process cosmic_pe0_pwl_pipe0_p2romb;
+
+cosmic_pe0_pwl_pipe0_p2z: process (cosmic_pe0_pwl_pipe0_slope_r, cosmic_pe0_pwl_pipe0_lt1) is
+begin
+    if bool(cosmic_pe0_pwl_pipe0_lt1) then
+        cosmic_pe0_pwl_pipe0_slope2 <= to_signed(0, 15);
+    else
+        cosmic_pe0_pwl_pipe0_slope2 <= cosmic_pe0_pwl_pipe0_slope_r;
+    end if;
+end process cosmic_pe0_pwl_pipe0_p2z;
 
 cosmic_pe0_pwl_pipe0_p2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe0_pwl_pipe0_idx3 <= to_unsigned(0, 6);
-            cosmic_pe0_pwl_pipe0_prod3 <= to_signed(0, 33);
+            cosmic_pe0_pwl_pipe0_base3 <= to_signed(0, 32);
+            cosmic_pe0_pwl_pipe0_slope3 <= to_signed(0, 15);
+            cosmic_pe0_pwl_pipe0_off3 <= to_unsigned(0, 14);
         else
-            cosmic_pe0_pwl_pipe0_prod3 <= (resize(cosmic_pe0_pwl_pipe0_slope2, 18) * cosmic_pe0_pwl_pipe0_off2);
-            cosmic_pe0_pwl_pipe0_idx3 <= cosmic_pe0_pwl_pipe0_idx2;
+            cosmic_pe0_pwl_pipe0_slope3 <= cosmic_pe0_pwl_pipe0_slope2;
+            cosmic_pe0_pwl_pipe0_off3 <= cosmic_pe0_pwl_pipe0_off2;
+            cosmic_pe0_pwl_pipe0_base3 <= cosmic_pe0_pwl_pipe0_base2;
         end if;
     end if;
 end process cosmic_pe0_pwl_pipe0_p2;
 
 
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_t <= shift_right(cosmic_pe0_pwl_pipe0_prod3, 16);
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000") & cosmic_pe0_pwl_pipe0_prod3((16 - 1))));
-
-
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r <= (cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_t + cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_rb);
-
-
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi <= unsigned(cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r(33-1 downto (32 - 1)));
-
-
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin <= (not cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi);
-
-
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign <= stdl((not bool(cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r((33 - 1)))));
-
-cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_clamp: process (cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill, cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi, cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r, cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin) is
-begin
-    if ((cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi = 0) or (cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin = 0)) then
-        cosmic_pe0_pwl_pipe0_rnd_c <= signed(unsigned(cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r(32-1 downto 0)));
-    else
-        cosmic_pe0_pwl_pipe0_rnd_c <= signed(unsigned'(cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_r((33 - 1)) & cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill));
-    end if;
-end process cosmic_pe0_pwl_pipe0_round_sat_fast0_round_sat0_sat2_clamp;
+cosmic_pe0_pwl_pipe0_off3s <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe0_pwl_pipe0_off3));
 
 cosmic_pe0_pwl_pipe0_p3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe0_pwl_pipe0_rnd4 <= to_signed(0, 32);
-            cosmic_pe0_pwl_pipe0_idx4 <= to_unsigned(0, 6);
+            cosmic_pe0_pwl_pipe0_base4 <= to_signed(0, 32);
+            cosmic_pe0_pwl_pipe0_prod4 <= to_signed(0, 33);
         else
-            cosmic_pe0_pwl_pipe0_rnd4 <= cosmic_pe0_pwl_pipe0_rnd_c;
-            cosmic_pe0_pwl_pipe0_idx4 <= cosmic_pe0_pwl_pipe0_idx3;
+            cosmic_pe0_pwl_pipe0_prod4 <= (resize(cosmic_pe0_pwl_pipe0_slope3, 18) * cosmic_pe0_pwl_pipe0_off3s);
+            cosmic_pe0_pwl_pipe0_base4 <= cosmic_pe0_pwl_pipe0_base3;
         end if;
     end if;
 end process cosmic_pe0_pwl_pipe0_p3;
 
-cosmic_pe0_pwl_pipe0_p4rom: process (cosmic_pe0_pwl_pipe0_idx4) is
+
+cosmic_pe0_pwl_pipe0_q4 <= signed(unsigned(cosmic_pe0_pwl_pipe0_prod4(33-1 downto 16)));
+cosmic_pe0_pwl_pipe0_rb4 <= cosmic_pe0_pwl_pipe0_prod4((16 - 1));
+
+cosmic_pe0_pwl_pipe0_sext2_fill: process (cosmic_pe0_pwl_pipe0_q4) is
 begin
-    case to_integer(cosmic_pe0_pwl_pipe0_idx4) is
-        when 0 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000000000010110";
-        when 1 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000000000011100";
-        when 2 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000000000100100";
-        when 3 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000000000101111";
-        when 4 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000000000111100";
-        when 5 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000000001001101";
-        when 6 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000000001100010";
-        when 7 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000000001111110";
-        when 8 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000000010100010";
-        when 9 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000000011010000";
-        when 10 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000000100001011";
-        when 11 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000000101010110";
-        when 12 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000000110110111";
-        when 13 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000001000110010";
-        when 14 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000001011010000";
-        when 15 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000001110011010";
-        when 16 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000010010011011";
-        when 17 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000010111100010";
-        when 18 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000011110000001";
-        when 19 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000100110001110";
-        when 20 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000110000100100";
-        when 21 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000000111101100010";
-        when 22 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000001001101101011";
-        when 23 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000001100001101001";
-        when 24 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000001111010000100";
-        when 25 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000010010111100110";
-        when 26 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000010111010110011";
-        when 27 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000011100100000011";
-        when 28 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000100010011011001";
-        when 29 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000101001000100001";
-        when 30 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000110000010100111";
-        when 31 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000000111000000010101";
-        when 32 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001000111111101011";
-        when 34 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001001111101011001";
-        when 35 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001010110111011111";
-        when 36 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001011101100100111";
-        when 37 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001100011011111101";
-        when 38 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001101000101001101";
-        when 39 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001101101000011010";
-        when 40 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001110000101111100";
-        when 41 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001110011110010111";
-        when 42 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001110110010010101";
-        when 43 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111000010011110";
-        when 44 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111001111011100";
-        when 45 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111011001110010";
-        when 46 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111100001111111";
-        when 47 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111101000011110";
-        when 48 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111101101100101";
-        when 49 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111110001100110";
-        when 50 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111110100110000";
-        when 51 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111110111001110";
-        when 52 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111111001001001";
-        when 53 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111111010101010";
-        when 54 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111111011110101";
-        when 55 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111111100110000";
-        when 56 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111111101011110";
-        when 57 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111111110000010";
-        when 58 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111111110011110";
-        when 59 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111111110110011";
-        when 60 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111111111000100";
-        when 61 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111111111010001";
-        when 62 => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111111111011100";
-        when others => cosmic_pe0_pwl_pipe0_base4 <= "00000000000000001111111111100100";
-    end case;
-end process cosmic_pe0_pwl_pipe0_p4rom;
-
-
-cosmic_pe0_pwl_pipe0_sumv <= (resize(cosmic_pe0_pwl_pipe0_base4, 33) + cosmic_pe0_pwl_pipe0_rnd4);
-
-
-cosmic_pe0_pwl_pipe0_sat3_hi <= unsigned(cosmic_pe0_pwl_pipe0_sumv(33-1 downto (32 - 1)));
-
-
-cosmic_pe0_pwl_pipe0_sat3_hin <= (not cosmic_pe0_pwl_pipe0_sat3_hi);
-
-
-cosmic_pe0_pwl_pipe0_sat3_nsign <= stdl((not bool(cosmic_pe0_pwl_pipe0_sumv((33 - 1)))));
-
-cosmic_pe0_pwl_pipe0_sat3_clamp: process (cosmic_pe0_pwl_pipe0_sat3_fill, cosmic_pe0_pwl_pipe0_sat3_hi, cosmic_pe0_pwl_pipe0_sumv, cosmic_pe0_pwl_pipe0_sat3_hin) is
-begin
-    if ((cosmic_pe0_pwl_pipe0_sat3_hi = 0) or (cosmic_pe0_pwl_pipe0_sat3_hin = 0)) then
-        cosmic_pe0_pwl_pipe0_ys <= signed(unsigned(cosmic_pe0_pwl_pipe0_sumv(32-1 downto 0)));
+    if bool(cosmic_pe0_pwl_pipe0_q4((17 - 1))) then
+        cosmic_pe0_pwl_pipe0_sext2_sgn <= to_unsigned(65535, 16);
     else
-        cosmic_pe0_pwl_pipe0_ys <= signed(unsigned'(cosmic_pe0_pwl_pipe0_sumv((33 - 1)) & cosmic_pe0_pwl_pipe0_sat3_fill));
+        cosmic_pe0_pwl_pipe0_sext2_sgn <= to_unsigned(0, 16);
     end if;
-end process cosmic_pe0_pwl_pipe0_sat3_clamp;
+end process cosmic_pe0_pwl_pipe0_sext2_fill;
 
-cosmic_pe0_pwl_pipe0_p4romh: process (cosmic_pe0_pwl_pipe0_idx4) is
-begin
-    case to_integer(cosmic_pe0_pwl_pipe0_idx4) is
-        when 0 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111111111101010";
-        when 1 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111111111100100";
-        when 2 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111111111011100";
-        when 3 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111111111010001";
-        when 4 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111111111000100";
-        when 5 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111111110110011";
-        when 6 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111111110011110";
-        when 7 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111111110000010";
-        when 8 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111111101011110";
-        when 9 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111111100110000";
-        when 10 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111111011110101";
-        when 11 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111111010101010";
-        when 12 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111111001001001";
-        when 13 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111110111001110";
-        when 14 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111110100110000";
-        when 15 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111110001100110";
-        when 16 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111101101100101";
-        when 17 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111101000011110";
-        when 18 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111100001111111";
-        when 19 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111011001110010";
-        when 20 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111001111011100";
-        when 21 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001111000010011110";
-        when 22 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001110110010010101";
-        when 23 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001110011110010111";
-        when 24 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001110000101111100";
-        when 25 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001101101000011010";
-        when 26 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001101000101001101";
-        when 27 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001100011011111101";
-        when 28 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001011101100100111";
-        when 29 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001010110111011111";
-        when 30 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001001111101011001";
-        when 31 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001000111111101011";
-        when 32 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000111000000010101";
-        when 34 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000110000010100111";
-        when 35 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000101001000100001";
-        when 36 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000100010011011001";
-        when 37 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000011100100000011";
-        when 38 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000010111010110011";
-        when 39 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000010010111100110";
-        when 40 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000001111010000100";
-        when 41 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000001100001101001";
-        when 42 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000001001101101011";
-        when 43 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000111101100010";
-        when 44 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000110000100100";
-        when 45 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000100110001110";
-        when 46 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000011110000001";
-        when 47 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000010111100010";
-        when 48 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000010010011011";
-        when 49 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000001110011010";
-        when 50 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000001011010000";
-        when 51 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000001000110010";
-        when 52 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000000110110111";
-        when 53 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000000101010110";
-        when 54 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000000100001011";
-        when 55 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000000011010000";
-        when 56 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000000010100010";
-        when 57 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000000001111110";
-        when 58 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000000001100010";
-        when 59 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000000001001101";
-        when 60 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000000000111100";
-        when 61 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000000000101111";
-        when 62 => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000000000100100";
-        when others => cosmic_pe0_pwl_pipe0_limh <= "00000000000000000000000000011100";
-    end case;
-end process cosmic_pe0_pwl_pipe0_p4romh;
 
-cosmic_pe0_pwl_pipe0_p4roml: process (cosmic_pe0_pwl_pipe0_idx4) is
-begin
-    case to_integer(cosmic_pe0_pwl_pipe0_idx4) is
-        when 0 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111111111101010";
-        when 1 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111111111100100";
-        when 2 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111111111011100";
-        when 3 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111111111010001";
-        when 4 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111111111000100";
-        when 5 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111111110110011";
-        when 6 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111111110011110";
-        when 7 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111111110000010";
-        when 8 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111111101011110";
-        when 9 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111111100110000";
-        when 10 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111111011110101";
-        when 11 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111111010101010";
-        when 12 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111111001001001";
-        when 13 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111110111001110";
-        when 14 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111110100110000";
-        when 15 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111110001100110";
-        when 16 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111101101100101";
-        when 17 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111101000011110";
-        when 18 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111100001111111";
-        when 19 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111011001110010";
-        when 20 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111001111011100";
-        when 21 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111111000010011110";
-        when 22 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111110110010010101";
-        when 23 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111110011110010111";
-        when 24 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111110000101111100";
-        when 25 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111101101000011010";
-        when 26 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111101000101001101";
-        when 27 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111100011011111101";
-        when 28 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111011101100100111";
-        when 29 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111010110111011111";
-        when 30 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111001111101011001";
-        when 31 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111000111111101011";
-        when 32 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111111000000000000000";
-        when 33 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110111000000010101";
-        when 34 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110110000010100111";
-        when 35 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110101001000100001";
-        when 36 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110100010011011001";
-        when 37 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110011100100000011";
-        when 38 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110010111010110011";
-        when 39 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110010010111100110";
-        when 40 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110001111010000100";
-        when 41 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110001100001101001";
-        when 42 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110001001101101011";
-        when 43 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000111101100010";
-        when 44 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000110000100100";
-        when 45 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000100110001110";
-        when 46 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000011110000001";
-        when 47 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000010111100010";
-        when 48 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000010010011011";
-        when 49 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000001110011010";
-        when 50 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000001011010000";
-        when 51 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000001000110010";
-        when 52 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000000110110111";
-        when 53 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000000101010110";
-        when 54 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000000100001011";
-        when 55 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000000011010000";
-        when 56 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000000010100010";
-        when 57 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000000001111110";
-        when 58 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000000001100010";
-        when 59 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000000001001101";
-        when 60 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000000000111100";
-        when 61 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000000000101111";
-        when 62 => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000000000100100";
-        when others => cosmic_pe0_pwl_pipe0_liml <= "11111111111111110000000000011100";
-    end case;
-end process cosmic_pe0_pwl_pipe0_p4roml;
+cosmic_pe0_pwl_pipe0_qe <= signed(unsigned'(cosmic_pe0_pwl_pipe0_sext2_sgn & unsigned(cosmic_pe0_pwl_pipe0_q4)));
 
-cosmic_pe0_pwl_pipe0_outc: process (cosmic_pe0_pwl_pipe0_limh, cosmic_pe0_pwl_pipe0_liml, cosmic_pe0_pwl_pipe0_rnd4, cosmic_pe0_pwl_pipe0_ys) is
-begin
-    if (cosmic_pe0_pwl_pipe0_rnd4 > cosmic_pe0_pwl_pipe0_limh) then
-        cosmic_pe0_y_sig <= to_signed(65536, 32);
-    elsif (cosmic_pe0_pwl_pipe0_rnd4 < cosmic_pe0_pwl_pipe0_liml) then
-        cosmic_pe0_y_sig <= to_signed(0, 32);
-    else
-        cosmic_pe0_y_sig <= cosmic_pe0_pwl_pipe0_ys;
-    end if;
-end process cosmic_pe0_pwl_pipe0_outc;
+
+cosmic_pe0_pwl_pipe0_ta <= signed(unsigned'(cosmic_pe0_pwl_pipe0_base4((32 - 1)) & unsigned(cosmic_pe0_pwl_pipe0_base4) & cosmic_pe0_pwl_pipe0_rb4));
+cosmic_pe0_pwl_pipe0_tb <= signed(unsigned'(unsigned(cosmic_pe0_pwl_pipe0_qe) & cosmic_pe0_pwl_pipe0_rb4));
+
+
+cosmic_pe0_pwl_pipe0_t4 <= (cosmic_pe0_pwl_pipe0_ta + cosmic_pe0_pwl_pipe0_tb);
+
+
+cosmic_pe0_pwl_pipe0_unused <= unsigned'(cosmic_pe0_pwl_pipe0_t4((32 + 1)) & unsigned(cosmic_pe0_pwl_pipe0_prod4((16 - 1)-1 downto 0)) & cosmic_pe0_pwl_pipe0_t4(0));
+
+
+cosmic_pe0_y_sig <= signed(unsigned(cosmic_pe0_pwl_pipe0_t4((32 + 1)-1 downto 1)));
 
 cosmic_pe0_pipe: process (clk) is
 begin
@@ -8160,17 +7503,17 @@ begin
     end if;
 end process cosmic_pe0_pipe;
 
-cosmic_pe0_sext2_fill: process (cosmic_pe0_mul2_csa0_p) is
+cosmic_pe0_sext3_fill: process (cosmic_pe0_mul2_csa0_p) is
 begin
     if bool(cosmic_pe0_mul2_csa0_p((64 - 1))) then
-        cosmic_pe0_sext2_sgn <= to_unsigned(255, 8);
+        cosmic_pe0_sext3_sgn <= to_unsigned(255, 8);
     else
-        cosmic_pe0_sext2_sgn <= to_unsigned(0, 8);
+        cosmic_pe0_sext3_sgn <= to_unsigned(0, 8);
     end if;
-end process cosmic_pe0_sext2_fill;
+end process cosmic_pe0_sext3_fill;
 
 
-cosmic_pe0_sext2_xe <= signed(unsigned'(cosmic_pe0_sext2_sgn & unsigned(cosmic_pe0_mul2_csa0_p)));
+cosmic_pe0_sext3_xe <= signed(unsigned'(cosmic_pe0_sext3_sgn & unsigned(cosmic_pe0_mul2_csa0_p)));
 
 cosmic_pe0_acc_csel0_gate: process (cosmic_pe0_clr6, cosmic_pe0_acc) is
 begin
@@ -8183,9 +7526,9 @@ end process cosmic_pe0_acc_csel0_gate;
 
 
 cosmic_pe0_acc_csel0_al <= unsigned(cosmic_pe0_acc_csel0_ai(36-1 downto 0));
-cosmic_pe0_acc_csel0_pl <= unsigned(cosmic_pe0_sext2_xe(36-1 downto 0));
+cosmic_pe0_acc_csel0_pl <= unsigned(cosmic_pe0_sext3_xe(36-1 downto 0));
 cosmic_pe0_acc_csel0_ah <= signed(unsigned(cosmic_pe0_acc_csel0_ai(72-1 downto 36)));
-cosmic_pe0_acc_csel0_ph <= signed(unsigned(cosmic_pe0_sext2_xe(72-1 downto 36)));
+cosmic_pe0_acc_csel0_ph <= signed(unsigned(cosmic_pe0_sext3_xe(72-1 downto 36)));
 
 
 cosmic_pe0_acc_csel0_slo <= (resize(cosmic_pe0_acc_csel0_al, 37) + cosmic_pe0_acc_csel0_pl);
@@ -8205,29 +7548,51 @@ end process cosmic_pe0_acc_csel0_pick;
 cosmic_pe0_acc_csel0_full <= signed(unsigned'(unsigned(cosmic_pe0_acc_csel0_hs) & cosmic_pe0_acc_csel0_slo(36-1 downto 0)));
 
 
-cosmic_pe0_acc_csel0_sat4_hi <= unsigned(cosmic_pe0_acc_csel0_full(73-1 downto (72 - 1)));
+cosmic_pe0_acc_csel0_sat2_hi <= unsigned(cosmic_pe0_acc_csel0_full(73-1 downto (72 - 1)));
 
 
-cosmic_pe0_acc_csel0_sat4_hin <= (not cosmic_pe0_acc_csel0_sat4_hi);
+cosmic_pe0_acc_csel0_sat2_hin <= (not cosmic_pe0_acc_csel0_sat2_hi);
 
 
-cosmic_pe0_acc_csel0_sat4_nsign <= stdl((not bool(cosmic_pe0_acc_csel0_full((73 - 1)))));
+cosmic_pe0_acc_csel0_sat2_nsign <= stdl((not bool(cosmic_pe0_acc_csel0_full((73 - 1)))));
 
-cosmic_pe0_acc_csel0_sat4_clamp: process (cosmic_pe0_acc_csel0_sat4_fill, cosmic_pe0_acc_csel0_sat4_hi, cosmic_pe0_acc_csel0_full, cosmic_pe0_acc_csel0_sat4_hin) is
+cosmic_pe0_acc_csel0_sat2_clamp: process (cosmic_pe0_acc_csel0_sat2_fill, cosmic_pe0_acc_csel0_sat2_hi, cosmic_pe0_acc_csel0_full, cosmic_pe0_acc_csel0_sat2_hin) is
 begin
-    if ((cosmic_pe0_acc_csel0_sat4_hi = 0) or (cosmic_pe0_acc_csel0_sat4_hin = 0)) then
+    if ((cosmic_pe0_acc_csel0_sat2_hi = 0) or (cosmic_pe0_acc_csel0_sat2_hin = 0)) then
         cosmic_pe0_acc_new <= signed(unsigned(cosmic_pe0_acc_csel0_full(72-1 downto 0)));
     else
-        cosmic_pe0_acc_new <= signed(unsigned'(cosmic_pe0_acc_csel0_full((73 - 1)) & cosmic_pe0_acc_csel0_sat4_fill));
+        cosmic_pe0_acc_new <= signed(unsigned'(cosmic_pe0_acc_csel0_full((73 - 1)) & cosmic_pe0_acc_csel0_sat2_fill));
     end if;
-end process cosmic_pe0_acc_csel0_sat4_clamp;
+end process cosmic_pe0_acc_csel0_sat2_clamp;
 
 
-cosmic_pe0_round_sat_fast1_lo <= unsigned(cosmic_pe0_mul2_csa0_p((16 + 32)-1 downto 16));
-cosmic_pe0_round_sat_fast1_rb <= to_unsigned(cosmic_pe0_mul2_csa0_p((16 - 1)), 1);
-cosmic_pe0_round_sat_fast1_hi <= unsigned(cosmic_pe0_mul2_csa0_p(64-1 downto (16 + 32)));
-cosmic_pe0_round_sat_fast1_neg <= cosmic_pe0_mul2_csa0_p((64 - 1));
-cosmic_pe0_round_sat_fast1_nneg <= stdl((not bool(cosmic_pe0_mul2_csa0_p((64 - 1)))));
+cosmic_pe0_round_sat_fast0_lo <= unsigned(cosmic_pe0_mul2_csa0_p((16 + 32)-1 downto 16));
+cosmic_pe0_round_sat_fast0_rb <= to_unsigned(cosmic_pe0_mul2_csa0_p((16 - 1)), 1);
+cosmic_pe0_round_sat_fast0_hi <= unsigned(cosmic_pe0_mul2_csa0_p(64-1 downto (16 + 32)));
+cosmic_pe0_round_sat_fast0_neg <= cosmic_pe0_mul2_csa0_p((64 - 1));
+cosmic_pe0_round_sat_fast0_nneg <= stdl((not bool(cosmic_pe0_mul2_csa0_p((64 - 1)))));
+
+
+cosmic_pe0_round_sat_fast0_hin <= (not cosmic_pe0_round_sat_fast0_hi);
+
+
+cosmic_pe0_round_sat_fast0_s <= (resize(cosmic_pe0_round_sat_fast0_lo, 33) + cosmic_pe0_round_sat_fast0_rb);
+
+cosmic_pe0_round_sat_fast0_outc: process (cosmic_pe0_round_sat_fast0_s, cosmic_pe0_round_sat_fast0_hin, cosmic_pe0_round_sat_fast0_hi, cosmic_pe0_round_sat_fast0_neg, cosmic_pe0_round_sat_fast0_fill) is
+begin
+    if ((bool(cosmic_pe0_round_sat_fast0_s(32)) and (cosmic_pe0_round_sat_fast0_hin = 0)) or ((not bool(cosmic_pe0_round_sat_fast0_s(32))) and (((cosmic_pe0_round_sat_fast0_hi = 0) and (not bool(cosmic_pe0_round_sat_fast0_s((32 - 1))))) or ((cosmic_pe0_round_sat_fast0_hin = 0) and bool(cosmic_pe0_round_sat_fast0_s((32 - 1))))))) then
+        cosmic_pe0_mul_s <= signed(cosmic_pe0_round_sat_fast0_s(32-1 downto 0));
+    else
+        cosmic_pe0_mul_s <= signed(unsigned'(cosmic_pe0_round_sat_fast0_neg & cosmic_pe0_round_sat_fast0_fill));
+    end if;
+end process cosmic_pe0_round_sat_fast0_outc;
+
+
+cosmic_pe0_round_sat_fast1_lo <= unsigned(cosmic_pe0_acc((16 + 32)-1 downto 16));
+cosmic_pe0_round_sat_fast1_rb <= to_unsigned(cosmic_pe0_acc((16 - 1)), 1);
+cosmic_pe0_round_sat_fast1_hi <= unsigned(cosmic_pe0_acc(72-1 downto (16 + 32)));
+cosmic_pe0_round_sat_fast1_neg <= cosmic_pe0_acc((72 - 1));
+cosmic_pe0_round_sat_fast1_nneg <= stdl((not bool(cosmic_pe0_acc((72 - 1)))));
 
 
 cosmic_pe0_round_sat_fast1_hin <= (not cosmic_pe0_round_sat_fast1_hi);
@@ -8238,33 +7603,11 @@ cosmic_pe0_round_sat_fast1_s <= (resize(cosmic_pe0_round_sat_fast1_lo, 33) + cos
 cosmic_pe0_round_sat_fast1_outc: process (cosmic_pe0_round_sat_fast1_s, cosmic_pe0_round_sat_fast1_hin, cosmic_pe0_round_sat_fast1_hi, cosmic_pe0_round_sat_fast1_neg, cosmic_pe0_round_sat_fast1_fill) is
 begin
     if ((bool(cosmic_pe0_round_sat_fast1_s(32)) and (cosmic_pe0_round_sat_fast1_hin = 0)) or ((not bool(cosmic_pe0_round_sat_fast1_s(32))) and (((cosmic_pe0_round_sat_fast1_hi = 0) and (not bool(cosmic_pe0_round_sat_fast1_s((32 - 1))))) or ((cosmic_pe0_round_sat_fast1_hin = 0) and bool(cosmic_pe0_round_sat_fast1_s((32 - 1))))))) then
-        cosmic_pe0_mul_s <= signed(cosmic_pe0_round_sat_fast1_s(32-1 downto 0));
+        cosmic_pe0_y_gau <= signed(cosmic_pe0_round_sat_fast1_s(32-1 downto 0));
     else
-        cosmic_pe0_mul_s <= signed(unsigned'(cosmic_pe0_round_sat_fast1_neg & cosmic_pe0_round_sat_fast1_fill));
+        cosmic_pe0_y_gau <= signed(unsigned'(cosmic_pe0_round_sat_fast1_neg & cosmic_pe0_round_sat_fast1_fill));
     end if;
 end process cosmic_pe0_round_sat_fast1_outc;
-
-
-cosmic_pe0_round_sat_fast2_lo <= unsigned(cosmic_pe0_acc((16 + 32)-1 downto 16));
-cosmic_pe0_round_sat_fast2_rb <= to_unsigned(cosmic_pe0_acc((16 - 1)), 1);
-cosmic_pe0_round_sat_fast2_hi <= unsigned(cosmic_pe0_acc(72-1 downto (16 + 32)));
-cosmic_pe0_round_sat_fast2_neg <= cosmic_pe0_acc((72 - 1));
-cosmic_pe0_round_sat_fast2_nneg <= stdl((not bool(cosmic_pe0_acc((72 - 1)))));
-
-
-cosmic_pe0_round_sat_fast2_hin <= (not cosmic_pe0_round_sat_fast2_hi);
-
-
-cosmic_pe0_round_sat_fast2_s <= (resize(cosmic_pe0_round_sat_fast2_lo, 33) + cosmic_pe0_round_sat_fast2_rb);
-
-cosmic_pe0_round_sat_fast2_outc: process (cosmic_pe0_round_sat_fast2_s, cosmic_pe0_round_sat_fast2_hin, cosmic_pe0_round_sat_fast2_hi, cosmic_pe0_round_sat_fast2_neg, cosmic_pe0_round_sat_fast2_fill) is
-begin
-    if ((bool(cosmic_pe0_round_sat_fast2_s(32)) and (cosmic_pe0_round_sat_fast2_hin = 0)) or ((not bool(cosmic_pe0_round_sat_fast2_s(32))) and (((cosmic_pe0_round_sat_fast2_hi = 0) and (not bool(cosmic_pe0_round_sat_fast2_s((32 - 1))))) or ((cosmic_pe0_round_sat_fast2_hin = 0) and bool(cosmic_pe0_round_sat_fast2_s((32 - 1))))))) then
-        cosmic_pe0_y_gau <= signed(cosmic_pe0_round_sat_fast2_s(32-1 downto 0));
-    else
-        cosmic_pe0_y_gau <= signed(unsigned'(cosmic_pe0_round_sat_fast2_neg & cosmic_pe0_round_sat_fast2_fill));
-    end if;
-end process cosmic_pe0_round_sat_fast2_outc;
 
 cosmic_pe0_r7mux: process (cosmic_pe0_r6, cosmic_pe0_mul_s, cosmic_pe0_mu6) is
 begin
@@ -9332,40 +8675,40 @@ cosmic_pe1_sum_ab <= (resize(cosmic_pe1_fa, 33) + cosmic_pe1_fb);
 cosmic_pe1_dif_ab <= (resize(cosmic_pe1_fa, 33) - cosmic_pe1_fb);
 
 
-cosmic_pe1_sat5_hi <= unsigned(cosmic_pe1_sum_ab(33-1 downto (32 - 1)));
+cosmic_pe1_sat3_hi <= unsigned(cosmic_pe1_sum_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe1_sat5_hin <= (not cosmic_pe1_sat5_hi);
+cosmic_pe1_sat3_hin <= (not cosmic_pe1_sat3_hi);
 
 
-cosmic_pe1_sat5_nsign <= stdl((not bool(cosmic_pe1_sum_ab((33 - 1)))));
+cosmic_pe1_sat3_nsign <= stdl((not bool(cosmic_pe1_sum_ab((33 - 1)))));
 
-cosmic_pe1_sat5_clamp: process (cosmic_pe1_sat5_fill, cosmic_pe1_sat5_hi, cosmic_pe1_sum_ab, cosmic_pe1_sat5_hin) is
+cosmic_pe1_sat3_clamp: process (cosmic_pe1_sat3_fill, cosmic_pe1_sat3_hi, cosmic_pe1_sum_ab, cosmic_pe1_sat3_hin) is
 begin
-    if ((cosmic_pe1_sat5_hi = 0) or (cosmic_pe1_sat5_hin = 0)) then
+    if ((cosmic_pe1_sat3_hi = 0) or (cosmic_pe1_sat3_hin = 0)) then
         cosmic_pe1_add_s <= signed(unsigned(cosmic_pe1_sum_ab(32-1 downto 0)));
     else
-        cosmic_pe1_add_s <= signed(unsigned'(cosmic_pe1_sum_ab((33 - 1)) & cosmic_pe1_sat5_fill));
+        cosmic_pe1_add_s <= signed(unsigned'(cosmic_pe1_sum_ab((33 - 1)) & cosmic_pe1_sat3_fill));
     end if;
-end process cosmic_pe1_sat5_clamp;
+end process cosmic_pe1_sat3_clamp;
 
 
-cosmic_pe1_sat6_hi <= unsigned(cosmic_pe1_dif_ab(33-1 downto (32 - 1)));
+cosmic_pe1_sat4_hi <= unsigned(cosmic_pe1_dif_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe1_sat6_hin <= (not cosmic_pe1_sat6_hi);
+cosmic_pe1_sat4_hin <= (not cosmic_pe1_sat4_hi);
 
 
-cosmic_pe1_sat6_nsign <= stdl((not bool(cosmic_pe1_dif_ab((33 - 1)))));
+cosmic_pe1_sat4_nsign <= stdl((not bool(cosmic_pe1_dif_ab((33 - 1)))));
 
-cosmic_pe1_sat6_clamp: process (cosmic_pe1_sat6_fill, cosmic_pe1_sat6_hi, cosmic_pe1_dif_ab, cosmic_pe1_sat6_hin) is
+cosmic_pe1_sat4_clamp: process (cosmic_pe1_sat4_fill, cosmic_pe1_sat4_hi, cosmic_pe1_dif_ab, cosmic_pe1_sat4_hin) is
 begin
-    if ((cosmic_pe1_sat6_hi = 0) or (cosmic_pe1_sat6_hin = 0)) then
+    if ((cosmic_pe1_sat4_hi = 0) or (cosmic_pe1_sat4_hin = 0)) then
         cosmic_pe1_sub_s <= signed(unsigned(cosmic_pe1_dif_ab(32-1 downto 0)));
     else
-        cosmic_pe1_sub_s <= signed(unsigned'(cosmic_pe1_dif_ab((33 - 1)) & cosmic_pe1_sat6_fill));
+        cosmic_pe1_sub_s <= signed(unsigned'(cosmic_pe1_dif_ab((33 - 1)) & cosmic_pe1_sat4_fill));
     end if;
-end process cosmic_pe1_sat6_clamp;
+end process cosmic_pe1_sat4_clamp;
 
 cosmic_pe1_resmux: process (cosmic_pe1_fa, cosmic_pe1_sub_s, cosmic_pe1_add_s, cosmic_pe1_fb, cosmic_pe1_op4) is
 begin
@@ -9434,21 +8777,9 @@ begin
     end if;
 end process cosmic_pe1_mul2_csa1_st1;
 
-cosmic_pe1_mul2_csa1_sext3_fill: process (cosmic_pe1_mul2_csa1_lh) is
+cosmic_pe1_mul2_csa1_sext4_fill: process (cosmic_pe1_mul2_csa1_lh) is
 begin
     if bool(cosmic_pe1_mul2_csa1_lh((33 - 1))) then
-        cosmic_pe1_mul2_csa1_sext3_sgn <= to_unsigned(32767, 15);
-    else
-        cosmic_pe1_mul2_csa1_sext3_sgn <= to_unsigned(0, 15);
-    end if;
-end process cosmic_pe1_mul2_csa1_sext3_fill;
-
-
-cosmic_pe1_mul2_csa1_lhe <= signed(unsigned'(cosmic_pe1_mul2_csa1_sext3_sgn & unsigned(cosmic_pe1_mul2_csa1_lh)));
-
-cosmic_pe1_mul2_csa1_sext4_fill: process (cosmic_pe1_mul2_csa1_hl) is
-begin
-    if bool(cosmic_pe1_mul2_csa1_hl((33 - 1))) then
         cosmic_pe1_mul2_csa1_sext4_sgn <= to_unsigned(32767, 15);
     else
         cosmic_pe1_mul2_csa1_sext4_sgn <= to_unsigned(0, 15);
@@ -9456,7 +8787,19 @@ begin
 end process cosmic_pe1_mul2_csa1_sext4_fill;
 
 
-cosmic_pe1_mul2_csa1_hle <= signed(unsigned'(cosmic_pe1_mul2_csa1_sext4_sgn & unsigned(cosmic_pe1_mul2_csa1_hl)));
+cosmic_pe1_mul2_csa1_lhe <= signed(unsigned'(cosmic_pe1_mul2_csa1_sext4_sgn & unsigned(cosmic_pe1_mul2_csa1_lh)));
+
+cosmic_pe1_mul2_csa1_sext5_fill: process (cosmic_pe1_mul2_csa1_hl) is
+begin
+    if bool(cosmic_pe1_mul2_csa1_hl((33 - 1))) then
+        cosmic_pe1_mul2_csa1_sext5_sgn <= to_unsigned(32767, 15);
+    else
+        cosmic_pe1_mul2_csa1_sext5_sgn <= to_unsigned(0, 15);
+    end if;
+end process cosmic_pe1_mul2_csa1_sext5_fill;
+
+
+cosmic_pe1_mul2_csa1_hle <= signed(unsigned'(cosmic_pe1_mul2_csa1_sext5_sgn & unsigned(cosmic_pe1_mul2_csa1_hl)));
 
 
 cosmic_pe1_mul2_csa1_ta <= unsigned'(unsigned(cosmic_pe1_mul2_csa1_hh) & cosmic_pe1_mul2_csa1_ll((2 * 16)-1 downto 16));
@@ -9489,394 +8832,249 @@ end process cosmic_pe1_mul2_csa1_st2;
 
 cosmic_pe1_pwl_pipe1_zl <= (resize(cosmic_pe1_fa, 33) + 524288);
 
-cosmic_pe1_pwl_pipe1_clampz: process (cosmic_pe1_pwl_pipe1_zl, cosmic_pe1_fa) is
-begin
-    if (cosmic_pe1_fa >= 524288) then
-        cosmic_pe1_pwl_pipe1_u_c <= to_unsigned(1048575, 20);
-    elsif (cosmic_pe1_fa < (- 524288)) then
-        cosmic_pe1_pwl_pipe1_u_c <= to_unsigned(0, 20);
-    else
-        cosmic_pe1_pwl_pipe1_u_c <= unsigned(cosmic_pe1_pwl_pipe1_zl(20-1 downto 0));
-    end if;
-end process cosmic_pe1_pwl_pipe1_clampz;
+
+cosmic_pe1_pwl_pipe1_zl_unused <= unsigned(cosmic_pe1_pwl_pipe1_zl((32 + 1)-1 downto 20));
 
 cosmic_pe1_pwl_pipe1_p1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe1_pwl_pipe1_u1 <= to_unsigned(0, 20);
+            cosmic_pe1_pwl_pipe1_ge1 <= '0';
+            cosmic_pe1_pwl_pipe1_lt1 <= '0';
+            cosmic_pe1_pwl_pipe1_zl1 <= to_unsigned(0, 20);
         else
-            cosmic_pe1_pwl_pipe1_u1 <= cosmic_pe1_pwl_pipe1_u_c;
+            cosmic_pe1_pwl_pipe1_zl1 <= unsigned(cosmic_pe1_pwl_pipe1_zl(20-1 downto 0));
+            cosmic_pe1_pwl_pipe1_ge1 <= stdl(cosmic_pe1_fa >= 524288);
+            cosmic_pe1_pwl_pipe1_lt1 <= stdl(cosmic_pe1_fa < (- 524288));
         end if;
     end if;
 end process cosmic_pe1_pwl_pipe1_p1;
 
-
-cosmic_pe1_pwl_pipe1_idx2 <= cosmic_pe1_pwl_pipe1_u1(20-1 downto 14);
-cosmic_pe1_pwl_pipe1_off2 <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe1_pwl_pipe1_u1(14-1 downto 0)));
-
-cosmic_pe1_pwl_pipe1_p2rom: process (cosmic_pe1_pwl_pipe1_idx2) is
+cosmic_pe1_pwl_pipe1_clampz: process (cosmic_pe1_pwl_pipe1_ge1, cosmic_pe1_pwl_pipe1_zl1, cosmic_pe1_pwl_pipe1_lt1) is
 begin
-    case to_integer(cosmic_pe1_pwl_pipe1_idx2) is
-        when 0 => cosmic_pe1_pwl_pipe1_slope2 <= "000000000011001";
-        when 1 => cosmic_pe1_pwl_pipe1_slope2 <= "000000000100000";
-        when 2 => cosmic_pe1_pwl_pipe1_slope2 <= "000000000101001";
-        when 3 => cosmic_pe1_pwl_pipe1_slope2 <= "000000000110101";
-        when 4 => cosmic_pe1_pwl_pipe1_slope2 <= "000000001000100";
-        when 5 => cosmic_pe1_pwl_pipe1_slope2 <= "000000001010111";
-        when 6 => cosmic_pe1_pwl_pipe1_slope2 <= "000000001110000";
-        when 7 => cosmic_pe1_pwl_pipe1_slope2 <= "000000010001111";
-        when 8 => cosmic_pe1_pwl_pipe1_slope2 <= "000000010111000";
-        when 9 => cosmic_pe1_pwl_pipe1_slope2 <= "000000011101011";
-        when 10 => cosmic_pe1_pwl_pipe1_slope2 <= "000000100101101";
-        when 11 => cosmic_pe1_pwl_pipe1_slope2 <= "000000110000010";
-        when 12 => cosmic_pe1_pwl_pipe1_slope2 <= "000000111101110";
-        when 13 => cosmic_pe1_pwl_pipe1_slope2 <= "000001001111000";
-        when 14 => cosmic_pe1_pwl_pipe1_slope2 <= "000001100100111";
-        when 15 => cosmic_pe1_pwl_pipe1_slope2 <= "000010000000100";
-        when 16 => cosmic_pe1_pwl_pipe1_slope2 <= "000010100011100";
-        when 17 => cosmic_pe1_pwl_pipe1_slope2 <= "000011001111101";
-        when 18 => cosmic_pe1_pwl_pipe1_slope2 <= "000100000110101";
-        when 19 => cosmic_pe1_pwl_pipe1_slope2 <= "000101001010111";
-        when 20 => cosmic_pe1_pwl_pipe1_slope2 <= "000110011110111";
-        when 21 => cosmic_pe1_pwl_pipe1_slope2 <= "001000000100110";
-        when 22 => cosmic_pe1_pwl_pipe1_slope2 <= "001001111110110";
-        when 23 => cosmic_pe1_pwl_pipe1_slope2 <= "001100001101101";
-        when 24 => cosmic_pe1_pwl_pipe1_slope2 <= "001110110001001";
-        when 25 => cosmic_pe1_pwl_pipe1_slope2 <= "010001100110100";
-        when 26 => cosmic_pe1_pwl_pipe1_slope2 <= "010100100111110";
-        when 27 => cosmic_pe1_pwl_pipe1_slope2 <= "010111101011010";
-        when 28 => cosmic_pe1_pwl_pipe1_slope2 <= "011010100100000";
-        when 29 => cosmic_pe1_pwl_pipe1_slope2 <= "011101000010101";
-        when 30 => cosmic_pe1_pwl_pipe1_slope2 <= "011110110111011";
-        when 31 => cosmic_pe1_pwl_pipe1_slope2 <= "011111110101011";
-        when 32 => cosmic_pe1_pwl_pipe1_slope2 <= "011111110101011";
-        when 33 => cosmic_pe1_pwl_pipe1_slope2 <= "011110110111011";
-        when 34 => cosmic_pe1_pwl_pipe1_slope2 <= "011101000010101";
-        when 35 => cosmic_pe1_pwl_pipe1_slope2 <= "011010100100000";
-        when 36 => cosmic_pe1_pwl_pipe1_slope2 <= "010111101011010";
-        when 37 => cosmic_pe1_pwl_pipe1_slope2 <= "010100100111110";
-        when 38 => cosmic_pe1_pwl_pipe1_slope2 <= "010001100110100";
-        when 39 => cosmic_pe1_pwl_pipe1_slope2 <= "001110110001001";
-        when 40 => cosmic_pe1_pwl_pipe1_slope2 <= "001100001101101";
-        when 41 => cosmic_pe1_pwl_pipe1_slope2 <= "001001111110110";
-        when 42 => cosmic_pe1_pwl_pipe1_slope2 <= "001000000100110";
-        when 43 => cosmic_pe1_pwl_pipe1_slope2 <= "000110011110111";
-        when 44 => cosmic_pe1_pwl_pipe1_slope2 <= "000101001010111";
-        when 45 => cosmic_pe1_pwl_pipe1_slope2 <= "000100000110101";
-        when 46 => cosmic_pe1_pwl_pipe1_slope2 <= "000011001111101";
-        when 47 => cosmic_pe1_pwl_pipe1_slope2 <= "000010100011100";
-        when 48 => cosmic_pe1_pwl_pipe1_slope2 <= "000010000000100";
-        when 49 => cosmic_pe1_pwl_pipe1_slope2 <= "000001100100111";
-        when 50 => cosmic_pe1_pwl_pipe1_slope2 <= "000001001111000";
-        when 51 => cosmic_pe1_pwl_pipe1_slope2 <= "000000111101110";
-        when 52 => cosmic_pe1_pwl_pipe1_slope2 <= "000000110000010";
-        when 53 => cosmic_pe1_pwl_pipe1_slope2 <= "000000100101101";
-        when 54 => cosmic_pe1_pwl_pipe1_slope2 <= "000000011101011";
-        when 55 => cosmic_pe1_pwl_pipe1_slope2 <= "000000010111000";
-        when 56 => cosmic_pe1_pwl_pipe1_slope2 <= "000000010001111";
-        when 57 => cosmic_pe1_pwl_pipe1_slope2 <= "000000001110000";
-        when 58 => cosmic_pe1_pwl_pipe1_slope2 <= "000000001010111";
-        when 59 => cosmic_pe1_pwl_pipe1_slope2 <= "000000001000100";
-        when 60 => cosmic_pe1_pwl_pipe1_slope2 <= "000000000110101";
-        when 61 => cosmic_pe1_pwl_pipe1_slope2 <= "000000000101001";
-        when 62 => cosmic_pe1_pwl_pipe1_slope2 <= "000000000100000";
-        when others => cosmic_pe1_pwl_pipe1_slope2 <= "000000000011001";
+    if bool(cosmic_pe1_pwl_pipe1_ge1) then
+        cosmic_pe1_pwl_pipe1_idx_s <= to_unsigned(63, 6);
+        cosmic_pe1_pwl_pipe1_idx_b <= to_unsigned(63, 6);
+        cosmic_pe1_pwl_pipe1_off2 <= to_unsigned(16383, 14);
+    elsif bool(cosmic_pe1_pwl_pipe1_lt1) then
+        cosmic_pe1_pwl_pipe1_idx_s <= cosmic_pe1_pwl_pipe1_zl1(20-1 downto 14);
+        cosmic_pe1_pwl_pipe1_idx_b <= to_unsigned(0, 6);
+        cosmic_pe1_pwl_pipe1_off2 <= cosmic_pe1_pwl_pipe1_zl1(14-1 downto 0);
+    else
+        cosmic_pe1_pwl_pipe1_idx_s <= cosmic_pe1_pwl_pipe1_zl1(20-1 downto 14);
+        cosmic_pe1_pwl_pipe1_idx_b <= cosmic_pe1_pwl_pipe1_zl1(20-1 downto 14);
+        cosmic_pe1_pwl_pipe1_off2 <= cosmic_pe1_pwl_pipe1_zl1(14-1 downto 0);
+    end if;
+end process cosmic_pe1_pwl_pipe1_clampz;
+
+cosmic_pe1_pwl_pipe1_p2rom: process (cosmic_pe1_pwl_pipe1_idx_s) is
+begin
+    case to_integer(cosmic_pe1_pwl_pipe1_idx_s) is
+        when 0 => cosmic_pe1_pwl_pipe1_slope_r <= "000000000011001";
+        when 1 => cosmic_pe1_pwl_pipe1_slope_r <= "000000000100000";
+        when 2 => cosmic_pe1_pwl_pipe1_slope_r <= "000000000101001";
+        when 3 => cosmic_pe1_pwl_pipe1_slope_r <= "000000000110101";
+        when 4 => cosmic_pe1_pwl_pipe1_slope_r <= "000000001000100";
+        when 5 => cosmic_pe1_pwl_pipe1_slope_r <= "000000001010111";
+        when 6 => cosmic_pe1_pwl_pipe1_slope_r <= "000000001110000";
+        when 7 => cosmic_pe1_pwl_pipe1_slope_r <= "000000010001111";
+        when 8 => cosmic_pe1_pwl_pipe1_slope_r <= "000000010111000";
+        when 9 => cosmic_pe1_pwl_pipe1_slope_r <= "000000011101011";
+        when 10 => cosmic_pe1_pwl_pipe1_slope_r <= "000000100101101";
+        when 11 => cosmic_pe1_pwl_pipe1_slope_r <= "000000110000010";
+        when 12 => cosmic_pe1_pwl_pipe1_slope_r <= "000000111101110";
+        when 13 => cosmic_pe1_pwl_pipe1_slope_r <= "000001001111000";
+        when 14 => cosmic_pe1_pwl_pipe1_slope_r <= "000001100100111";
+        when 15 => cosmic_pe1_pwl_pipe1_slope_r <= "000010000000100";
+        when 16 => cosmic_pe1_pwl_pipe1_slope_r <= "000010100011100";
+        when 17 => cosmic_pe1_pwl_pipe1_slope_r <= "000011001111101";
+        when 18 => cosmic_pe1_pwl_pipe1_slope_r <= "000100000110101";
+        when 19 => cosmic_pe1_pwl_pipe1_slope_r <= "000101001010111";
+        when 20 => cosmic_pe1_pwl_pipe1_slope_r <= "000110011110111";
+        when 21 => cosmic_pe1_pwl_pipe1_slope_r <= "001000000100110";
+        when 22 => cosmic_pe1_pwl_pipe1_slope_r <= "001001111110110";
+        when 23 => cosmic_pe1_pwl_pipe1_slope_r <= "001100001101101";
+        when 24 => cosmic_pe1_pwl_pipe1_slope_r <= "001110110001001";
+        when 25 => cosmic_pe1_pwl_pipe1_slope_r <= "010001100110100";
+        when 26 => cosmic_pe1_pwl_pipe1_slope_r <= "010100100111110";
+        when 27 => cosmic_pe1_pwl_pipe1_slope_r <= "010111101011010";
+        when 28 => cosmic_pe1_pwl_pipe1_slope_r <= "011010100100000";
+        when 29 => cosmic_pe1_pwl_pipe1_slope_r <= "011101000010101";
+        when 30 => cosmic_pe1_pwl_pipe1_slope_r <= "011110110111011";
+        when 31 => cosmic_pe1_pwl_pipe1_slope_r <= "011111110101011";
+        when 32 => cosmic_pe1_pwl_pipe1_slope_r <= "011111110101011";
+        when 33 => cosmic_pe1_pwl_pipe1_slope_r <= "011110110111011";
+        when 34 => cosmic_pe1_pwl_pipe1_slope_r <= "011101000010101";
+        when 35 => cosmic_pe1_pwl_pipe1_slope_r <= "011010100100000";
+        when 36 => cosmic_pe1_pwl_pipe1_slope_r <= "010111101011010";
+        when 37 => cosmic_pe1_pwl_pipe1_slope_r <= "010100100111110";
+        when 38 => cosmic_pe1_pwl_pipe1_slope_r <= "010001100110100";
+        when 39 => cosmic_pe1_pwl_pipe1_slope_r <= "001110110001001";
+        when 40 => cosmic_pe1_pwl_pipe1_slope_r <= "001100001101101";
+        when 41 => cosmic_pe1_pwl_pipe1_slope_r <= "001001111110110";
+        when 42 => cosmic_pe1_pwl_pipe1_slope_r <= "001000000100110";
+        when 43 => cosmic_pe1_pwl_pipe1_slope_r <= "000110011110111";
+        when 44 => cosmic_pe1_pwl_pipe1_slope_r <= "000101001010111";
+        when 45 => cosmic_pe1_pwl_pipe1_slope_r <= "000100000110101";
+        when 46 => cosmic_pe1_pwl_pipe1_slope_r <= "000011001111101";
+        when 47 => cosmic_pe1_pwl_pipe1_slope_r <= "000010100011100";
+        when 48 => cosmic_pe1_pwl_pipe1_slope_r <= "000010000000100";
+        when 49 => cosmic_pe1_pwl_pipe1_slope_r <= "000001100100111";
+        when 50 => cosmic_pe1_pwl_pipe1_slope_r <= "000001001111000";
+        when 51 => cosmic_pe1_pwl_pipe1_slope_r <= "000000111101110";
+        when 52 => cosmic_pe1_pwl_pipe1_slope_r <= "000000110000010";
+        when 53 => cosmic_pe1_pwl_pipe1_slope_r <= "000000100101101";
+        when 54 => cosmic_pe1_pwl_pipe1_slope_r <= "000000011101011";
+        when 55 => cosmic_pe1_pwl_pipe1_slope_r <= "000000010111000";
+        when 56 => cosmic_pe1_pwl_pipe1_slope_r <= "000000010001111";
+        when 57 => cosmic_pe1_pwl_pipe1_slope_r <= "000000001110000";
+        when 58 => cosmic_pe1_pwl_pipe1_slope_r <= "000000001010111";
+        when 59 => cosmic_pe1_pwl_pipe1_slope_r <= "000000001000100";
+        when 60 => cosmic_pe1_pwl_pipe1_slope_r <= "000000000110101";
+        when 61 => cosmic_pe1_pwl_pipe1_slope_r <= "000000000101001";
+        when 62 => cosmic_pe1_pwl_pipe1_slope_r <= "000000000100000";
+        when others => cosmic_pe1_pwl_pipe1_slope_r <= "000000000011001";
     end case;
 end process cosmic_pe1_pwl_pipe1_p2rom;
+
+cosmic_pe1_pwl_pipe1_p2romb: process (cosmic_pe1_pwl_pipe1_idx_b) is
+begin
+    case to_integer(cosmic_pe1_pwl_pipe1_idx_b) is
+        when 0 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000000000010110";
+        when 1 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000000000011100";
+        when 2 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000000000100100";
+        when 3 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000000000101111";
+        when 4 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000000000111100";
+        when 5 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000000001001101";
+        when 6 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000000001100010";
+        when 7 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000000001111110";
+        when 8 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000000010100010";
+        when 9 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000000011010000";
+        when 10 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000000100001011";
+        when 11 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000000101010110";
+        when 12 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000000110110111";
+        when 13 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000001000110010";
+        when 14 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000001011010000";
+        when 15 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000001110011010";
+        when 16 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000010010011011";
+        when 17 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000010111100010";
+        when 18 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000011110000001";
+        when 19 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000100110001110";
+        when 20 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000110000100100";
+        when 21 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000000111101100010";
+        when 22 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000001001101101011";
+        when 23 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000001100001101001";
+        when 24 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000001111010000100";
+        when 25 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000010010111100110";
+        when 26 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000010111010110011";
+        when 27 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000011100100000011";
+        when 28 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000100010011011001";
+        when 29 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000101001000100001";
+        when 30 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000110000010100111";
+        when 31 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000000111000000010101";
+        when 32 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001000000000000000";
+        when 33 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001000111111101011";
+        when 34 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001001111101011001";
+        when 35 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001010110111011111";
+        when 36 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001011101100100111";
+        when 37 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001100011011111101";
+        when 38 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001101000101001101";
+        when 39 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001101101000011010";
+        when 40 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001110000101111100";
+        when 41 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001110011110010111";
+        when 42 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001110110010010101";
+        when 43 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111000010011110";
+        when 44 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111001111011100";
+        when 45 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111011001110010";
+        when 46 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111100001111111";
+        when 47 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111101000011110";
+        when 48 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111101101100101";
+        when 49 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111110001100110";
+        when 50 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111110100110000";
+        when 51 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111110111001110";
+        when 52 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111111001001001";
+        when 53 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111111010101010";
+        when 54 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111111011110101";
+        when 55 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111111100110000";
+        when 56 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111111101011110";
+        when 57 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111111110000010";
+        when 58 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111111110011110";
+        when 59 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111111110110011";
+        when 60 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111111111000100";
+        when 61 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111111111010001";
+        when 62 => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111111111011100";
+        when others => cosmic_pe1_pwl_pipe1_base2 <= "00000000000000001111111111100100";
+    end case;
+end process cosmic_pe1_pwl_pipe1_p2romb;
+
+cosmic_pe1_pwl_pipe1_p2z: process (cosmic_pe1_pwl_pipe1_slope_r, cosmic_pe1_pwl_pipe1_lt1) is
+begin
+    if bool(cosmic_pe1_pwl_pipe1_lt1) then
+        cosmic_pe1_pwl_pipe1_slope2 <= to_signed(0, 15);
+    else
+        cosmic_pe1_pwl_pipe1_slope2 <= cosmic_pe1_pwl_pipe1_slope_r;
+    end if;
+end process cosmic_pe1_pwl_pipe1_p2z;
 
 cosmic_pe1_pwl_pipe1_p2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe1_pwl_pipe1_idx3 <= to_unsigned(0, 6);
-            cosmic_pe1_pwl_pipe1_prod3 <= to_signed(0, 33);
+            cosmic_pe1_pwl_pipe1_base3 <= to_signed(0, 32);
+            cosmic_pe1_pwl_pipe1_slope3 <= to_signed(0, 15);
+            cosmic_pe1_pwl_pipe1_off3 <= to_unsigned(0, 14);
         else
-            cosmic_pe1_pwl_pipe1_prod3 <= (resize(cosmic_pe1_pwl_pipe1_slope2, 18) * cosmic_pe1_pwl_pipe1_off2);
-            cosmic_pe1_pwl_pipe1_idx3 <= cosmic_pe1_pwl_pipe1_idx2;
+            cosmic_pe1_pwl_pipe1_slope3 <= cosmic_pe1_pwl_pipe1_slope2;
+            cosmic_pe1_pwl_pipe1_off3 <= cosmic_pe1_pwl_pipe1_off2;
+            cosmic_pe1_pwl_pipe1_base3 <= cosmic_pe1_pwl_pipe1_base2;
         end if;
     end if;
 end process cosmic_pe1_pwl_pipe1_p2;
 
 
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_t <= shift_right(cosmic_pe1_pwl_pipe1_prod3, 16);
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000") & cosmic_pe1_pwl_pipe1_prod3((16 - 1))));
-
-
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r <= (cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_t + cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_rb);
-
-
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hi <= unsigned(cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r(33-1 downto (32 - 1)));
-
-
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hin <= (not cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hi);
-
-
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_nsign <= stdl((not bool(cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r((33 - 1)))));
-
-cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_clamp: process (cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill, cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hi, cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r, cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hin) is
-begin
-    if ((cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hi = 0) or (cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_hin = 0)) then
-        cosmic_pe1_pwl_pipe1_rnd_c <= signed(unsigned(cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r(32-1 downto 0)));
-    else
-        cosmic_pe1_pwl_pipe1_rnd_c <= signed(unsigned'(cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_r((33 - 1)) & cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_fill));
-    end if;
-end process cosmic_pe1_pwl_pipe1_round_sat_fast3_round_sat1_sat7_clamp;
+cosmic_pe1_pwl_pipe1_off3s <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe1_pwl_pipe1_off3));
 
 cosmic_pe1_pwl_pipe1_p3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe1_pwl_pipe1_rnd4 <= to_signed(0, 32);
-            cosmic_pe1_pwl_pipe1_idx4 <= to_unsigned(0, 6);
+            cosmic_pe1_pwl_pipe1_base4 <= to_signed(0, 32);
+            cosmic_pe1_pwl_pipe1_prod4 <= to_signed(0, 33);
         else
-            cosmic_pe1_pwl_pipe1_rnd4 <= cosmic_pe1_pwl_pipe1_rnd_c;
-            cosmic_pe1_pwl_pipe1_idx4 <= cosmic_pe1_pwl_pipe1_idx3;
+            cosmic_pe1_pwl_pipe1_prod4 <= (resize(cosmic_pe1_pwl_pipe1_slope3, 18) * cosmic_pe1_pwl_pipe1_off3s);
+            cosmic_pe1_pwl_pipe1_base4 <= cosmic_pe1_pwl_pipe1_base3;
         end if;
     end if;
 end process cosmic_pe1_pwl_pipe1_p3;
 
-cosmic_pe1_pwl_pipe1_p4rom: process (cosmic_pe1_pwl_pipe1_idx4) is
+
+cosmic_pe1_pwl_pipe1_q4 <= signed(unsigned(cosmic_pe1_pwl_pipe1_prod4(33-1 downto 16)));
+cosmic_pe1_pwl_pipe1_rb4 <= cosmic_pe1_pwl_pipe1_prod4((16 - 1));
+
+cosmic_pe1_pwl_pipe1_sext6_fill: process (cosmic_pe1_pwl_pipe1_q4) is
 begin
-    case to_integer(cosmic_pe1_pwl_pipe1_idx4) is
-        when 0 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000000000010110";
-        when 1 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000000000011100";
-        when 2 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000000000100100";
-        when 3 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000000000101111";
-        when 4 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000000000111100";
-        when 5 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000000001001101";
-        when 6 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000000001100010";
-        when 7 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000000001111110";
-        when 8 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000000010100010";
-        when 9 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000000011010000";
-        when 10 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000000100001011";
-        when 11 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000000101010110";
-        when 12 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000000110110111";
-        when 13 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000001000110010";
-        when 14 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000001011010000";
-        when 15 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000001110011010";
-        when 16 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000010010011011";
-        when 17 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000010111100010";
-        when 18 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000011110000001";
-        when 19 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000100110001110";
-        when 20 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000110000100100";
-        when 21 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000000111101100010";
-        when 22 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000001001101101011";
-        when 23 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000001100001101001";
-        when 24 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000001111010000100";
-        when 25 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000010010111100110";
-        when 26 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000010111010110011";
-        when 27 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000011100100000011";
-        when 28 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000100010011011001";
-        when 29 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000101001000100001";
-        when 30 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000110000010100111";
-        when 31 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000000111000000010101";
-        when 32 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001000111111101011";
-        when 34 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001001111101011001";
-        when 35 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001010110111011111";
-        when 36 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001011101100100111";
-        when 37 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001100011011111101";
-        when 38 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001101000101001101";
-        when 39 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001101101000011010";
-        when 40 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001110000101111100";
-        when 41 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001110011110010111";
-        when 42 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001110110010010101";
-        when 43 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111000010011110";
-        when 44 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111001111011100";
-        when 45 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111011001110010";
-        when 46 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111100001111111";
-        when 47 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111101000011110";
-        when 48 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111101101100101";
-        when 49 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111110001100110";
-        when 50 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111110100110000";
-        when 51 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111110111001110";
-        when 52 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111111001001001";
-        when 53 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111111010101010";
-        when 54 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111111011110101";
-        when 55 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111111100110000";
-        when 56 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111111101011110";
-        when 57 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111111110000010";
-        when 58 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111111110011110";
-        when 59 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111111110110011";
-        when 60 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111111111000100";
-        when 61 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111111111010001";
-        when 62 => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111111111011100";
-        when others => cosmic_pe1_pwl_pipe1_base4 <= "00000000000000001111111111100100";
-    end case;
-end process cosmic_pe1_pwl_pipe1_p4rom;
-
-
-cosmic_pe1_pwl_pipe1_sumv <= (resize(cosmic_pe1_pwl_pipe1_base4, 33) + cosmic_pe1_pwl_pipe1_rnd4);
-
-
-cosmic_pe1_pwl_pipe1_sat8_hi <= unsigned(cosmic_pe1_pwl_pipe1_sumv(33-1 downto (32 - 1)));
-
-
-cosmic_pe1_pwl_pipe1_sat8_hin <= (not cosmic_pe1_pwl_pipe1_sat8_hi);
-
-
-cosmic_pe1_pwl_pipe1_sat8_nsign <= stdl((not bool(cosmic_pe1_pwl_pipe1_sumv((33 - 1)))));
-
-cosmic_pe1_pwl_pipe1_sat8_clamp: process (cosmic_pe1_pwl_pipe1_sat8_fill, cosmic_pe1_pwl_pipe1_sat8_hi, cosmic_pe1_pwl_pipe1_sumv, cosmic_pe1_pwl_pipe1_sat8_hin) is
-begin
-    if ((cosmic_pe1_pwl_pipe1_sat8_hi = 0) or (cosmic_pe1_pwl_pipe1_sat8_hin = 0)) then
-        cosmic_pe1_pwl_pipe1_ys <= signed(unsigned(cosmic_pe1_pwl_pipe1_sumv(32-1 downto 0)));
+    if bool(cosmic_pe1_pwl_pipe1_q4((17 - 1))) then
+        cosmic_pe1_pwl_pipe1_sext6_sgn <= to_unsigned(65535, 16);
     else
-        cosmic_pe1_pwl_pipe1_ys <= signed(unsigned'(cosmic_pe1_pwl_pipe1_sumv((33 - 1)) & cosmic_pe1_pwl_pipe1_sat8_fill));
+        cosmic_pe1_pwl_pipe1_sext6_sgn <= to_unsigned(0, 16);
     end if;
-end process cosmic_pe1_pwl_pipe1_sat8_clamp;
+end process cosmic_pe1_pwl_pipe1_sext6_fill;
 
-cosmic_pe1_pwl_pipe1_p4romh: process (cosmic_pe1_pwl_pipe1_idx4) is
-begin
-    case to_integer(cosmic_pe1_pwl_pipe1_idx4) is
-        when 0 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111111111101010";
-        when 1 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111111111100100";
-        when 2 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111111111011100";
-        when 3 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111111111010001";
-        when 4 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111111111000100";
-        when 5 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111111110110011";
-        when 6 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111111110011110";
-        when 7 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111111110000010";
-        when 8 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111111101011110";
-        when 9 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111111100110000";
-        when 10 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111111011110101";
-        when 11 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111111010101010";
-        when 12 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111111001001001";
-        when 13 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111110111001110";
-        when 14 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111110100110000";
-        when 15 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111110001100110";
-        when 16 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111101101100101";
-        when 17 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111101000011110";
-        when 18 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111100001111111";
-        when 19 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111011001110010";
-        when 20 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111001111011100";
-        when 21 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001111000010011110";
-        when 22 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001110110010010101";
-        when 23 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001110011110010111";
-        when 24 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001110000101111100";
-        when 25 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001101101000011010";
-        when 26 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001101000101001101";
-        when 27 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001100011011111101";
-        when 28 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001011101100100111";
-        when 29 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001010110111011111";
-        when 30 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001001111101011001";
-        when 31 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001000111111101011";
-        when 32 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000111000000010101";
-        when 34 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000110000010100111";
-        when 35 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000101001000100001";
-        when 36 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000100010011011001";
-        when 37 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000011100100000011";
-        when 38 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000010111010110011";
-        when 39 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000010010111100110";
-        when 40 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000001111010000100";
-        when 41 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000001100001101001";
-        when 42 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000001001101101011";
-        when 43 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000111101100010";
-        when 44 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000110000100100";
-        when 45 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000100110001110";
-        when 46 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000011110000001";
-        when 47 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000010111100010";
-        when 48 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000010010011011";
-        when 49 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000001110011010";
-        when 50 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000001011010000";
-        when 51 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000001000110010";
-        when 52 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000000110110111";
-        when 53 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000000101010110";
-        when 54 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000000100001011";
-        when 55 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000000011010000";
-        when 56 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000000010100010";
-        when 57 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000000001111110";
-        when 58 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000000001100010";
-        when 59 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000000001001101";
-        when 60 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000000000111100";
-        when 61 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000000000101111";
-        when 62 => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000000000100100";
-        when others => cosmic_pe1_pwl_pipe1_limh <= "00000000000000000000000000011100";
-    end case;
-end process cosmic_pe1_pwl_pipe1_p4romh;
 
-cosmic_pe1_pwl_pipe1_p4roml: process (cosmic_pe1_pwl_pipe1_idx4) is
-begin
-    case to_integer(cosmic_pe1_pwl_pipe1_idx4) is
-        when 0 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111111111101010";
-        when 1 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111111111100100";
-        when 2 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111111111011100";
-        when 3 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111111111010001";
-        when 4 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111111111000100";
-        when 5 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111111110110011";
-        when 6 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111111110011110";
-        when 7 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111111110000010";
-        when 8 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111111101011110";
-        when 9 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111111100110000";
-        when 10 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111111011110101";
-        when 11 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111111010101010";
-        when 12 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111111001001001";
-        when 13 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111110111001110";
-        when 14 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111110100110000";
-        when 15 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111110001100110";
-        when 16 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111101101100101";
-        when 17 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111101000011110";
-        when 18 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111100001111111";
-        when 19 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111011001110010";
-        when 20 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111001111011100";
-        when 21 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111111000010011110";
-        when 22 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111110110010010101";
-        when 23 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111110011110010111";
-        when 24 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111110000101111100";
-        when 25 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111101101000011010";
-        when 26 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111101000101001101";
-        when 27 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111100011011111101";
-        when 28 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111011101100100111";
-        when 29 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111010110111011111";
-        when 30 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111001111101011001";
-        when 31 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111000111111101011";
-        when 32 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111111000000000000000";
-        when 33 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110111000000010101";
-        when 34 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110110000010100111";
-        when 35 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110101001000100001";
-        when 36 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110100010011011001";
-        when 37 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110011100100000011";
-        when 38 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110010111010110011";
-        when 39 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110010010111100110";
-        when 40 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110001111010000100";
-        when 41 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110001100001101001";
-        when 42 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110001001101101011";
-        when 43 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000111101100010";
-        when 44 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000110000100100";
-        when 45 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000100110001110";
-        when 46 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000011110000001";
-        when 47 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000010111100010";
-        when 48 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000010010011011";
-        when 49 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000001110011010";
-        when 50 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000001011010000";
-        when 51 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000001000110010";
-        when 52 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000000110110111";
-        when 53 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000000101010110";
-        when 54 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000000100001011";
-        when 55 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000000011010000";
-        when 56 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000000010100010";
-        when 57 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000000001111110";
-        when 58 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000000001100010";
-        when 59 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000000001001101";
-        when 60 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000000000111100";
-        when 61 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000000000101111";
-        when 62 => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000000000100100";
-        when others => cosmic_pe1_pwl_pipe1_liml <= "11111111111111110000000000011100";
-    end case;
-end process cosmic_pe1_pwl_pipe1_p4roml;
+cosmic_pe1_pwl_pipe1_qe <= signed(unsigned'(cosmic_pe1_pwl_pipe1_sext6_sgn & unsigned(cosmic_pe1_pwl_pipe1_q4)));
 
-cosmic_pe1_pwl_pipe1_outc: process (cosmic_pe1_pwl_pipe1_limh, cosmic_pe1_pwl_pipe1_liml, cosmic_pe1_pwl_pipe1_rnd4, cosmic_pe1_pwl_pipe1_ys) is
-begin
-    if (cosmic_pe1_pwl_pipe1_rnd4 > cosmic_pe1_pwl_pipe1_limh) then
-        cosmic_pe1_y_sig <= to_signed(65536, 32);
-    elsif (cosmic_pe1_pwl_pipe1_rnd4 < cosmic_pe1_pwl_pipe1_liml) then
-        cosmic_pe1_y_sig <= to_signed(0, 32);
-    else
-        cosmic_pe1_y_sig <= cosmic_pe1_pwl_pipe1_ys;
-    end if;
-end process cosmic_pe1_pwl_pipe1_outc;
+
+cosmic_pe1_pwl_pipe1_ta <= signed(unsigned'(cosmic_pe1_pwl_pipe1_base4((32 - 1)) & unsigned(cosmic_pe1_pwl_pipe1_base4) & cosmic_pe1_pwl_pipe1_rb4));
+cosmic_pe1_pwl_pipe1_tb <= signed(unsigned'(unsigned(cosmic_pe1_pwl_pipe1_qe) & cosmic_pe1_pwl_pipe1_rb4));
+
+
+cosmic_pe1_pwl_pipe1_t4 <= (cosmic_pe1_pwl_pipe1_ta + cosmic_pe1_pwl_pipe1_tb);
+
+
+cosmic_pe1_pwl_pipe1_unused <= unsigned'(cosmic_pe1_pwl_pipe1_t4((32 + 1)) & unsigned(cosmic_pe1_pwl_pipe1_prod4((16 - 1)-1 downto 0)) & cosmic_pe1_pwl_pipe1_t4(0));
+
+
+cosmic_pe1_y_sig <= signed(unsigned(cosmic_pe1_pwl_pipe1_t4((32 + 1)-1 downto 1)));
 
 cosmic_pe1_pipe: process (clk) is
 begin
@@ -9961,17 +9159,17 @@ begin
     end if;
 end process cosmic_pe1_pipe;
 
-cosmic_pe1_sext5_fill: process (cosmic_pe1_mul2_csa1_p) is
+cosmic_pe1_sext7_fill: process (cosmic_pe1_mul2_csa1_p) is
 begin
     if bool(cosmic_pe1_mul2_csa1_p((64 - 1))) then
-        cosmic_pe1_sext5_sgn <= to_unsigned(255, 8);
+        cosmic_pe1_sext7_sgn <= to_unsigned(255, 8);
     else
-        cosmic_pe1_sext5_sgn <= to_unsigned(0, 8);
+        cosmic_pe1_sext7_sgn <= to_unsigned(0, 8);
     end if;
-end process cosmic_pe1_sext5_fill;
+end process cosmic_pe1_sext7_fill;
 
 
-cosmic_pe1_sext5_xe <= signed(unsigned'(cosmic_pe1_sext5_sgn & unsigned(cosmic_pe1_mul2_csa1_p)));
+cosmic_pe1_sext7_xe <= signed(unsigned'(cosmic_pe1_sext7_sgn & unsigned(cosmic_pe1_mul2_csa1_p)));
 
 cosmic_pe1_acc_csel1_gate: process (cosmic_pe1_clr6, cosmic_pe1_acc) is
 begin
@@ -9984,9 +9182,9 @@ end process cosmic_pe1_acc_csel1_gate;
 
 
 cosmic_pe1_acc_csel1_al <= unsigned(cosmic_pe1_acc_csel1_ai(36-1 downto 0));
-cosmic_pe1_acc_csel1_pl <= unsigned(cosmic_pe1_sext5_xe(36-1 downto 0));
+cosmic_pe1_acc_csel1_pl <= unsigned(cosmic_pe1_sext7_xe(36-1 downto 0));
 cosmic_pe1_acc_csel1_ah <= signed(unsigned(cosmic_pe1_acc_csel1_ai(72-1 downto 36)));
-cosmic_pe1_acc_csel1_ph <= signed(unsigned(cosmic_pe1_sext5_xe(72-1 downto 36)));
+cosmic_pe1_acc_csel1_ph <= signed(unsigned(cosmic_pe1_sext7_xe(72-1 downto 36)));
 
 
 cosmic_pe1_acc_csel1_slo <= (resize(cosmic_pe1_acc_csel1_al, 37) + cosmic_pe1_acc_csel1_pl);
@@ -10006,66 +9204,66 @@ end process cosmic_pe1_acc_csel1_pick;
 cosmic_pe1_acc_csel1_full <= signed(unsigned'(unsigned(cosmic_pe1_acc_csel1_hs) & cosmic_pe1_acc_csel1_slo(36-1 downto 0)));
 
 
-cosmic_pe1_acc_csel1_sat9_hi <= unsigned(cosmic_pe1_acc_csel1_full(73-1 downto (72 - 1)));
+cosmic_pe1_acc_csel1_sat5_hi <= unsigned(cosmic_pe1_acc_csel1_full(73-1 downto (72 - 1)));
 
 
-cosmic_pe1_acc_csel1_sat9_hin <= (not cosmic_pe1_acc_csel1_sat9_hi);
+cosmic_pe1_acc_csel1_sat5_hin <= (not cosmic_pe1_acc_csel1_sat5_hi);
 
 
-cosmic_pe1_acc_csel1_sat9_nsign <= stdl((not bool(cosmic_pe1_acc_csel1_full((73 - 1)))));
+cosmic_pe1_acc_csel1_sat5_nsign <= stdl((not bool(cosmic_pe1_acc_csel1_full((73 - 1)))));
 
-cosmic_pe1_acc_csel1_sat9_clamp: process (cosmic_pe1_acc_csel1_sat9_fill, cosmic_pe1_acc_csel1_sat9_hi, cosmic_pe1_acc_csel1_full, cosmic_pe1_acc_csel1_sat9_hin) is
+cosmic_pe1_acc_csel1_sat5_clamp: process (cosmic_pe1_acc_csel1_sat5_fill, cosmic_pe1_acc_csel1_sat5_hi, cosmic_pe1_acc_csel1_full, cosmic_pe1_acc_csel1_sat5_hin) is
 begin
-    if ((cosmic_pe1_acc_csel1_sat9_hi = 0) or (cosmic_pe1_acc_csel1_sat9_hin = 0)) then
+    if ((cosmic_pe1_acc_csel1_sat5_hi = 0) or (cosmic_pe1_acc_csel1_sat5_hin = 0)) then
         cosmic_pe1_acc_new <= signed(unsigned(cosmic_pe1_acc_csel1_full(72-1 downto 0)));
     else
-        cosmic_pe1_acc_new <= signed(unsigned'(cosmic_pe1_acc_csel1_full((73 - 1)) & cosmic_pe1_acc_csel1_sat9_fill));
+        cosmic_pe1_acc_new <= signed(unsigned'(cosmic_pe1_acc_csel1_full((73 - 1)) & cosmic_pe1_acc_csel1_sat5_fill));
     end if;
-end process cosmic_pe1_acc_csel1_sat9_clamp;
+end process cosmic_pe1_acc_csel1_sat5_clamp;
 
 
-cosmic_pe1_round_sat_fast4_lo <= unsigned(cosmic_pe1_mul2_csa1_p((16 + 32)-1 downto 16));
-cosmic_pe1_round_sat_fast4_rb <= to_unsigned(cosmic_pe1_mul2_csa1_p((16 - 1)), 1);
-cosmic_pe1_round_sat_fast4_hi <= unsigned(cosmic_pe1_mul2_csa1_p(64-1 downto (16 + 32)));
-cosmic_pe1_round_sat_fast4_neg <= cosmic_pe1_mul2_csa1_p((64 - 1));
-cosmic_pe1_round_sat_fast4_nneg <= stdl((not bool(cosmic_pe1_mul2_csa1_p((64 - 1)))));
+cosmic_pe1_round_sat_fast2_lo <= unsigned(cosmic_pe1_mul2_csa1_p((16 + 32)-1 downto 16));
+cosmic_pe1_round_sat_fast2_rb <= to_unsigned(cosmic_pe1_mul2_csa1_p((16 - 1)), 1);
+cosmic_pe1_round_sat_fast2_hi <= unsigned(cosmic_pe1_mul2_csa1_p(64-1 downto (16 + 32)));
+cosmic_pe1_round_sat_fast2_neg <= cosmic_pe1_mul2_csa1_p((64 - 1));
+cosmic_pe1_round_sat_fast2_nneg <= stdl((not bool(cosmic_pe1_mul2_csa1_p((64 - 1)))));
 
 
-cosmic_pe1_round_sat_fast4_hin <= (not cosmic_pe1_round_sat_fast4_hi);
+cosmic_pe1_round_sat_fast2_hin <= (not cosmic_pe1_round_sat_fast2_hi);
 
 
-cosmic_pe1_round_sat_fast4_s <= (resize(cosmic_pe1_round_sat_fast4_lo, 33) + cosmic_pe1_round_sat_fast4_rb);
+cosmic_pe1_round_sat_fast2_s <= (resize(cosmic_pe1_round_sat_fast2_lo, 33) + cosmic_pe1_round_sat_fast2_rb);
 
-cosmic_pe1_round_sat_fast4_outc: process (cosmic_pe1_round_sat_fast4_s, cosmic_pe1_round_sat_fast4_hin, cosmic_pe1_round_sat_fast4_hi, cosmic_pe1_round_sat_fast4_neg, cosmic_pe1_round_sat_fast4_fill) is
+cosmic_pe1_round_sat_fast2_outc: process (cosmic_pe1_round_sat_fast2_s, cosmic_pe1_round_sat_fast2_hin, cosmic_pe1_round_sat_fast2_hi, cosmic_pe1_round_sat_fast2_neg, cosmic_pe1_round_sat_fast2_fill) is
 begin
-    if ((bool(cosmic_pe1_round_sat_fast4_s(32)) and (cosmic_pe1_round_sat_fast4_hin = 0)) or ((not bool(cosmic_pe1_round_sat_fast4_s(32))) and (((cosmic_pe1_round_sat_fast4_hi = 0) and (not bool(cosmic_pe1_round_sat_fast4_s((32 - 1))))) or ((cosmic_pe1_round_sat_fast4_hin = 0) and bool(cosmic_pe1_round_sat_fast4_s((32 - 1))))))) then
-        cosmic_pe1_mul_s <= signed(cosmic_pe1_round_sat_fast4_s(32-1 downto 0));
+    if ((bool(cosmic_pe1_round_sat_fast2_s(32)) and (cosmic_pe1_round_sat_fast2_hin = 0)) or ((not bool(cosmic_pe1_round_sat_fast2_s(32))) and (((cosmic_pe1_round_sat_fast2_hi = 0) and (not bool(cosmic_pe1_round_sat_fast2_s((32 - 1))))) or ((cosmic_pe1_round_sat_fast2_hin = 0) and bool(cosmic_pe1_round_sat_fast2_s((32 - 1))))))) then
+        cosmic_pe1_mul_s <= signed(cosmic_pe1_round_sat_fast2_s(32-1 downto 0));
     else
-        cosmic_pe1_mul_s <= signed(unsigned'(cosmic_pe1_round_sat_fast4_neg & cosmic_pe1_round_sat_fast4_fill));
+        cosmic_pe1_mul_s <= signed(unsigned'(cosmic_pe1_round_sat_fast2_neg & cosmic_pe1_round_sat_fast2_fill));
     end if;
-end process cosmic_pe1_round_sat_fast4_outc;
+end process cosmic_pe1_round_sat_fast2_outc;
 
 
-cosmic_pe1_round_sat_fast5_lo <= unsigned(cosmic_pe1_acc((16 + 32)-1 downto 16));
-cosmic_pe1_round_sat_fast5_rb <= to_unsigned(cosmic_pe1_acc((16 - 1)), 1);
-cosmic_pe1_round_sat_fast5_hi <= unsigned(cosmic_pe1_acc(72-1 downto (16 + 32)));
-cosmic_pe1_round_sat_fast5_neg <= cosmic_pe1_acc((72 - 1));
-cosmic_pe1_round_sat_fast5_nneg <= stdl((not bool(cosmic_pe1_acc((72 - 1)))));
+cosmic_pe1_round_sat_fast3_lo <= unsigned(cosmic_pe1_acc((16 + 32)-1 downto 16));
+cosmic_pe1_round_sat_fast3_rb <= to_unsigned(cosmic_pe1_acc((16 - 1)), 1);
+cosmic_pe1_round_sat_fast3_hi <= unsigned(cosmic_pe1_acc(72-1 downto (16 + 32)));
+cosmic_pe1_round_sat_fast3_neg <= cosmic_pe1_acc((72 - 1));
+cosmic_pe1_round_sat_fast3_nneg <= stdl((not bool(cosmic_pe1_acc((72 - 1)))));
 
 
-cosmic_pe1_round_sat_fast5_hin <= (not cosmic_pe1_round_sat_fast5_hi);
+cosmic_pe1_round_sat_fast3_hin <= (not cosmic_pe1_round_sat_fast3_hi);
 
 
-cosmic_pe1_round_sat_fast5_s <= (resize(cosmic_pe1_round_sat_fast5_lo, 33) + cosmic_pe1_round_sat_fast5_rb);
+cosmic_pe1_round_sat_fast3_s <= (resize(cosmic_pe1_round_sat_fast3_lo, 33) + cosmic_pe1_round_sat_fast3_rb);
 
-cosmic_pe1_round_sat_fast5_outc: process (cosmic_pe1_round_sat_fast5_s, cosmic_pe1_round_sat_fast5_hin, cosmic_pe1_round_sat_fast5_hi, cosmic_pe1_round_sat_fast5_neg, cosmic_pe1_round_sat_fast5_fill) is
+cosmic_pe1_round_sat_fast3_outc: process (cosmic_pe1_round_sat_fast3_s, cosmic_pe1_round_sat_fast3_hin, cosmic_pe1_round_sat_fast3_hi, cosmic_pe1_round_sat_fast3_neg, cosmic_pe1_round_sat_fast3_fill) is
 begin
-    if ((bool(cosmic_pe1_round_sat_fast5_s(32)) and (cosmic_pe1_round_sat_fast5_hin = 0)) or ((not bool(cosmic_pe1_round_sat_fast5_s(32))) and (((cosmic_pe1_round_sat_fast5_hi = 0) and (not bool(cosmic_pe1_round_sat_fast5_s((32 - 1))))) or ((cosmic_pe1_round_sat_fast5_hin = 0) and bool(cosmic_pe1_round_sat_fast5_s((32 - 1))))))) then
-        cosmic_pe1_y_gau <= signed(cosmic_pe1_round_sat_fast5_s(32-1 downto 0));
+    if ((bool(cosmic_pe1_round_sat_fast3_s(32)) and (cosmic_pe1_round_sat_fast3_hin = 0)) or ((not bool(cosmic_pe1_round_sat_fast3_s(32))) and (((cosmic_pe1_round_sat_fast3_hi = 0) and (not bool(cosmic_pe1_round_sat_fast3_s((32 - 1))))) or ((cosmic_pe1_round_sat_fast3_hin = 0) and bool(cosmic_pe1_round_sat_fast3_s((32 - 1))))))) then
+        cosmic_pe1_y_gau <= signed(cosmic_pe1_round_sat_fast3_s(32-1 downto 0));
     else
-        cosmic_pe1_y_gau <= signed(unsigned'(cosmic_pe1_round_sat_fast5_neg & cosmic_pe1_round_sat_fast5_fill));
+        cosmic_pe1_y_gau <= signed(unsigned'(cosmic_pe1_round_sat_fast3_neg & cosmic_pe1_round_sat_fast3_fill));
     end if;
-end process cosmic_pe1_round_sat_fast5_outc;
+end process cosmic_pe1_round_sat_fast3_outc;
 
 cosmic_pe1_r7mux: process (cosmic_pe1_r6, cosmic_pe1_mul_s, cosmic_pe1_mu6) is
 begin
@@ -11133,40 +10331,40 @@ cosmic_pe2_sum_ab <= (resize(cosmic_pe2_fa, 33) + cosmic_pe2_fb);
 cosmic_pe2_dif_ab <= (resize(cosmic_pe2_fa, 33) - cosmic_pe2_fb);
 
 
-cosmic_pe2_sat10_hi <= unsigned(cosmic_pe2_sum_ab(33-1 downto (32 - 1)));
+cosmic_pe2_sat6_hi <= unsigned(cosmic_pe2_sum_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe2_sat10_hin <= (not cosmic_pe2_sat10_hi);
+cosmic_pe2_sat6_hin <= (not cosmic_pe2_sat6_hi);
 
 
-cosmic_pe2_sat10_nsign <= stdl((not bool(cosmic_pe2_sum_ab((33 - 1)))));
+cosmic_pe2_sat6_nsign <= stdl((not bool(cosmic_pe2_sum_ab((33 - 1)))));
 
-cosmic_pe2_sat10_clamp: process (cosmic_pe2_sat10_fill, cosmic_pe2_sat10_hi, cosmic_pe2_sum_ab, cosmic_pe2_sat10_hin) is
+cosmic_pe2_sat6_clamp: process (cosmic_pe2_sat6_fill, cosmic_pe2_sat6_hi, cosmic_pe2_sum_ab, cosmic_pe2_sat6_hin) is
 begin
-    if ((cosmic_pe2_sat10_hi = 0) or (cosmic_pe2_sat10_hin = 0)) then
+    if ((cosmic_pe2_sat6_hi = 0) or (cosmic_pe2_sat6_hin = 0)) then
         cosmic_pe2_add_s <= signed(unsigned(cosmic_pe2_sum_ab(32-1 downto 0)));
     else
-        cosmic_pe2_add_s <= signed(unsigned'(cosmic_pe2_sum_ab((33 - 1)) & cosmic_pe2_sat10_fill));
+        cosmic_pe2_add_s <= signed(unsigned'(cosmic_pe2_sum_ab((33 - 1)) & cosmic_pe2_sat6_fill));
     end if;
-end process cosmic_pe2_sat10_clamp;
+end process cosmic_pe2_sat6_clamp;
 
 
-cosmic_pe2_sat11_hi <= unsigned(cosmic_pe2_dif_ab(33-1 downto (32 - 1)));
+cosmic_pe2_sat7_hi <= unsigned(cosmic_pe2_dif_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe2_sat11_hin <= (not cosmic_pe2_sat11_hi);
+cosmic_pe2_sat7_hin <= (not cosmic_pe2_sat7_hi);
 
 
-cosmic_pe2_sat11_nsign <= stdl((not bool(cosmic_pe2_dif_ab((33 - 1)))));
+cosmic_pe2_sat7_nsign <= stdl((not bool(cosmic_pe2_dif_ab((33 - 1)))));
 
-cosmic_pe2_sat11_clamp: process (cosmic_pe2_sat11_fill, cosmic_pe2_sat11_hi, cosmic_pe2_dif_ab, cosmic_pe2_sat11_hin) is
+cosmic_pe2_sat7_clamp: process (cosmic_pe2_sat7_fill, cosmic_pe2_sat7_hi, cosmic_pe2_dif_ab, cosmic_pe2_sat7_hin) is
 begin
-    if ((cosmic_pe2_sat11_hi = 0) or (cosmic_pe2_sat11_hin = 0)) then
+    if ((cosmic_pe2_sat7_hi = 0) or (cosmic_pe2_sat7_hin = 0)) then
         cosmic_pe2_sub_s <= signed(unsigned(cosmic_pe2_dif_ab(32-1 downto 0)));
     else
-        cosmic_pe2_sub_s <= signed(unsigned'(cosmic_pe2_dif_ab((33 - 1)) & cosmic_pe2_sat11_fill));
+        cosmic_pe2_sub_s <= signed(unsigned'(cosmic_pe2_dif_ab((33 - 1)) & cosmic_pe2_sat7_fill));
     end if;
-end process cosmic_pe2_sat11_clamp;
+end process cosmic_pe2_sat7_clamp;
 
 cosmic_pe2_resmux: process (cosmic_pe2_fa, cosmic_pe2_sub_s, cosmic_pe2_add_s, cosmic_pe2_fb, cosmic_pe2_op4) is
 begin
@@ -11235,29 +10433,29 @@ begin
     end if;
 end process cosmic_pe2_mul2_csa2_st1;
 
-cosmic_pe2_mul2_csa2_sext6_fill: process (cosmic_pe2_mul2_csa2_lh) is
+cosmic_pe2_mul2_csa2_sext8_fill: process (cosmic_pe2_mul2_csa2_lh) is
 begin
     if bool(cosmic_pe2_mul2_csa2_lh((33 - 1))) then
-        cosmic_pe2_mul2_csa2_sext6_sgn <= to_unsigned(32767, 15);
+        cosmic_pe2_mul2_csa2_sext8_sgn <= to_unsigned(32767, 15);
     else
-        cosmic_pe2_mul2_csa2_sext6_sgn <= to_unsigned(0, 15);
+        cosmic_pe2_mul2_csa2_sext8_sgn <= to_unsigned(0, 15);
     end if;
-end process cosmic_pe2_mul2_csa2_sext6_fill;
+end process cosmic_pe2_mul2_csa2_sext8_fill;
 
 
-cosmic_pe2_mul2_csa2_lhe <= signed(unsigned'(cosmic_pe2_mul2_csa2_sext6_sgn & unsigned(cosmic_pe2_mul2_csa2_lh)));
+cosmic_pe2_mul2_csa2_lhe <= signed(unsigned'(cosmic_pe2_mul2_csa2_sext8_sgn & unsigned(cosmic_pe2_mul2_csa2_lh)));
 
-cosmic_pe2_mul2_csa2_sext7_fill: process (cosmic_pe2_mul2_csa2_hl) is
+cosmic_pe2_mul2_csa2_sext9_fill: process (cosmic_pe2_mul2_csa2_hl) is
 begin
     if bool(cosmic_pe2_mul2_csa2_hl((33 - 1))) then
-        cosmic_pe2_mul2_csa2_sext7_sgn <= to_unsigned(32767, 15);
+        cosmic_pe2_mul2_csa2_sext9_sgn <= to_unsigned(32767, 15);
     else
-        cosmic_pe2_mul2_csa2_sext7_sgn <= to_unsigned(0, 15);
+        cosmic_pe2_mul2_csa2_sext9_sgn <= to_unsigned(0, 15);
     end if;
-end process cosmic_pe2_mul2_csa2_sext7_fill;
+end process cosmic_pe2_mul2_csa2_sext9_fill;
 
 
-cosmic_pe2_mul2_csa2_hle <= signed(unsigned'(cosmic_pe2_mul2_csa2_sext7_sgn & unsigned(cosmic_pe2_mul2_csa2_hl)));
+cosmic_pe2_mul2_csa2_hle <= signed(unsigned'(cosmic_pe2_mul2_csa2_sext9_sgn & unsigned(cosmic_pe2_mul2_csa2_hl)));
 
 
 cosmic_pe2_mul2_csa2_ta <= unsigned'(unsigned(cosmic_pe2_mul2_csa2_hh) & cosmic_pe2_mul2_csa2_ll((2 * 16)-1 downto 16));
@@ -11290,394 +10488,249 @@ end process cosmic_pe2_mul2_csa2_st2;
 
 cosmic_pe2_pwl_pipe2_zl <= (resize(cosmic_pe2_fa, 33) + 524288);
 
-cosmic_pe2_pwl_pipe2_clampz: process (cosmic_pe2_pwl_pipe2_zl, cosmic_pe2_fa) is
-begin
-    if (cosmic_pe2_fa >= 524288) then
-        cosmic_pe2_pwl_pipe2_u_c <= to_unsigned(1048575, 20);
-    elsif (cosmic_pe2_fa < (- 524288)) then
-        cosmic_pe2_pwl_pipe2_u_c <= to_unsigned(0, 20);
-    else
-        cosmic_pe2_pwl_pipe2_u_c <= unsigned(cosmic_pe2_pwl_pipe2_zl(20-1 downto 0));
-    end if;
-end process cosmic_pe2_pwl_pipe2_clampz;
+
+cosmic_pe2_pwl_pipe2_zl_unused <= unsigned(cosmic_pe2_pwl_pipe2_zl((32 + 1)-1 downto 20));
 
 cosmic_pe2_pwl_pipe2_p1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe2_pwl_pipe2_u1 <= to_unsigned(0, 20);
+            cosmic_pe2_pwl_pipe2_ge1 <= '0';
+            cosmic_pe2_pwl_pipe2_lt1 <= '0';
+            cosmic_pe2_pwl_pipe2_zl1 <= to_unsigned(0, 20);
         else
-            cosmic_pe2_pwl_pipe2_u1 <= cosmic_pe2_pwl_pipe2_u_c;
+            cosmic_pe2_pwl_pipe2_zl1 <= unsigned(cosmic_pe2_pwl_pipe2_zl(20-1 downto 0));
+            cosmic_pe2_pwl_pipe2_ge1 <= stdl(cosmic_pe2_fa >= 524288);
+            cosmic_pe2_pwl_pipe2_lt1 <= stdl(cosmic_pe2_fa < (- 524288));
         end if;
     end if;
 end process cosmic_pe2_pwl_pipe2_p1;
 
-
-cosmic_pe2_pwl_pipe2_idx2 <= cosmic_pe2_pwl_pipe2_u1(20-1 downto 14);
-cosmic_pe2_pwl_pipe2_off2 <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe2_pwl_pipe2_u1(14-1 downto 0)));
-
-cosmic_pe2_pwl_pipe2_p2rom: process (cosmic_pe2_pwl_pipe2_idx2) is
+cosmic_pe2_pwl_pipe2_clampz: process (cosmic_pe2_pwl_pipe2_ge1, cosmic_pe2_pwl_pipe2_zl1, cosmic_pe2_pwl_pipe2_lt1) is
 begin
-    case to_integer(cosmic_pe2_pwl_pipe2_idx2) is
-        when 0 => cosmic_pe2_pwl_pipe2_slope2 <= "000000000011001";
-        when 1 => cosmic_pe2_pwl_pipe2_slope2 <= "000000000100000";
-        when 2 => cosmic_pe2_pwl_pipe2_slope2 <= "000000000101001";
-        when 3 => cosmic_pe2_pwl_pipe2_slope2 <= "000000000110101";
-        when 4 => cosmic_pe2_pwl_pipe2_slope2 <= "000000001000100";
-        when 5 => cosmic_pe2_pwl_pipe2_slope2 <= "000000001010111";
-        when 6 => cosmic_pe2_pwl_pipe2_slope2 <= "000000001110000";
-        when 7 => cosmic_pe2_pwl_pipe2_slope2 <= "000000010001111";
-        when 8 => cosmic_pe2_pwl_pipe2_slope2 <= "000000010111000";
-        when 9 => cosmic_pe2_pwl_pipe2_slope2 <= "000000011101011";
-        when 10 => cosmic_pe2_pwl_pipe2_slope2 <= "000000100101101";
-        when 11 => cosmic_pe2_pwl_pipe2_slope2 <= "000000110000010";
-        when 12 => cosmic_pe2_pwl_pipe2_slope2 <= "000000111101110";
-        when 13 => cosmic_pe2_pwl_pipe2_slope2 <= "000001001111000";
-        when 14 => cosmic_pe2_pwl_pipe2_slope2 <= "000001100100111";
-        when 15 => cosmic_pe2_pwl_pipe2_slope2 <= "000010000000100";
-        when 16 => cosmic_pe2_pwl_pipe2_slope2 <= "000010100011100";
-        when 17 => cosmic_pe2_pwl_pipe2_slope2 <= "000011001111101";
-        when 18 => cosmic_pe2_pwl_pipe2_slope2 <= "000100000110101";
-        when 19 => cosmic_pe2_pwl_pipe2_slope2 <= "000101001010111";
-        when 20 => cosmic_pe2_pwl_pipe2_slope2 <= "000110011110111";
-        when 21 => cosmic_pe2_pwl_pipe2_slope2 <= "001000000100110";
-        when 22 => cosmic_pe2_pwl_pipe2_slope2 <= "001001111110110";
-        when 23 => cosmic_pe2_pwl_pipe2_slope2 <= "001100001101101";
-        when 24 => cosmic_pe2_pwl_pipe2_slope2 <= "001110110001001";
-        when 25 => cosmic_pe2_pwl_pipe2_slope2 <= "010001100110100";
-        when 26 => cosmic_pe2_pwl_pipe2_slope2 <= "010100100111110";
-        when 27 => cosmic_pe2_pwl_pipe2_slope2 <= "010111101011010";
-        when 28 => cosmic_pe2_pwl_pipe2_slope2 <= "011010100100000";
-        when 29 => cosmic_pe2_pwl_pipe2_slope2 <= "011101000010101";
-        when 30 => cosmic_pe2_pwl_pipe2_slope2 <= "011110110111011";
-        when 31 => cosmic_pe2_pwl_pipe2_slope2 <= "011111110101011";
-        when 32 => cosmic_pe2_pwl_pipe2_slope2 <= "011111110101011";
-        when 33 => cosmic_pe2_pwl_pipe2_slope2 <= "011110110111011";
-        when 34 => cosmic_pe2_pwl_pipe2_slope2 <= "011101000010101";
-        when 35 => cosmic_pe2_pwl_pipe2_slope2 <= "011010100100000";
-        when 36 => cosmic_pe2_pwl_pipe2_slope2 <= "010111101011010";
-        when 37 => cosmic_pe2_pwl_pipe2_slope2 <= "010100100111110";
-        when 38 => cosmic_pe2_pwl_pipe2_slope2 <= "010001100110100";
-        when 39 => cosmic_pe2_pwl_pipe2_slope2 <= "001110110001001";
-        when 40 => cosmic_pe2_pwl_pipe2_slope2 <= "001100001101101";
-        when 41 => cosmic_pe2_pwl_pipe2_slope2 <= "001001111110110";
-        when 42 => cosmic_pe2_pwl_pipe2_slope2 <= "001000000100110";
-        when 43 => cosmic_pe2_pwl_pipe2_slope2 <= "000110011110111";
-        when 44 => cosmic_pe2_pwl_pipe2_slope2 <= "000101001010111";
-        when 45 => cosmic_pe2_pwl_pipe2_slope2 <= "000100000110101";
-        when 46 => cosmic_pe2_pwl_pipe2_slope2 <= "000011001111101";
-        when 47 => cosmic_pe2_pwl_pipe2_slope2 <= "000010100011100";
-        when 48 => cosmic_pe2_pwl_pipe2_slope2 <= "000010000000100";
-        when 49 => cosmic_pe2_pwl_pipe2_slope2 <= "000001100100111";
-        when 50 => cosmic_pe2_pwl_pipe2_slope2 <= "000001001111000";
-        when 51 => cosmic_pe2_pwl_pipe2_slope2 <= "000000111101110";
-        when 52 => cosmic_pe2_pwl_pipe2_slope2 <= "000000110000010";
-        when 53 => cosmic_pe2_pwl_pipe2_slope2 <= "000000100101101";
-        when 54 => cosmic_pe2_pwl_pipe2_slope2 <= "000000011101011";
-        when 55 => cosmic_pe2_pwl_pipe2_slope2 <= "000000010111000";
-        when 56 => cosmic_pe2_pwl_pipe2_slope2 <= "000000010001111";
-        when 57 => cosmic_pe2_pwl_pipe2_slope2 <= "000000001110000";
-        when 58 => cosmic_pe2_pwl_pipe2_slope2 <= "000000001010111";
-        when 59 => cosmic_pe2_pwl_pipe2_slope2 <= "000000001000100";
-        when 60 => cosmic_pe2_pwl_pipe2_slope2 <= "000000000110101";
-        when 61 => cosmic_pe2_pwl_pipe2_slope2 <= "000000000101001";
-        when 62 => cosmic_pe2_pwl_pipe2_slope2 <= "000000000100000";
-        when others => cosmic_pe2_pwl_pipe2_slope2 <= "000000000011001";
+    if bool(cosmic_pe2_pwl_pipe2_ge1) then
+        cosmic_pe2_pwl_pipe2_idx_s <= to_unsigned(63, 6);
+        cosmic_pe2_pwl_pipe2_idx_b <= to_unsigned(63, 6);
+        cosmic_pe2_pwl_pipe2_off2 <= to_unsigned(16383, 14);
+    elsif bool(cosmic_pe2_pwl_pipe2_lt1) then
+        cosmic_pe2_pwl_pipe2_idx_s <= cosmic_pe2_pwl_pipe2_zl1(20-1 downto 14);
+        cosmic_pe2_pwl_pipe2_idx_b <= to_unsigned(0, 6);
+        cosmic_pe2_pwl_pipe2_off2 <= cosmic_pe2_pwl_pipe2_zl1(14-1 downto 0);
+    else
+        cosmic_pe2_pwl_pipe2_idx_s <= cosmic_pe2_pwl_pipe2_zl1(20-1 downto 14);
+        cosmic_pe2_pwl_pipe2_idx_b <= cosmic_pe2_pwl_pipe2_zl1(20-1 downto 14);
+        cosmic_pe2_pwl_pipe2_off2 <= cosmic_pe2_pwl_pipe2_zl1(14-1 downto 0);
+    end if;
+end process cosmic_pe2_pwl_pipe2_clampz;
+
+cosmic_pe2_pwl_pipe2_p2rom: process (cosmic_pe2_pwl_pipe2_idx_s) is
+begin
+    case to_integer(cosmic_pe2_pwl_pipe2_idx_s) is
+        when 0 => cosmic_pe2_pwl_pipe2_slope_r <= "000000000011001";
+        when 1 => cosmic_pe2_pwl_pipe2_slope_r <= "000000000100000";
+        when 2 => cosmic_pe2_pwl_pipe2_slope_r <= "000000000101001";
+        when 3 => cosmic_pe2_pwl_pipe2_slope_r <= "000000000110101";
+        when 4 => cosmic_pe2_pwl_pipe2_slope_r <= "000000001000100";
+        when 5 => cosmic_pe2_pwl_pipe2_slope_r <= "000000001010111";
+        when 6 => cosmic_pe2_pwl_pipe2_slope_r <= "000000001110000";
+        when 7 => cosmic_pe2_pwl_pipe2_slope_r <= "000000010001111";
+        when 8 => cosmic_pe2_pwl_pipe2_slope_r <= "000000010111000";
+        when 9 => cosmic_pe2_pwl_pipe2_slope_r <= "000000011101011";
+        when 10 => cosmic_pe2_pwl_pipe2_slope_r <= "000000100101101";
+        when 11 => cosmic_pe2_pwl_pipe2_slope_r <= "000000110000010";
+        when 12 => cosmic_pe2_pwl_pipe2_slope_r <= "000000111101110";
+        when 13 => cosmic_pe2_pwl_pipe2_slope_r <= "000001001111000";
+        when 14 => cosmic_pe2_pwl_pipe2_slope_r <= "000001100100111";
+        when 15 => cosmic_pe2_pwl_pipe2_slope_r <= "000010000000100";
+        when 16 => cosmic_pe2_pwl_pipe2_slope_r <= "000010100011100";
+        when 17 => cosmic_pe2_pwl_pipe2_slope_r <= "000011001111101";
+        when 18 => cosmic_pe2_pwl_pipe2_slope_r <= "000100000110101";
+        when 19 => cosmic_pe2_pwl_pipe2_slope_r <= "000101001010111";
+        when 20 => cosmic_pe2_pwl_pipe2_slope_r <= "000110011110111";
+        when 21 => cosmic_pe2_pwl_pipe2_slope_r <= "001000000100110";
+        when 22 => cosmic_pe2_pwl_pipe2_slope_r <= "001001111110110";
+        when 23 => cosmic_pe2_pwl_pipe2_slope_r <= "001100001101101";
+        when 24 => cosmic_pe2_pwl_pipe2_slope_r <= "001110110001001";
+        when 25 => cosmic_pe2_pwl_pipe2_slope_r <= "010001100110100";
+        when 26 => cosmic_pe2_pwl_pipe2_slope_r <= "010100100111110";
+        when 27 => cosmic_pe2_pwl_pipe2_slope_r <= "010111101011010";
+        when 28 => cosmic_pe2_pwl_pipe2_slope_r <= "011010100100000";
+        when 29 => cosmic_pe2_pwl_pipe2_slope_r <= "011101000010101";
+        when 30 => cosmic_pe2_pwl_pipe2_slope_r <= "011110110111011";
+        when 31 => cosmic_pe2_pwl_pipe2_slope_r <= "011111110101011";
+        when 32 => cosmic_pe2_pwl_pipe2_slope_r <= "011111110101011";
+        when 33 => cosmic_pe2_pwl_pipe2_slope_r <= "011110110111011";
+        when 34 => cosmic_pe2_pwl_pipe2_slope_r <= "011101000010101";
+        when 35 => cosmic_pe2_pwl_pipe2_slope_r <= "011010100100000";
+        when 36 => cosmic_pe2_pwl_pipe2_slope_r <= "010111101011010";
+        when 37 => cosmic_pe2_pwl_pipe2_slope_r <= "010100100111110";
+        when 38 => cosmic_pe2_pwl_pipe2_slope_r <= "010001100110100";
+        when 39 => cosmic_pe2_pwl_pipe2_slope_r <= "001110110001001";
+        when 40 => cosmic_pe2_pwl_pipe2_slope_r <= "001100001101101";
+        when 41 => cosmic_pe2_pwl_pipe2_slope_r <= "001001111110110";
+        when 42 => cosmic_pe2_pwl_pipe2_slope_r <= "001000000100110";
+        when 43 => cosmic_pe2_pwl_pipe2_slope_r <= "000110011110111";
+        when 44 => cosmic_pe2_pwl_pipe2_slope_r <= "000101001010111";
+        when 45 => cosmic_pe2_pwl_pipe2_slope_r <= "000100000110101";
+        when 46 => cosmic_pe2_pwl_pipe2_slope_r <= "000011001111101";
+        when 47 => cosmic_pe2_pwl_pipe2_slope_r <= "000010100011100";
+        when 48 => cosmic_pe2_pwl_pipe2_slope_r <= "000010000000100";
+        when 49 => cosmic_pe2_pwl_pipe2_slope_r <= "000001100100111";
+        when 50 => cosmic_pe2_pwl_pipe2_slope_r <= "000001001111000";
+        when 51 => cosmic_pe2_pwl_pipe2_slope_r <= "000000111101110";
+        when 52 => cosmic_pe2_pwl_pipe2_slope_r <= "000000110000010";
+        when 53 => cosmic_pe2_pwl_pipe2_slope_r <= "000000100101101";
+        when 54 => cosmic_pe2_pwl_pipe2_slope_r <= "000000011101011";
+        when 55 => cosmic_pe2_pwl_pipe2_slope_r <= "000000010111000";
+        when 56 => cosmic_pe2_pwl_pipe2_slope_r <= "000000010001111";
+        when 57 => cosmic_pe2_pwl_pipe2_slope_r <= "000000001110000";
+        when 58 => cosmic_pe2_pwl_pipe2_slope_r <= "000000001010111";
+        when 59 => cosmic_pe2_pwl_pipe2_slope_r <= "000000001000100";
+        when 60 => cosmic_pe2_pwl_pipe2_slope_r <= "000000000110101";
+        when 61 => cosmic_pe2_pwl_pipe2_slope_r <= "000000000101001";
+        when 62 => cosmic_pe2_pwl_pipe2_slope_r <= "000000000100000";
+        when others => cosmic_pe2_pwl_pipe2_slope_r <= "000000000011001";
     end case;
 end process cosmic_pe2_pwl_pipe2_p2rom;
+
+cosmic_pe2_pwl_pipe2_p2romb: process (cosmic_pe2_pwl_pipe2_idx_b) is
+begin
+    case to_integer(cosmic_pe2_pwl_pipe2_idx_b) is
+        when 0 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000000000010110";
+        when 1 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000000000011100";
+        when 2 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000000000100100";
+        when 3 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000000000101111";
+        when 4 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000000000111100";
+        when 5 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000000001001101";
+        when 6 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000000001100010";
+        when 7 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000000001111110";
+        when 8 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000000010100010";
+        when 9 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000000011010000";
+        when 10 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000000100001011";
+        when 11 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000000101010110";
+        when 12 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000000110110111";
+        when 13 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000001000110010";
+        when 14 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000001011010000";
+        when 15 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000001110011010";
+        when 16 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000010010011011";
+        when 17 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000010111100010";
+        when 18 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000011110000001";
+        when 19 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000100110001110";
+        when 20 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000110000100100";
+        when 21 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000000111101100010";
+        when 22 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000001001101101011";
+        when 23 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000001100001101001";
+        when 24 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000001111010000100";
+        when 25 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000010010111100110";
+        when 26 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000010111010110011";
+        when 27 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000011100100000011";
+        when 28 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000100010011011001";
+        when 29 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000101001000100001";
+        when 30 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000110000010100111";
+        when 31 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000000111000000010101";
+        when 32 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001000000000000000";
+        when 33 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001000111111101011";
+        when 34 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001001111101011001";
+        when 35 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001010110111011111";
+        when 36 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001011101100100111";
+        when 37 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001100011011111101";
+        when 38 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001101000101001101";
+        when 39 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001101101000011010";
+        when 40 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001110000101111100";
+        when 41 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001110011110010111";
+        when 42 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001110110010010101";
+        when 43 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111000010011110";
+        when 44 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111001111011100";
+        when 45 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111011001110010";
+        when 46 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111100001111111";
+        when 47 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111101000011110";
+        when 48 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111101101100101";
+        when 49 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111110001100110";
+        when 50 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111110100110000";
+        when 51 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111110111001110";
+        when 52 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111111001001001";
+        when 53 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111111010101010";
+        when 54 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111111011110101";
+        when 55 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111111100110000";
+        when 56 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111111101011110";
+        when 57 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111111110000010";
+        when 58 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111111110011110";
+        when 59 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111111110110011";
+        when 60 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111111111000100";
+        when 61 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111111111010001";
+        when 62 => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111111111011100";
+        when others => cosmic_pe2_pwl_pipe2_base2 <= "00000000000000001111111111100100";
+    end case;
+end process cosmic_pe2_pwl_pipe2_p2romb;
+
+cosmic_pe2_pwl_pipe2_p2z: process (cosmic_pe2_pwl_pipe2_slope_r, cosmic_pe2_pwl_pipe2_lt1) is
+begin
+    if bool(cosmic_pe2_pwl_pipe2_lt1) then
+        cosmic_pe2_pwl_pipe2_slope2 <= to_signed(0, 15);
+    else
+        cosmic_pe2_pwl_pipe2_slope2 <= cosmic_pe2_pwl_pipe2_slope_r;
+    end if;
+end process cosmic_pe2_pwl_pipe2_p2z;
 
 cosmic_pe2_pwl_pipe2_p2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe2_pwl_pipe2_idx3 <= to_unsigned(0, 6);
-            cosmic_pe2_pwl_pipe2_prod3 <= to_signed(0, 33);
+            cosmic_pe2_pwl_pipe2_base3 <= to_signed(0, 32);
+            cosmic_pe2_pwl_pipe2_slope3 <= to_signed(0, 15);
+            cosmic_pe2_pwl_pipe2_off3 <= to_unsigned(0, 14);
         else
-            cosmic_pe2_pwl_pipe2_prod3 <= (resize(cosmic_pe2_pwl_pipe2_slope2, 18) * cosmic_pe2_pwl_pipe2_off2);
-            cosmic_pe2_pwl_pipe2_idx3 <= cosmic_pe2_pwl_pipe2_idx2;
+            cosmic_pe2_pwl_pipe2_slope3 <= cosmic_pe2_pwl_pipe2_slope2;
+            cosmic_pe2_pwl_pipe2_off3 <= cosmic_pe2_pwl_pipe2_off2;
+            cosmic_pe2_pwl_pipe2_base3 <= cosmic_pe2_pwl_pipe2_base2;
         end if;
     end if;
 end process cosmic_pe2_pwl_pipe2_p2;
 
 
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_t <= shift_right(cosmic_pe2_pwl_pipe2_prod3, 16);
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000") & cosmic_pe2_pwl_pipe2_prod3((16 - 1))));
-
-
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r <= (cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_t + cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_rb);
-
-
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hi <= unsigned(cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r(33-1 downto (32 - 1)));
-
-
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hin <= (not cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hi);
-
-
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_nsign <= stdl((not bool(cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r((33 - 1)))));
-
-cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_clamp: process (cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill, cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hi, cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r, cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hin) is
-begin
-    if ((cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hi = 0) or (cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_hin = 0)) then
-        cosmic_pe2_pwl_pipe2_rnd_c <= signed(unsigned(cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r(32-1 downto 0)));
-    else
-        cosmic_pe2_pwl_pipe2_rnd_c <= signed(unsigned'(cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_r((33 - 1)) & cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_fill));
-    end if;
-end process cosmic_pe2_pwl_pipe2_round_sat_fast6_round_sat2_sat12_clamp;
+cosmic_pe2_pwl_pipe2_off3s <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe2_pwl_pipe2_off3));
 
 cosmic_pe2_pwl_pipe2_p3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe2_pwl_pipe2_rnd4 <= to_signed(0, 32);
-            cosmic_pe2_pwl_pipe2_idx4 <= to_unsigned(0, 6);
+            cosmic_pe2_pwl_pipe2_base4 <= to_signed(0, 32);
+            cosmic_pe2_pwl_pipe2_prod4 <= to_signed(0, 33);
         else
-            cosmic_pe2_pwl_pipe2_rnd4 <= cosmic_pe2_pwl_pipe2_rnd_c;
-            cosmic_pe2_pwl_pipe2_idx4 <= cosmic_pe2_pwl_pipe2_idx3;
+            cosmic_pe2_pwl_pipe2_prod4 <= (resize(cosmic_pe2_pwl_pipe2_slope3, 18) * cosmic_pe2_pwl_pipe2_off3s);
+            cosmic_pe2_pwl_pipe2_base4 <= cosmic_pe2_pwl_pipe2_base3;
         end if;
     end if;
 end process cosmic_pe2_pwl_pipe2_p3;
 
-cosmic_pe2_pwl_pipe2_p4rom: process (cosmic_pe2_pwl_pipe2_idx4) is
+
+cosmic_pe2_pwl_pipe2_q4 <= signed(unsigned(cosmic_pe2_pwl_pipe2_prod4(33-1 downto 16)));
+cosmic_pe2_pwl_pipe2_rb4 <= cosmic_pe2_pwl_pipe2_prod4((16 - 1));
+
+cosmic_pe2_pwl_pipe2_sext10_fill: process (cosmic_pe2_pwl_pipe2_q4) is
 begin
-    case to_integer(cosmic_pe2_pwl_pipe2_idx4) is
-        when 0 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000000000010110";
-        when 1 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000000000011100";
-        when 2 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000000000100100";
-        when 3 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000000000101111";
-        when 4 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000000000111100";
-        when 5 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000000001001101";
-        when 6 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000000001100010";
-        when 7 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000000001111110";
-        when 8 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000000010100010";
-        when 9 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000000011010000";
-        when 10 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000000100001011";
-        when 11 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000000101010110";
-        when 12 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000000110110111";
-        when 13 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000001000110010";
-        when 14 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000001011010000";
-        when 15 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000001110011010";
-        when 16 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000010010011011";
-        when 17 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000010111100010";
-        when 18 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000011110000001";
-        when 19 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000100110001110";
-        when 20 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000110000100100";
-        when 21 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000000111101100010";
-        when 22 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000001001101101011";
-        when 23 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000001100001101001";
-        when 24 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000001111010000100";
-        when 25 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000010010111100110";
-        when 26 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000010111010110011";
-        when 27 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000011100100000011";
-        when 28 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000100010011011001";
-        when 29 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000101001000100001";
-        when 30 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000110000010100111";
-        when 31 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000000111000000010101";
-        when 32 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001000111111101011";
-        when 34 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001001111101011001";
-        when 35 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001010110111011111";
-        when 36 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001011101100100111";
-        when 37 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001100011011111101";
-        when 38 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001101000101001101";
-        when 39 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001101101000011010";
-        when 40 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001110000101111100";
-        when 41 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001110011110010111";
-        when 42 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001110110010010101";
-        when 43 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111000010011110";
-        when 44 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111001111011100";
-        when 45 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111011001110010";
-        when 46 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111100001111111";
-        when 47 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111101000011110";
-        when 48 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111101101100101";
-        when 49 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111110001100110";
-        when 50 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111110100110000";
-        when 51 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111110111001110";
-        when 52 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111111001001001";
-        when 53 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111111010101010";
-        when 54 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111111011110101";
-        when 55 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111111100110000";
-        when 56 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111111101011110";
-        when 57 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111111110000010";
-        when 58 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111111110011110";
-        when 59 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111111110110011";
-        when 60 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111111111000100";
-        when 61 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111111111010001";
-        when 62 => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111111111011100";
-        when others => cosmic_pe2_pwl_pipe2_base4 <= "00000000000000001111111111100100";
-    end case;
-end process cosmic_pe2_pwl_pipe2_p4rom;
-
-
-cosmic_pe2_pwl_pipe2_sumv <= (resize(cosmic_pe2_pwl_pipe2_base4, 33) + cosmic_pe2_pwl_pipe2_rnd4);
-
-
-cosmic_pe2_pwl_pipe2_sat13_hi <= unsigned(cosmic_pe2_pwl_pipe2_sumv(33-1 downto (32 - 1)));
-
-
-cosmic_pe2_pwl_pipe2_sat13_hin <= (not cosmic_pe2_pwl_pipe2_sat13_hi);
-
-
-cosmic_pe2_pwl_pipe2_sat13_nsign <= stdl((not bool(cosmic_pe2_pwl_pipe2_sumv((33 - 1)))));
-
-cosmic_pe2_pwl_pipe2_sat13_clamp: process (cosmic_pe2_pwl_pipe2_sat13_fill, cosmic_pe2_pwl_pipe2_sat13_hi, cosmic_pe2_pwl_pipe2_sumv, cosmic_pe2_pwl_pipe2_sat13_hin) is
-begin
-    if ((cosmic_pe2_pwl_pipe2_sat13_hi = 0) or (cosmic_pe2_pwl_pipe2_sat13_hin = 0)) then
-        cosmic_pe2_pwl_pipe2_ys <= signed(unsigned(cosmic_pe2_pwl_pipe2_sumv(32-1 downto 0)));
+    if bool(cosmic_pe2_pwl_pipe2_q4((17 - 1))) then
+        cosmic_pe2_pwl_pipe2_sext10_sgn <= to_unsigned(65535, 16);
     else
-        cosmic_pe2_pwl_pipe2_ys <= signed(unsigned'(cosmic_pe2_pwl_pipe2_sumv((33 - 1)) & cosmic_pe2_pwl_pipe2_sat13_fill));
+        cosmic_pe2_pwl_pipe2_sext10_sgn <= to_unsigned(0, 16);
     end if;
-end process cosmic_pe2_pwl_pipe2_sat13_clamp;
+end process cosmic_pe2_pwl_pipe2_sext10_fill;
 
-cosmic_pe2_pwl_pipe2_p4romh: process (cosmic_pe2_pwl_pipe2_idx4) is
-begin
-    case to_integer(cosmic_pe2_pwl_pipe2_idx4) is
-        when 0 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111111111101010";
-        when 1 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111111111100100";
-        when 2 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111111111011100";
-        when 3 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111111111010001";
-        when 4 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111111111000100";
-        when 5 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111111110110011";
-        when 6 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111111110011110";
-        when 7 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111111110000010";
-        when 8 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111111101011110";
-        when 9 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111111100110000";
-        when 10 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111111011110101";
-        when 11 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111111010101010";
-        when 12 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111111001001001";
-        when 13 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111110111001110";
-        when 14 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111110100110000";
-        when 15 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111110001100110";
-        when 16 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111101101100101";
-        when 17 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111101000011110";
-        when 18 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111100001111111";
-        when 19 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111011001110010";
-        when 20 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111001111011100";
-        when 21 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001111000010011110";
-        when 22 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001110110010010101";
-        when 23 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001110011110010111";
-        when 24 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001110000101111100";
-        when 25 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001101101000011010";
-        when 26 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001101000101001101";
-        when 27 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001100011011111101";
-        when 28 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001011101100100111";
-        when 29 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001010110111011111";
-        when 30 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001001111101011001";
-        when 31 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001000111111101011";
-        when 32 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000111000000010101";
-        when 34 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000110000010100111";
-        when 35 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000101001000100001";
-        when 36 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000100010011011001";
-        when 37 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000011100100000011";
-        when 38 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000010111010110011";
-        when 39 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000010010111100110";
-        when 40 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000001111010000100";
-        when 41 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000001100001101001";
-        when 42 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000001001101101011";
-        when 43 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000111101100010";
-        when 44 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000110000100100";
-        when 45 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000100110001110";
-        when 46 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000011110000001";
-        when 47 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000010111100010";
-        when 48 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000010010011011";
-        when 49 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000001110011010";
-        when 50 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000001011010000";
-        when 51 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000001000110010";
-        when 52 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000000110110111";
-        when 53 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000000101010110";
-        when 54 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000000100001011";
-        when 55 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000000011010000";
-        when 56 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000000010100010";
-        when 57 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000000001111110";
-        when 58 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000000001100010";
-        when 59 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000000001001101";
-        when 60 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000000000111100";
-        when 61 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000000000101111";
-        when 62 => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000000000100100";
-        when others => cosmic_pe2_pwl_pipe2_limh <= "00000000000000000000000000011100";
-    end case;
-end process cosmic_pe2_pwl_pipe2_p4romh;
 
-cosmic_pe2_pwl_pipe2_p4roml: process (cosmic_pe2_pwl_pipe2_idx4) is
-begin
-    case to_integer(cosmic_pe2_pwl_pipe2_idx4) is
-        when 0 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111111111101010";
-        when 1 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111111111100100";
-        when 2 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111111111011100";
-        when 3 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111111111010001";
-        when 4 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111111111000100";
-        when 5 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111111110110011";
-        when 6 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111111110011110";
-        when 7 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111111110000010";
-        when 8 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111111101011110";
-        when 9 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111111100110000";
-        when 10 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111111011110101";
-        when 11 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111111010101010";
-        when 12 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111111001001001";
-        when 13 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111110111001110";
-        when 14 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111110100110000";
-        when 15 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111110001100110";
-        when 16 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111101101100101";
-        when 17 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111101000011110";
-        when 18 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111100001111111";
-        when 19 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111011001110010";
-        when 20 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111001111011100";
-        when 21 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111111000010011110";
-        when 22 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111110110010010101";
-        when 23 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111110011110010111";
-        when 24 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111110000101111100";
-        when 25 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111101101000011010";
-        when 26 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111101000101001101";
-        when 27 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111100011011111101";
-        when 28 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111011101100100111";
-        when 29 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111010110111011111";
-        when 30 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111001111101011001";
-        when 31 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111000111111101011";
-        when 32 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111111000000000000000";
-        when 33 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110111000000010101";
-        when 34 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110110000010100111";
-        when 35 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110101001000100001";
-        when 36 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110100010011011001";
-        when 37 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110011100100000011";
-        when 38 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110010111010110011";
-        when 39 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110010010111100110";
-        when 40 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110001111010000100";
-        when 41 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110001100001101001";
-        when 42 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110001001101101011";
-        when 43 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000111101100010";
-        when 44 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000110000100100";
-        when 45 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000100110001110";
-        when 46 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000011110000001";
-        when 47 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000010111100010";
-        when 48 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000010010011011";
-        when 49 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000001110011010";
-        when 50 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000001011010000";
-        when 51 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000001000110010";
-        when 52 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000000110110111";
-        when 53 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000000101010110";
-        when 54 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000000100001011";
-        when 55 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000000011010000";
-        when 56 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000000010100010";
-        when 57 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000000001111110";
-        when 58 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000000001100010";
-        when 59 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000000001001101";
-        when 60 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000000000111100";
-        when 61 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000000000101111";
-        when 62 => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000000000100100";
-        when others => cosmic_pe2_pwl_pipe2_liml <= "11111111111111110000000000011100";
-    end case;
-end process cosmic_pe2_pwl_pipe2_p4roml;
+cosmic_pe2_pwl_pipe2_qe <= signed(unsigned'(cosmic_pe2_pwl_pipe2_sext10_sgn & unsigned(cosmic_pe2_pwl_pipe2_q4)));
 
-cosmic_pe2_pwl_pipe2_outc: process (cosmic_pe2_pwl_pipe2_limh, cosmic_pe2_pwl_pipe2_liml, cosmic_pe2_pwl_pipe2_rnd4, cosmic_pe2_pwl_pipe2_ys) is
-begin
-    if (cosmic_pe2_pwl_pipe2_rnd4 > cosmic_pe2_pwl_pipe2_limh) then
-        cosmic_pe2_y_sig <= to_signed(65536, 32);
-    elsif (cosmic_pe2_pwl_pipe2_rnd4 < cosmic_pe2_pwl_pipe2_liml) then
-        cosmic_pe2_y_sig <= to_signed(0, 32);
-    else
-        cosmic_pe2_y_sig <= cosmic_pe2_pwl_pipe2_ys;
-    end if;
-end process cosmic_pe2_pwl_pipe2_outc;
+
+cosmic_pe2_pwl_pipe2_ta <= signed(unsigned'(cosmic_pe2_pwl_pipe2_base4((32 - 1)) & unsigned(cosmic_pe2_pwl_pipe2_base4) & cosmic_pe2_pwl_pipe2_rb4));
+cosmic_pe2_pwl_pipe2_tb <= signed(unsigned'(unsigned(cosmic_pe2_pwl_pipe2_qe) & cosmic_pe2_pwl_pipe2_rb4));
+
+
+cosmic_pe2_pwl_pipe2_t4 <= (cosmic_pe2_pwl_pipe2_ta + cosmic_pe2_pwl_pipe2_tb);
+
+
+cosmic_pe2_pwl_pipe2_unused <= unsigned'(cosmic_pe2_pwl_pipe2_t4((32 + 1)) & unsigned(cosmic_pe2_pwl_pipe2_prod4((16 - 1)-1 downto 0)) & cosmic_pe2_pwl_pipe2_t4(0));
+
+
+cosmic_pe2_y_sig <= signed(unsigned(cosmic_pe2_pwl_pipe2_t4((32 + 1)-1 downto 1)));
 
 cosmic_pe2_pipe: process (clk) is
 begin
@@ -11762,17 +10815,17 @@ begin
     end if;
 end process cosmic_pe2_pipe;
 
-cosmic_pe2_sext8_fill: process (cosmic_pe2_mul2_csa2_p) is
+cosmic_pe2_sext11_fill: process (cosmic_pe2_mul2_csa2_p) is
 begin
     if bool(cosmic_pe2_mul2_csa2_p((64 - 1))) then
-        cosmic_pe2_sext8_sgn <= to_unsigned(255, 8);
+        cosmic_pe2_sext11_sgn <= to_unsigned(255, 8);
     else
-        cosmic_pe2_sext8_sgn <= to_unsigned(0, 8);
+        cosmic_pe2_sext11_sgn <= to_unsigned(0, 8);
     end if;
-end process cosmic_pe2_sext8_fill;
+end process cosmic_pe2_sext11_fill;
 
 
-cosmic_pe2_sext8_xe <= signed(unsigned'(cosmic_pe2_sext8_sgn & unsigned(cosmic_pe2_mul2_csa2_p)));
+cosmic_pe2_sext11_xe <= signed(unsigned'(cosmic_pe2_sext11_sgn & unsigned(cosmic_pe2_mul2_csa2_p)));
 
 cosmic_pe2_acc_csel2_gate: process (cosmic_pe2_clr6, cosmic_pe2_acc) is
 begin
@@ -11785,9 +10838,9 @@ end process cosmic_pe2_acc_csel2_gate;
 
 
 cosmic_pe2_acc_csel2_al <= unsigned(cosmic_pe2_acc_csel2_ai(36-1 downto 0));
-cosmic_pe2_acc_csel2_pl <= unsigned(cosmic_pe2_sext8_xe(36-1 downto 0));
+cosmic_pe2_acc_csel2_pl <= unsigned(cosmic_pe2_sext11_xe(36-1 downto 0));
 cosmic_pe2_acc_csel2_ah <= signed(unsigned(cosmic_pe2_acc_csel2_ai(72-1 downto 36)));
-cosmic_pe2_acc_csel2_ph <= signed(unsigned(cosmic_pe2_sext8_xe(72-1 downto 36)));
+cosmic_pe2_acc_csel2_ph <= signed(unsigned(cosmic_pe2_sext11_xe(72-1 downto 36)));
 
 
 cosmic_pe2_acc_csel2_slo <= (resize(cosmic_pe2_acc_csel2_al, 37) + cosmic_pe2_acc_csel2_pl);
@@ -11807,66 +10860,66 @@ end process cosmic_pe2_acc_csel2_pick;
 cosmic_pe2_acc_csel2_full <= signed(unsigned'(unsigned(cosmic_pe2_acc_csel2_hs) & cosmic_pe2_acc_csel2_slo(36-1 downto 0)));
 
 
-cosmic_pe2_acc_csel2_sat14_hi <= unsigned(cosmic_pe2_acc_csel2_full(73-1 downto (72 - 1)));
+cosmic_pe2_acc_csel2_sat8_hi <= unsigned(cosmic_pe2_acc_csel2_full(73-1 downto (72 - 1)));
 
 
-cosmic_pe2_acc_csel2_sat14_hin <= (not cosmic_pe2_acc_csel2_sat14_hi);
+cosmic_pe2_acc_csel2_sat8_hin <= (not cosmic_pe2_acc_csel2_sat8_hi);
 
 
-cosmic_pe2_acc_csel2_sat14_nsign <= stdl((not bool(cosmic_pe2_acc_csel2_full((73 - 1)))));
+cosmic_pe2_acc_csel2_sat8_nsign <= stdl((not bool(cosmic_pe2_acc_csel2_full((73 - 1)))));
 
-cosmic_pe2_acc_csel2_sat14_clamp: process (cosmic_pe2_acc_csel2_sat14_fill, cosmic_pe2_acc_csel2_sat14_hi, cosmic_pe2_acc_csel2_full, cosmic_pe2_acc_csel2_sat14_hin) is
+cosmic_pe2_acc_csel2_sat8_clamp: process (cosmic_pe2_acc_csel2_sat8_fill, cosmic_pe2_acc_csel2_sat8_hi, cosmic_pe2_acc_csel2_full, cosmic_pe2_acc_csel2_sat8_hin) is
 begin
-    if ((cosmic_pe2_acc_csel2_sat14_hi = 0) or (cosmic_pe2_acc_csel2_sat14_hin = 0)) then
+    if ((cosmic_pe2_acc_csel2_sat8_hi = 0) or (cosmic_pe2_acc_csel2_sat8_hin = 0)) then
         cosmic_pe2_acc_new <= signed(unsigned(cosmic_pe2_acc_csel2_full(72-1 downto 0)));
     else
-        cosmic_pe2_acc_new <= signed(unsigned'(cosmic_pe2_acc_csel2_full((73 - 1)) & cosmic_pe2_acc_csel2_sat14_fill));
+        cosmic_pe2_acc_new <= signed(unsigned'(cosmic_pe2_acc_csel2_full((73 - 1)) & cosmic_pe2_acc_csel2_sat8_fill));
     end if;
-end process cosmic_pe2_acc_csel2_sat14_clamp;
+end process cosmic_pe2_acc_csel2_sat8_clamp;
 
 
-cosmic_pe2_round_sat_fast7_lo <= unsigned(cosmic_pe2_mul2_csa2_p((16 + 32)-1 downto 16));
-cosmic_pe2_round_sat_fast7_rb <= to_unsigned(cosmic_pe2_mul2_csa2_p((16 - 1)), 1);
-cosmic_pe2_round_sat_fast7_hi <= unsigned(cosmic_pe2_mul2_csa2_p(64-1 downto (16 + 32)));
-cosmic_pe2_round_sat_fast7_neg <= cosmic_pe2_mul2_csa2_p((64 - 1));
-cosmic_pe2_round_sat_fast7_nneg <= stdl((not bool(cosmic_pe2_mul2_csa2_p((64 - 1)))));
+cosmic_pe2_round_sat_fast4_lo <= unsigned(cosmic_pe2_mul2_csa2_p((16 + 32)-1 downto 16));
+cosmic_pe2_round_sat_fast4_rb <= to_unsigned(cosmic_pe2_mul2_csa2_p((16 - 1)), 1);
+cosmic_pe2_round_sat_fast4_hi <= unsigned(cosmic_pe2_mul2_csa2_p(64-1 downto (16 + 32)));
+cosmic_pe2_round_sat_fast4_neg <= cosmic_pe2_mul2_csa2_p((64 - 1));
+cosmic_pe2_round_sat_fast4_nneg <= stdl((not bool(cosmic_pe2_mul2_csa2_p((64 - 1)))));
 
 
-cosmic_pe2_round_sat_fast7_hin <= (not cosmic_pe2_round_sat_fast7_hi);
+cosmic_pe2_round_sat_fast4_hin <= (not cosmic_pe2_round_sat_fast4_hi);
 
 
-cosmic_pe2_round_sat_fast7_s <= (resize(cosmic_pe2_round_sat_fast7_lo, 33) + cosmic_pe2_round_sat_fast7_rb);
+cosmic_pe2_round_sat_fast4_s <= (resize(cosmic_pe2_round_sat_fast4_lo, 33) + cosmic_pe2_round_sat_fast4_rb);
 
-cosmic_pe2_round_sat_fast7_outc: process (cosmic_pe2_round_sat_fast7_s, cosmic_pe2_round_sat_fast7_hin, cosmic_pe2_round_sat_fast7_hi, cosmic_pe2_round_sat_fast7_neg, cosmic_pe2_round_sat_fast7_fill) is
+cosmic_pe2_round_sat_fast4_outc: process (cosmic_pe2_round_sat_fast4_s, cosmic_pe2_round_sat_fast4_hin, cosmic_pe2_round_sat_fast4_hi, cosmic_pe2_round_sat_fast4_neg, cosmic_pe2_round_sat_fast4_fill) is
 begin
-    if ((bool(cosmic_pe2_round_sat_fast7_s(32)) and (cosmic_pe2_round_sat_fast7_hin = 0)) or ((not bool(cosmic_pe2_round_sat_fast7_s(32))) and (((cosmic_pe2_round_sat_fast7_hi = 0) and (not bool(cosmic_pe2_round_sat_fast7_s((32 - 1))))) or ((cosmic_pe2_round_sat_fast7_hin = 0) and bool(cosmic_pe2_round_sat_fast7_s((32 - 1))))))) then
-        cosmic_pe2_mul_s <= signed(cosmic_pe2_round_sat_fast7_s(32-1 downto 0));
+    if ((bool(cosmic_pe2_round_sat_fast4_s(32)) and (cosmic_pe2_round_sat_fast4_hin = 0)) or ((not bool(cosmic_pe2_round_sat_fast4_s(32))) and (((cosmic_pe2_round_sat_fast4_hi = 0) and (not bool(cosmic_pe2_round_sat_fast4_s((32 - 1))))) or ((cosmic_pe2_round_sat_fast4_hin = 0) and bool(cosmic_pe2_round_sat_fast4_s((32 - 1))))))) then
+        cosmic_pe2_mul_s <= signed(cosmic_pe2_round_sat_fast4_s(32-1 downto 0));
     else
-        cosmic_pe2_mul_s <= signed(unsigned'(cosmic_pe2_round_sat_fast7_neg & cosmic_pe2_round_sat_fast7_fill));
+        cosmic_pe2_mul_s <= signed(unsigned'(cosmic_pe2_round_sat_fast4_neg & cosmic_pe2_round_sat_fast4_fill));
     end if;
-end process cosmic_pe2_round_sat_fast7_outc;
+end process cosmic_pe2_round_sat_fast4_outc;
 
 
-cosmic_pe2_round_sat_fast8_lo <= unsigned(cosmic_pe2_acc((16 + 32)-1 downto 16));
-cosmic_pe2_round_sat_fast8_rb <= to_unsigned(cosmic_pe2_acc((16 - 1)), 1);
-cosmic_pe2_round_sat_fast8_hi <= unsigned(cosmic_pe2_acc(72-1 downto (16 + 32)));
-cosmic_pe2_round_sat_fast8_neg <= cosmic_pe2_acc((72 - 1));
-cosmic_pe2_round_sat_fast8_nneg <= stdl((not bool(cosmic_pe2_acc((72 - 1)))));
+cosmic_pe2_round_sat_fast5_lo <= unsigned(cosmic_pe2_acc((16 + 32)-1 downto 16));
+cosmic_pe2_round_sat_fast5_rb <= to_unsigned(cosmic_pe2_acc((16 - 1)), 1);
+cosmic_pe2_round_sat_fast5_hi <= unsigned(cosmic_pe2_acc(72-1 downto (16 + 32)));
+cosmic_pe2_round_sat_fast5_neg <= cosmic_pe2_acc((72 - 1));
+cosmic_pe2_round_sat_fast5_nneg <= stdl((not bool(cosmic_pe2_acc((72 - 1)))));
 
 
-cosmic_pe2_round_sat_fast8_hin <= (not cosmic_pe2_round_sat_fast8_hi);
+cosmic_pe2_round_sat_fast5_hin <= (not cosmic_pe2_round_sat_fast5_hi);
 
 
-cosmic_pe2_round_sat_fast8_s <= (resize(cosmic_pe2_round_sat_fast8_lo, 33) + cosmic_pe2_round_sat_fast8_rb);
+cosmic_pe2_round_sat_fast5_s <= (resize(cosmic_pe2_round_sat_fast5_lo, 33) + cosmic_pe2_round_sat_fast5_rb);
 
-cosmic_pe2_round_sat_fast8_outc: process (cosmic_pe2_round_sat_fast8_s, cosmic_pe2_round_sat_fast8_hin, cosmic_pe2_round_sat_fast8_hi, cosmic_pe2_round_sat_fast8_neg, cosmic_pe2_round_sat_fast8_fill) is
+cosmic_pe2_round_sat_fast5_outc: process (cosmic_pe2_round_sat_fast5_s, cosmic_pe2_round_sat_fast5_hin, cosmic_pe2_round_sat_fast5_hi, cosmic_pe2_round_sat_fast5_neg, cosmic_pe2_round_sat_fast5_fill) is
 begin
-    if ((bool(cosmic_pe2_round_sat_fast8_s(32)) and (cosmic_pe2_round_sat_fast8_hin = 0)) or ((not bool(cosmic_pe2_round_sat_fast8_s(32))) and (((cosmic_pe2_round_sat_fast8_hi = 0) and (not bool(cosmic_pe2_round_sat_fast8_s((32 - 1))))) or ((cosmic_pe2_round_sat_fast8_hin = 0) and bool(cosmic_pe2_round_sat_fast8_s((32 - 1))))))) then
-        cosmic_pe2_y_gau <= signed(cosmic_pe2_round_sat_fast8_s(32-1 downto 0));
+    if ((bool(cosmic_pe2_round_sat_fast5_s(32)) and (cosmic_pe2_round_sat_fast5_hin = 0)) or ((not bool(cosmic_pe2_round_sat_fast5_s(32))) and (((cosmic_pe2_round_sat_fast5_hi = 0) and (not bool(cosmic_pe2_round_sat_fast5_s((32 - 1))))) or ((cosmic_pe2_round_sat_fast5_hin = 0) and bool(cosmic_pe2_round_sat_fast5_s((32 - 1))))))) then
+        cosmic_pe2_y_gau <= signed(cosmic_pe2_round_sat_fast5_s(32-1 downto 0));
     else
-        cosmic_pe2_y_gau <= signed(unsigned'(cosmic_pe2_round_sat_fast8_neg & cosmic_pe2_round_sat_fast8_fill));
+        cosmic_pe2_y_gau <= signed(unsigned'(cosmic_pe2_round_sat_fast5_neg & cosmic_pe2_round_sat_fast5_fill));
     end if;
-end process cosmic_pe2_round_sat_fast8_outc;
+end process cosmic_pe2_round_sat_fast5_outc;
 
 cosmic_pe2_r7mux: process (cosmic_pe2_r6, cosmic_pe2_mul_s, cosmic_pe2_mu6) is
 begin
@@ -12934,40 +11987,40 @@ cosmic_pe3_sum_ab <= (resize(cosmic_pe3_fa, 33) + cosmic_pe3_fb);
 cosmic_pe3_dif_ab <= (resize(cosmic_pe3_fa, 33) - cosmic_pe3_fb);
 
 
-cosmic_pe3_sat15_hi <= unsigned(cosmic_pe3_sum_ab(33-1 downto (32 - 1)));
+cosmic_pe3_sat9_hi <= unsigned(cosmic_pe3_sum_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe3_sat15_hin <= (not cosmic_pe3_sat15_hi);
+cosmic_pe3_sat9_hin <= (not cosmic_pe3_sat9_hi);
 
 
-cosmic_pe3_sat15_nsign <= stdl((not bool(cosmic_pe3_sum_ab((33 - 1)))));
+cosmic_pe3_sat9_nsign <= stdl((not bool(cosmic_pe3_sum_ab((33 - 1)))));
 
-cosmic_pe3_sat15_clamp: process (cosmic_pe3_sat15_fill, cosmic_pe3_sat15_hi, cosmic_pe3_sum_ab, cosmic_pe3_sat15_hin) is
+cosmic_pe3_sat9_clamp: process (cosmic_pe3_sat9_fill, cosmic_pe3_sat9_hi, cosmic_pe3_sum_ab, cosmic_pe3_sat9_hin) is
 begin
-    if ((cosmic_pe3_sat15_hi = 0) or (cosmic_pe3_sat15_hin = 0)) then
+    if ((cosmic_pe3_sat9_hi = 0) or (cosmic_pe3_sat9_hin = 0)) then
         cosmic_pe3_add_s <= signed(unsigned(cosmic_pe3_sum_ab(32-1 downto 0)));
     else
-        cosmic_pe3_add_s <= signed(unsigned'(cosmic_pe3_sum_ab((33 - 1)) & cosmic_pe3_sat15_fill));
+        cosmic_pe3_add_s <= signed(unsigned'(cosmic_pe3_sum_ab((33 - 1)) & cosmic_pe3_sat9_fill));
     end if;
-end process cosmic_pe3_sat15_clamp;
+end process cosmic_pe3_sat9_clamp;
 
 
-cosmic_pe3_sat16_hi <= unsigned(cosmic_pe3_dif_ab(33-1 downto (32 - 1)));
+cosmic_pe3_sat10_hi <= unsigned(cosmic_pe3_dif_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe3_sat16_hin <= (not cosmic_pe3_sat16_hi);
+cosmic_pe3_sat10_hin <= (not cosmic_pe3_sat10_hi);
 
 
-cosmic_pe3_sat16_nsign <= stdl((not bool(cosmic_pe3_dif_ab((33 - 1)))));
+cosmic_pe3_sat10_nsign <= stdl((not bool(cosmic_pe3_dif_ab((33 - 1)))));
 
-cosmic_pe3_sat16_clamp: process (cosmic_pe3_sat16_fill, cosmic_pe3_sat16_hi, cosmic_pe3_dif_ab, cosmic_pe3_sat16_hin) is
+cosmic_pe3_sat10_clamp: process (cosmic_pe3_sat10_fill, cosmic_pe3_sat10_hi, cosmic_pe3_dif_ab, cosmic_pe3_sat10_hin) is
 begin
-    if ((cosmic_pe3_sat16_hi = 0) or (cosmic_pe3_sat16_hin = 0)) then
+    if ((cosmic_pe3_sat10_hi = 0) or (cosmic_pe3_sat10_hin = 0)) then
         cosmic_pe3_sub_s <= signed(unsigned(cosmic_pe3_dif_ab(32-1 downto 0)));
     else
-        cosmic_pe3_sub_s <= signed(unsigned'(cosmic_pe3_dif_ab((33 - 1)) & cosmic_pe3_sat16_fill));
+        cosmic_pe3_sub_s <= signed(unsigned'(cosmic_pe3_dif_ab((33 - 1)) & cosmic_pe3_sat10_fill));
     end if;
-end process cosmic_pe3_sat16_clamp;
+end process cosmic_pe3_sat10_clamp;
 
 cosmic_pe3_resmux: process (cosmic_pe3_fa, cosmic_pe3_sub_s, cosmic_pe3_add_s, cosmic_pe3_fb, cosmic_pe3_op4) is
 begin
@@ -13036,29 +12089,29 @@ begin
     end if;
 end process cosmic_pe3_mul2_csa3_st1;
 
-cosmic_pe3_mul2_csa3_sext9_fill: process (cosmic_pe3_mul2_csa3_lh) is
+cosmic_pe3_mul2_csa3_sext12_fill: process (cosmic_pe3_mul2_csa3_lh) is
 begin
     if bool(cosmic_pe3_mul2_csa3_lh((33 - 1))) then
-        cosmic_pe3_mul2_csa3_sext9_sgn <= to_unsigned(32767, 15);
+        cosmic_pe3_mul2_csa3_sext12_sgn <= to_unsigned(32767, 15);
     else
-        cosmic_pe3_mul2_csa3_sext9_sgn <= to_unsigned(0, 15);
+        cosmic_pe3_mul2_csa3_sext12_sgn <= to_unsigned(0, 15);
     end if;
-end process cosmic_pe3_mul2_csa3_sext9_fill;
+end process cosmic_pe3_mul2_csa3_sext12_fill;
 
 
-cosmic_pe3_mul2_csa3_lhe <= signed(unsigned'(cosmic_pe3_mul2_csa3_sext9_sgn & unsigned(cosmic_pe3_mul2_csa3_lh)));
+cosmic_pe3_mul2_csa3_lhe <= signed(unsigned'(cosmic_pe3_mul2_csa3_sext12_sgn & unsigned(cosmic_pe3_mul2_csa3_lh)));
 
-cosmic_pe3_mul2_csa3_sext10_fill: process (cosmic_pe3_mul2_csa3_hl) is
+cosmic_pe3_mul2_csa3_sext13_fill: process (cosmic_pe3_mul2_csa3_hl) is
 begin
     if bool(cosmic_pe3_mul2_csa3_hl((33 - 1))) then
-        cosmic_pe3_mul2_csa3_sext10_sgn <= to_unsigned(32767, 15);
+        cosmic_pe3_mul2_csa3_sext13_sgn <= to_unsigned(32767, 15);
     else
-        cosmic_pe3_mul2_csa3_sext10_sgn <= to_unsigned(0, 15);
+        cosmic_pe3_mul2_csa3_sext13_sgn <= to_unsigned(0, 15);
     end if;
-end process cosmic_pe3_mul2_csa3_sext10_fill;
+end process cosmic_pe3_mul2_csa3_sext13_fill;
 
 
-cosmic_pe3_mul2_csa3_hle <= signed(unsigned'(cosmic_pe3_mul2_csa3_sext10_sgn & unsigned(cosmic_pe3_mul2_csa3_hl)));
+cosmic_pe3_mul2_csa3_hle <= signed(unsigned'(cosmic_pe3_mul2_csa3_sext13_sgn & unsigned(cosmic_pe3_mul2_csa3_hl)));
 
 
 cosmic_pe3_mul2_csa3_ta <= unsigned'(unsigned(cosmic_pe3_mul2_csa3_hh) & cosmic_pe3_mul2_csa3_ll((2 * 16)-1 downto 16));
@@ -13091,394 +12144,249 @@ end process cosmic_pe3_mul2_csa3_st2;
 
 cosmic_pe3_pwl_pipe3_zl <= (resize(cosmic_pe3_fa, 33) + 524288);
 
-cosmic_pe3_pwl_pipe3_clampz: process (cosmic_pe3_pwl_pipe3_zl, cosmic_pe3_fa) is
-begin
-    if (cosmic_pe3_fa >= 524288) then
-        cosmic_pe3_pwl_pipe3_u_c <= to_unsigned(1048575, 20);
-    elsif (cosmic_pe3_fa < (- 524288)) then
-        cosmic_pe3_pwl_pipe3_u_c <= to_unsigned(0, 20);
-    else
-        cosmic_pe3_pwl_pipe3_u_c <= unsigned(cosmic_pe3_pwl_pipe3_zl(20-1 downto 0));
-    end if;
-end process cosmic_pe3_pwl_pipe3_clampz;
+
+cosmic_pe3_pwl_pipe3_zl_unused <= unsigned(cosmic_pe3_pwl_pipe3_zl((32 + 1)-1 downto 20));
 
 cosmic_pe3_pwl_pipe3_p1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe3_pwl_pipe3_u1 <= to_unsigned(0, 20);
+            cosmic_pe3_pwl_pipe3_ge1 <= '0';
+            cosmic_pe3_pwl_pipe3_lt1 <= '0';
+            cosmic_pe3_pwl_pipe3_zl1 <= to_unsigned(0, 20);
         else
-            cosmic_pe3_pwl_pipe3_u1 <= cosmic_pe3_pwl_pipe3_u_c;
+            cosmic_pe3_pwl_pipe3_zl1 <= unsigned(cosmic_pe3_pwl_pipe3_zl(20-1 downto 0));
+            cosmic_pe3_pwl_pipe3_ge1 <= stdl(cosmic_pe3_fa >= 524288);
+            cosmic_pe3_pwl_pipe3_lt1 <= stdl(cosmic_pe3_fa < (- 524288));
         end if;
     end if;
 end process cosmic_pe3_pwl_pipe3_p1;
 
-
-cosmic_pe3_pwl_pipe3_idx2 <= cosmic_pe3_pwl_pipe3_u1(20-1 downto 14);
-cosmic_pe3_pwl_pipe3_off2 <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe3_pwl_pipe3_u1(14-1 downto 0)));
-
-cosmic_pe3_pwl_pipe3_p2rom: process (cosmic_pe3_pwl_pipe3_idx2) is
+cosmic_pe3_pwl_pipe3_clampz: process (cosmic_pe3_pwl_pipe3_ge1, cosmic_pe3_pwl_pipe3_zl1, cosmic_pe3_pwl_pipe3_lt1) is
 begin
-    case to_integer(cosmic_pe3_pwl_pipe3_idx2) is
-        when 0 => cosmic_pe3_pwl_pipe3_slope2 <= "000000000011001";
-        when 1 => cosmic_pe3_pwl_pipe3_slope2 <= "000000000100000";
-        when 2 => cosmic_pe3_pwl_pipe3_slope2 <= "000000000101001";
-        when 3 => cosmic_pe3_pwl_pipe3_slope2 <= "000000000110101";
-        when 4 => cosmic_pe3_pwl_pipe3_slope2 <= "000000001000100";
-        when 5 => cosmic_pe3_pwl_pipe3_slope2 <= "000000001010111";
-        when 6 => cosmic_pe3_pwl_pipe3_slope2 <= "000000001110000";
-        when 7 => cosmic_pe3_pwl_pipe3_slope2 <= "000000010001111";
-        when 8 => cosmic_pe3_pwl_pipe3_slope2 <= "000000010111000";
-        when 9 => cosmic_pe3_pwl_pipe3_slope2 <= "000000011101011";
-        when 10 => cosmic_pe3_pwl_pipe3_slope2 <= "000000100101101";
-        when 11 => cosmic_pe3_pwl_pipe3_slope2 <= "000000110000010";
-        when 12 => cosmic_pe3_pwl_pipe3_slope2 <= "000000111101110";
-        when 13 => cosmic_pe3_pwl_pipe3_slope2 <= "000001001111000";
-        when 14 => cosmic_pe3_pwl_pipe3_slope2 <= "000001100100111";
-        when 15 => cosmic_pe3_pwl_pipe3_slope2 <= "000010000000100";
-        when 16 => cosmic_pe3_pwl_pipe3_slope2 <= "000010100011100";
-        when 17 => cosmic_pe3_pwl_pipe3_slope2 <= "000011001111101";
-        when 18 => cosmic_pe3_pwl_pipe3_slope2 <= "000100000110101";
-        when 19 => cosmic_pe3_pwl_pipe3_slope2 <= "000101001010111";
-        when 20 => cosmic_pe3_pwl_pipe3_slope2 <= "000110011110111";
-        when 21 => cosmic_pe3_pwl_pipe3_slope2 <= "001000000100110";
-        when 22 => cosmic_pe3_pwl_pipe3_slope2 <= "001001111110110";
-        when 23 => cosmic_pe3_pwl_pipe3_slope2 <= "001100001101101";
-        when 24 => cosmic_pe3_pwl_pipe3_slope2 <= "001110110001001";
-        when 25 => cosmic_pe3_pwl_pipe3_slope2 <= "010001100110100";
-        when 26 => cosmic_pe3_pwl_pipe3_slope2 <= "010100100111110";
-        when 27 => cosmic_pe3_pwl_pipe3_slope2 <= "010111101011010";
-        when 28 => cosmic_pe3_pwl_pipe3_slope2 <= "011010100100000";
-        when 29 => cosmic_pe3_pwl_pipe3_slope2 <= "011101000010101";
-        when 30 => cosmic_pe3_pwl_pipe3_slope2 <= "011110110111011";
-        when 31 => cosmic_pe3_pwl_pipe3_slope2 <= "011111110101011";
-        when 32 => cosmic_pe3_pwl_pipe3_slope2 <= "011111110101011";
-        when 33 => cosmic_pe3_pwl_pipe3_slope2 <= "011110110111011";
-        when 34 => cosmic_pe3_pwl_pipe3_slope2 <= "011101000010101";
-        when 35 => cosmic_pe3_pwl_pipe3_slope2 <= "011010100100000";
-        when 36 => cosmic_pe3_pwl_pipe3_slope2 <= "010111101011010";
-        when 37 => cosmic_pe3_pwl_pipe3_slope2 <= "010100100111110";
-        when 38 => cosmic_pe3_pwl_pipe3_slope2 <= "010001100110100";
-        when 39 => cosmic_pe3_pwl_pipe3_slope2 <= "001110110001001";
-        when 40 => cosmic_pe3_pwl_pipe3_slope2 <= "001100001101101";
-        when 41 => cosmic_pe3_pwl_pipe3_slope2 <= "001001111110110";
-        when 42 => cosmic_pe3_pwl_pipe3_slope2 <= "001000000100110";
-        when 43 => cosmic_pe3_pwl_pipe3_slope2 <= "000110011110111";
-        when 44 => cosmic_pe3_pwl_pipe3_slope2 <= "000101001010111";
-        when 45 => cosmic_pe3_pwl_pipe3_slope2 <= "000100000110101";
-        when 46 => cosmic_pe3_pwl_pipe3_slope2 <= "000011001111101";
-        when 47 => cosmic_pe3_pwl_pipe3_slope2 <= "000010100011100";
-        when 48 => cosmic_pe3_pwl_pipe3_slope2 <= "000010000000100";
-        when 49 => cosmic_pe3_pwl_pipe3_slope2 <= "000001100100111";
-        when 50 => cosmic_pe3_pwl_pipe3_slope2 <= "000001001111000";
-        when 51 => cosmic_pe3_pwl_pipe3_slope2 <= "000000111101110";
-        when 52 => cosmic_pe3_pwl_pipe3_slope2 <= "000000110000010";
-        when 53 => cosmic_pe3_pwl_pipe3_slope2 <= "000000100101101";
-        when 54 => cosmic_pe3_pwl_pipe3_slope2 <= "000000011101011";
-        when 55 => cosmic_pe3_pwl_pipe3_slope2 <= "000000010111000";
-        when 56 => cosmic_pe3_pwl_pipe3_slope2 <= "000000010001111";
-        when 57 => cosmic_pe3_pwl_pipe3_slope2 <= "000000001110000";
-        when 58 => cosmic_pe3_pwl_pipe3_slope2 <= "000000001010111";
-        when 59 => cosmic_pe3_pwl_pipe3_slope2 <= "000000001000100";
-        when 60 => cosmic_pe3_pwl_pipe3_slope2 <= "000000000110101";
-        when 61 => cosmic_pe3_pwl_pipe3_slope2 <= "000000000101001";
-        when 62 => cosmic_pe3_pwl_pipe3_slope2 <= "000000000100000";
-        when others => cosmic_pe3_pwl_pipe3_slope2 <= "000000000011001";
+    if bool(cosmic_pe3_pwl_pipe3_ge1) then
+        cosmic_pe3_pwl_pipe3_idx_s <= to_unsigned(63, 6);
+        cosmic_pe3_pwl_pipe3_idx_b <= to_unsigned(63, 6);
+        cosmic_pe3_pwl_pipe3_off2 <= to_unsigned(16383, 14);
+    elsif bool(cosmic_pe3_pwl_pipe3_lt1) then
+        cosmic_pe3_pwl_pipe3_idx_s <= cosmic_pe3_pwl_pipe3_zl1(20-1 downto 14);
+        cosmic_pe3_pwl_pipe3_idx_b <= to_unsigned(0, 6);
+        cosmic_pe3_pwl_pipe3_off2 <= cosmic_pe3_pwl_pipe3_zl1(14-1 downto 0);
+    else
+        cosmic_pe3_pwl_pipe3_idx_s <= cosmic_pe3_pwl_pipe3_zl1(20-1 downto 14);
+        cosmic_pe3_pwl_pipe3_idx_b <= cosmic_pe3_pwl_pipe3_zl1(20-1 downto 14);
+        cosmic_pe3_pwl_pipe3_off2 <= cosmic_pe3_pwl_pipe3_zl1(14-1 downto 0);
+    end if;
+end process cosmic_pe3_pwl_pipe3_clampz;
+
+cosmic_pe3_pwl_pipe3_p2rom: process (cosmic_pe3_pwl_pipe3_idx_s) is
+begin
+    case to_integer(cosmic_pe3_pwl_pipe3_idx_s) is
+        when 0 => cosmic_pe3_pwl_pipe3_slope_r <= "000000000011001";
+        when 1 => cosmic_pe3_pwl_pipe3_slope_r <= "000000000100000";
+        when 2 => cosmic_pe3_pwl_pipe3_slope_r <= "000000000101001";
+        when 3 => cosmic_pe3_pwl_pipe3_slope_r <= "000000000110101";
+        when 4 => cosmic_pe3_pwl_pipe3_slope_r <= "000000001000100";
+        when 5 => cosmic_pe3_pwl_pipe3_slope_r <= "000000001010111";
+        when 6 => cosmic_pe3_pwl_pipe3_slope_r <= "000000001110000";
+        when 7 => cosmic_pe3_pwl_pipe3_slope_r <= "000000010001111";
+        when 8 => cosmic_pe3_pwl_pipe3_slope_r <= "000000010111000";
+        when 9 => cosmic_pe3_pwl_pipe3_slope_r <= "000000011101011";
+        when 10 => cosmic_pe3_pwl_pipe3_slope_r <= "000000100101101";
+        when 11 => cosmic_pe3_pwl_pipe3_slope_r <= "000000110000010";
+        when 12 => cosmic_pe3_pwl_pipe3_slope_r <= "000000111101110";
+        when 13 => cosmic_pe3_pwl_pipe3_slope_r <= "000001001111000";
+        when 14 => cosmic_pe3_pwl_pipe3_slope_r <= "000001100100111";
+        when 15 => cosmic_pe3_pwl_pipe3_slope_r <= "000010000000100";
+        when 16 => cosmic_pe3_pwl_pipe3_slope_r <= "000010100011100";
+        when 17 => cosmic_pe3_pwl_pipe3_slope_r <= "000011001111101";
+        when 18 => cosmic_pe3_pwl_pipe3_slope_r <= "000100000110101";
+        when 19 => cosmic_pe3_pwl_pipe3_slope_r <= "000101001010111";
+        when 20 => cosmic_pe3_pwl_pipe3_slope_r <= "000110011110111";
+        when 21 => cosmic_pe3_pwl_pipe3_slope_r <= "001000000100110";
+        when 22 => cosmic_pe3_pwl_pipe3_slope_r <= "001001111110110";
+        when 23 => cosmic_pe3_pwl_pipe3_slope_r <= "001100001101101";
+        when 24 => cosmic_pe3_pwl_pipe3_slope_r <= "001110110001001";
+        when 25 => cosmic_pe3_pwl_pipe3_slope_r <= "010001100110100";
+        when 26 => cosmic_pe3_pwl_pipe3_slope_r <= "010100100111110";
+        when 27 => cosmic_pe3_pwl_pipe3_slope_r <= "010111101011010";
+        when 28 => cosmic_pe3_pwl_pipe3_slope_r <= "011010100100000";
+        when 29 => cosmic_pe3_pwl_pipe3_slope_r <= "011101000010101";
+        when 30 => cosmic_pe3_pwl_pipe3_slope_r <= "011110110111011";
+        when 31 => cosmic_pe3_pwl_pipe3_slope_r <= "011111110101011";
+        when 32 => cosmic_pe3_pwl_pipe3_slope_r <= "011111110101011";
+        when 33 => cosmic_pe3_pwl_pipe3_slope_r <= "011110110111011";
+        when 34 => cosmic_pe3_pwl_pipe3_slope_r <= "011101000010101";
+        when 35 => cosmic_pe3_pwl_pipe3_slope_r <= "011010100100000";
+        when 36 => cosmic_pe3_pwl_pipe3_slope_r <= "010111101011010";
+        when 37 => cosmic_pe3_pwl_pipe3_slope_r <= "010100100111110";
+        when 38 => cosmic_pe3_pwl_pipe3_slope_r <= "010001100110100";
+        when 39 => cosmic_pe3_pwl_pipe3_slope_r <= "001110110001001";
+        when 40 => cosmic_pe3_pwl_pipe3_slope_r <= "001100001101101";
+        when 41 => cosmic_pe3_pwl_pipe3_slope_r <= "001001111110110";
+        when 42 => cosmic_pe3_pwl_pipe3_slope_r <= "001000000100110";
+        when 43 => cosmic_pe3_pwl_pipe3_slope_r <= "000110011110111";
+        when 44 => cosmic_pe3_pwl_pipe3_slope_r <= "000101001010111";
+        when 45 => cosmic_pe3_pwl_pipe3_slope_r <= "000100000110101";
+        when 46 => cosmic_pe3_pwl_pipe3_slope_r <= "000011001111101";
+        when 47 => cosmic_pe3_pwl_pipe3_slope_r <= "000010100011100";
+        when 48 => cosmic_pe3_pwl_pipe3_slope_r <= "000010000000100";
+        when 49 => cosmic_pe3_pwl_pipe3_slope_r <= "000001100100111";
+        when 50 => cosmic_pe3_pwl_pipe3_slope_r <= "000001001111000";
+        when 51 => cosmic_pe3_pwl_pipe3_slope_r <= "000000111101110";
+        when 52 => cosmic_pe3_pwl_pipe3_slope_r <= "000000110000010";
+        when 53 => cosmic_pe3_pwl_pipe3_slope_r <= "000000100101101";
+        when 54 => cosmic_pe3_pwl_pipe3_slope_r <= "000000011101011";
+        when 55 => cosmic_pe3_pwl_pipe3_slope_r <= "000000010111000";
+        when 56 => cosmic_pe3_pwl_pipe3_slope_r <= "000000010001111";
+        when 57 => cosmic_pe3_pwl_pipe3_slope_r <= "000000001110000";
+        when 58 => cosmic_pe3_pwl_pipe3_slope_r <= "000000001010111";
+        when 59 => cosmic_pe3_pwl_pipe3_slope_r <= "000000001000100";
+        when 60 => cosmic_pe3_pwl_pipe3_slope_r <= "000000000110101";
+        when 61 => cosmic_pe3_pwl_pipe3_slope_r <= "000000000101001";
+        when 62 => cosmic_pe3_pwl_pipe3_slope_r <= "000000000100000";
+        when others => cosmic_pe3_pwl_pipe3_slope_r <= "000000000011001";
     end case;
 end process cosmic_pe3_pwl_pipe3_p2rom;
+
+cosmic_pe3_pwl_pipe3_p2romb: process (cosmic_pe3_pwl_pipe3_idx_b) is
+begin
+    case to_integer(cosmic_pe3_pwl_pipe3_idx_b) is
+        when 0 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000000000010110";
+        when 1 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000000000011100";
+        when 2 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000000000100100";
+        when 3 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000000000101111";
+        when 4 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000000000111100";
+        when 5 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000000001001101";
+        when 6 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000000001100010";
+        when 7 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000000001111110";
+        when 8 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000000010100010";
+        when 9 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000000011010000";
+        when 10 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000000100001011";
+        when 11 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000000101010110";
+        when 12 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000000110110111";
+        when 13 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000001000110010";
+        when 14 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000001011010000";
+        when 15 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000001110011010";
+        when 16 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000010010011011";
+        when 17 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000010111100010";
+        when 18 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000011110000001";
+        when 19 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000100110001110";
+        when 20 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000110000100100";
+        when 21 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000000111101100010";
+        when 22 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000001001101101011";
+        when 23 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000001100001101001";
+        when 24 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000001111010000100";
+        when 25 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000010010111100110";
+        when 26 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000010111010110011";
+        when 27 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000011100100000011";
+        when 28 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000100010011011001";
+        when 29 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000101001000100001";
+        when 30 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000110000010100111";
+        when 31 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000000111000000010101";
+        when 32 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001000000000000000";
+        when 33 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001000111111101011";
+        when 34 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001001111101011001";
+        when 35 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001010110111011111";
+        when 36 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001011101100100111";
+        when 37 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001100011011111101";
+        when 38 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001101000101001101";
+        when 39 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001101101000011010";
+        when 40 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001110000101111100";
+        when 41 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001110011110010111";
+        when 42 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001110110010010101";
+        when 43 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111000010011110";
+        when 44 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111001111011100";
+        when 45 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111011001110010";
+        when 46 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111100001111111";
+        when 47 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111101000011110";
+        when 48 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111101101100101";
+        when 49 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111110001100110";
+        when 50 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111110100110000";
+        when 51 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111110111001110";
+        when 52 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111111001001001";
+        when 53 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111111010101010";
+        when 54 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111111011110101";
+        when 55 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111111100110000";
+        when 56 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111111101011110";
+        when 57 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111111110000010";
+        when 58 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111111110011110";
+        when 59 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111111110110011";
+        when 60 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111111111000100";
+        when 61 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111111111010001";
+        when 62 => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111111111011100";
+        when others => cosmic_pe3_pwl_pipe3_base2 <= "00000000000000001111111111100100";
+    end case;
+end process cosmic_pe3_pwl_pipe3_p2romb;
+
+cosmic_pe3_pwl_pipe3_p2z: process (cosmic_pe3_pwl_pipe3_slope_r, cosmic_pe3_pwl_pipe3_lt1) is
+begin
+    if bool(cosmic_pe3_pwl_pipe3_lt1) then
+        cosmic_pe3_pwl_pipe3_slope2 <= to_signed(0, 15);
+    else
+        cosmic_pe3_pwl_pipe3_slope2 <= cosmic_pe3_pwl_pipe3_slope_r;
+    end if;
+end process cosmic_pe3_pwl_pipe3_p2z;
 
 cosmic_pe3_pwl_pipe3_p2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe3_pwl_pipe3_idx3 <= to_unsigned(0, 6);
-            cosmic_pe3_pwl_pipe3_prod3 <= to_signed(0, 33);
+            cosmic_pe3_pwl_pipe3_base3 <= to_signed(0, 32);
+            cosmic_pe3_pwl_pipe3_slope3 <= to_signed(0, 15);
+            cosmic_pe3_pwl_pipe3_off3 <= to_unsigned(0, 14);
         else
-            cosmic_pe3_pwl_pipe3_prod3 <= (resize(cosmic_pe3_pwl_pipe3_slope2, 18) * cosmic_pe3_pwl_pipe3_off2);
-            cosmic_pe3_pwl_pipe3_idx3 <= cosmic_pe3_pwl_pipe3_idx2;
+            cosmic_pe3_pwl_pipe3_slope3 <= cosmic_pe3_pwl_pipe3_slope2;
+            cosmic_pe3_pwl_pipe3_off3 <= cosmic_pe3_pwl_pipe3_off2;
+            cosmic_pe3_pwl_pipe3_base3 <= cosmic_pe3_pwl_pipe3_base2;
         end if;
     end if;
 end process cosmic_pe3_pwl_pipe3_p2;
 
 
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_t <= shift_right(cosmic_pe3_pwl_pipe3_prod3, 16);
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000") & cosmic_pe3_pwl_pipe3_prod3((16 - 1))));
-
-
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r <= (cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_t + cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_rb);
-
-
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hi <= unsigned(cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r(33-1 downto (32 - 1)));
-
-
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hin <= (not cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hi);
-
-
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_nsign <= stdl((not bool(cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r((33 - 1)))));
-
-cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_clamp: process (cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill, cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hi, cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r, cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hin) is
-begin
-    if ((cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hi = 0) or (cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_hin = 0)) then
-        cosmic_pe3_pwl_pipe3_rnd_c <= signed(unsigned(cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r(32-1 downto 0)));
-    else
-        cosmic_pe3_pwl_pipe3_rnd_c <= signed(unsigned'(cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_r((33 - 1)) & cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_fill));
-    end if;
-end process cosmic_pe3_pwl_pipe3_round_sat_fast9_round_sat3_sat17_clamp;
+cosmic_pe3_pwl_pipe3_off3s <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe3_pwl_pipe3_off3));
 
 cosmic_pe3_pwl_pipe3_p3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe3_pwl_pipe3_rnd4 <= to_signed(0, 32);
-            cosmic_pe3_pwl_pipe3_idx4 <= to_unsigned(0, 6);
+            cosmic_pe3_pwl_pipe3_base4 <= to_signed(0, 32);
+            cosmic_pe3_pwl_pipe3_prod4 <= to_signed(0, 33);
         else
-            cosmic_pe3_pwl_pipe3_rnd4 <= cosmic_pe3_pwl_pipe3_rnd_c;
-            cosmic_pe3_pwl_pipe3_idx4 <= cosmic_pe3_pwl_pipe3_idx3;
+            cosmic_pe3_pwl_pipe3_prod4 <= (resize(cosmic_pe3_pwl_pipe3_slope3, 18) * cosmic_pe3_pwl_pipe3_off3s);
+            cosmic_pe3_pwl_pipe3_base4 <= cosmic_pe3_pwl_pipe3_base3;
         end if;
     end if;
 end process cosmic_pe3_pwl_pipe3_p3;
 
-cosmic_pe3_pwl_pipe3_p4rom: process (cosmic_pe3_pwl_pipe3_idx4) is
+
+cosmic_pe3_pwl_pipe3_q4 <= signed(unsigned(cosmic_pe3_pwl_pipe3_prod4(33-1 downto 16)));
+cosmic_pe3_pwl_pipe3_rb4 <= cosmic_pe3_pwl_pipe3_prod4((16 - 1));
+
+cosmic_pe3_pwl_pipe3_sext14_fill: process (cosmic_pe3_pwl_pipe3_q4) is
 begin
-    case to_integer(cosmic_pe3_pwl_pipe3_idx4) is
-        when 0 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000000000010110";
-        when 1 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000000000011100";
-        when 2 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000000000100100";
-        when 3 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000000000101111";
-        when 4 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000000000111100";
-        when 5 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000000001001101";
-        when 6 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000000001100010";
-        when 7 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000000001111110";
-        when 8 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000000010100010";
-        when 9 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000000011010000";
-        when 10 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000000100001011";
-        when 11 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000000101010110";
-        when 12 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000000110110111";
-        when 13 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000001000110010";
-        when 14 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000001011010000";
-        when 15 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000001110011010";
-        when 16 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000010010011011";
-        when 17 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000010111100010";
-        when 18 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000011110000001";
-        when 19 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000100110001110";
-        when 20 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000110000100100";
-        when 21 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000000111101100010";
-        when 22 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000001001101101011";
-        when 23 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000001100001101001";
-        when 24 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000001111010000100";
-        when 25 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000010010111100110";
-        when 26 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000010111010110011";
-        when 27 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000011100100000011";
-        when 28 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000100010011011001";
-        when 29 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000101001000100001";
-        when 30 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000110000010100111";
-        when 31 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000000111000000010101";
-        when 32 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001000111111101011";
-        when 34 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001001111101011001";
-        when 35 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001010110111011111";
-        when 36 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001011101100100111";
-        when 37 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001100011011111101";
-        when 38 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001101000101001101";
-        when 39 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001101101000011010";
-        when 40 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001110000101111100";
-        when 41 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001110011110010111";
-        when 42 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001110110010010101";
-        when 43 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111000010011110";
-        when 44 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111001111011100";
-        when 45 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111011001110010";
-        when 46 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111100001111111";
-        when 47 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111101000011110";
-        when 48 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111101101100101";
-        when 49 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111110001100110";
-        when 50 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111110100110000";
-        when 51 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111110111001110";
-        when 52 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111111001001001";
-        when 53 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111111010101010";
-        when 54 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111111011110101";
-        when 55 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111111100110000";
-        when 56 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111111101011110";
-        when 57 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111111110000010";
-        when 58 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111111110011110";
-        when 59 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111111110110011";
-        when 60 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111111111000100";
-        when 61 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111111111010001";
-        when 62 => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111111111011100";
-        when others => cosmic_pe3_pwl_pipe3_base4 <= "00000000000000001111111111100100";
-    end case;
-end process cosmic_pe3_pwl_pipe3_p4rom;
-
-
-cosmic_pe3_pwl_pipe3_sumv <= (resize(cosmic_pe3_pwl_pipe3_base4, 33) + cosmic_pe3_pwl_pipe3_rnd4);
-
-
-cosmic_pe3_pwl_pipe3_sat18_hi <= unsigned(cosmic_pe3_pwl_pipe3_sumv(33-1 downto (32 - 1)));
-
-
-cosmic_pe3_pwl_pipe3_sat18_hin <= (not cosmic_pe3_pwl_pipe3_sat18_hi);
-
-
-cosmic_pe3_pwl_pipe3_sat18_nsign <= stdl((not bool(cosmic_pe3_pwl_pipe3_sumv((33 - 1)))));
-
-cosmic_pe3_pwl_pipe3_sat18_clamp: process (cosmic_pe3_pwl_pipe3_sat18_fill, cosmic_pe3_pwl_pipe3_sat18_hi, cosmic_pe3_pwl_pipe3_sumv, cosmic_pe3_pwl_pipe3_sat18_hin) is
-begin
-    if ((cosmic_pe3_pwl_pipe3_sat18_hi = 0) or (cosmic_pe3_pwl_pipe3_sat18_hin = 0)) then
-        cosmic_pe3_pwl_pipe3_ys <= signed(unsigned(cosmic_pe3_pwl_pipe3_sumv(32-1 downto 0)));
+    if bool(cosmic_pe3_pwl_pipe3_q4((17 - 1))) then
+        cosmic_pe3_pwl_pipe3_sext14_sgn <= to_unsigned(65535, 16);
     else
-        cosmic_pe3_pwl_pipe3_ys <= signed(unsigned'(cosmic_pe3_pwl_pipe3_sumv((33 - 1)) & cosmic_pe3_pwl_pipe3_sat18_fill));
+        cosmic_pe3_pwl_pipe3_sext14_sgn <= to_unsigned(0, 16);
     end if;
-end process cosmic_pe3_pwl_pipe3_sat18_clamp;
+end process cosmic_pe3_pwl_pipe3_sext14_fill;
 
-cosmic_pe3_pwl_pipe3_p4romh: process (cosmic_pe3_pwl_pipe3_idx4) is
-begin
-    case to_integer(cosmic_pe3_pwl_pipe3_idx4) is
-        when 0 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111111111101010";
-        when 1 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111111111100100";
-        when 2 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111111111011100";
-        when 3 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111111111010001";
-        when 4 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111111111000100";
-        when 5 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111111110110011";
-        when 6 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111111110011110";
-        when 7 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111111110000010";
-        when 8 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111111101011110";
-        when 9 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111111100110000";
-        when 10 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111111011110101";
-        when 11 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111111010101010";
-        when 12 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111111001001001";
-        when 13 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111110111001110";
-        when 14 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111110100110000";
-        when 15 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111110001100110";
-        when 16 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111101101100101";
-        when 17 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111101000011110";
-        when 18 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111100001111111";
-        when 19 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111011001110010";
-        when 20 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111001111011100";
-        when 21 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001111000010011110";
-        when 22 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001110110010010101";
-        when 23 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001110011110010111";
-        when 24 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001110000101111100";
-        when 25 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001101101000011010";
-        when 26 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001101000101001101";
-        when 27 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001100011011111101";
-        when 28 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001011101100100111";
-        when 29 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001010110111011111";
-        when 30 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001001111101011001";
-        when 31 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001000111111101011";
-        when 32 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000111000000010101";
-        when 34 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000110000010100111";
-        when 35 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000101001000100001";
-        when 36 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000100010011011001";
-        when 37 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000011100100000011";
-        when 38 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000010111010110011";
-        when 39 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000010010111100110";
-        when 40 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000001111010000100";
-        when 41 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000001100001101001";
-        when 42 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000001001101101011";
-        when 43 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000111101100010";
-        when 44 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000110000100100";
-        when 45 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000100110001110";
-        when 46 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000011110000001";
-        when 47 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000010111100010";
-        when 48 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000010010011011";
-        when 49 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000001110011010";
-        when 50 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000001011010000";
-        when 51 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000001000110010";
-        when 52 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000000110110111";
-        when 53 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000000101010110";
-        when 54 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000000100001011";
-        when 55 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000000011010000";
-        when 56 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000000010100010";
-        when 57 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000000001111110";
-        when 58 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000000001100010";
-        when 59 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000000001001101";
-        when 60 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000000000111100";
-        when 61 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000000000101111";
-        when 62 => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000000000100100";
-        when others => cosmic_pe3_pwl_pipe3_limh <= "00000000000000000000000000011100";
-    end case;
-end process cosmic_pe3_pwl_pipe3_p4romh;
 
-cosmic_pe3_pwl_pipe3_p4roml: process (cosmic_pe3_pwl_pipe3_idx4) is
-begin
-    case to_integer(cosmic_pe3_pwl_pipe3_idx4) is
-        when 0 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111111111101010";
-        when 1 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111111111100100";
-        when 2 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111111111011100";
-        when 3 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111111111010001";
-        when 4 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111111111000100";
-        when 5 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111111110110011";
-        when 6 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111111110011110";
-        when 7 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111111110000010";
-        when 8 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111111101011110";
-        when 9 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111111100110000";
-        when 10 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111111011110101";
-        when 11 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111111010101010";
-        when 12 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111111001001001";
-        when 13 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111110111001110";
-        when 14 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111110100110000";
-        when 15 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111110001100110";
-        when 16 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111101101100101";
-        when 17 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111101000011110";
-        when 18 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111100001111111";
-        when 19 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111011001110010";
-        when 20 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111001111011100";
-        when 21 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111111000010011110";
-        when 22 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111110110010010101";
-        when 23 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111110011110010111";
-        when 24 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111110000101111100";
-        when 25 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111101101000011010";
-        when 26 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111101000101001101";
-        when 27 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111100011011111101";
-        when 28 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111011101100100111";
-        when 29 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111010110111011111";
-        when 30 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111001111101011001";
-        when 31 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111000111111101011";
-        when 32 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111111000000000000000";
-        when 33 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110111000000010101";
-        when 34 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110110000010100111";
-        when 35 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110101001000100001";
-        when 36 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110100010011011001";
-        when 37 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110011100100000011";
-        when 38 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110010111010110011";
-        when 39 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110010010111100110";
-        when 40 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110001111010000100";
-        when 41 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110001100001101001";
-        when 42 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110001001101101011";
-        when 43 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000111101100010";
-        when 44 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000110000100100";
-        when 45 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000100110001110";
-        when 46 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000011110000001";
-        when 47 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000010111100010";
-        when 48 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000010010011011";
-        when 49 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000001110011010";
-        when 50 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000001011010000";
-        when 51 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000001000110010";
-        when 52 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000000110110111";
-        when 53 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000000101010110";
-        when 54 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000000100001011";
-        when 55 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000000011010000";
-        when 56 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000000010100010";
-        when 57 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000000001111110";
-        when 58 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000000001100010";
-        when 59 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000000001001101";
-        when 60 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000000000111100";
-        when 61 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000000000101111";
-        when 62 => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000000000100100";
-        when others => cosmic_pe3_pwl_pipe3_liml <= "11111111111111110000000000011100";
-    end case;
-end process cosmic_pe3_pwl_pipe3_p4roml;
+cosmic_pe3_pwl_pipe3_qe <= signed(unsigned'(cosmic_pe3_pwl_pipe3_sext14_sgn & unsigned(cosmic_pe3_pwl_pipe3_q4)));
 
-cosmic_pe3_pwl_pipe3_outc: process (cosmic_pe3_pwl_pipe3_limh, cosmic_pe3_pwl_pipe3_liml, cosmic_pe3_pwl_pipe3_rnd4, cosmic_pe3_pwl_pipe3_ys) is
-begin
-    if (cosmic_pe3_pwl_pipe3_rnd4 > cosmic_pe3_pwl_pipe3_limh) then
-        cosmic_pe3_y_sig <= to_signed(65536, 32);
-    elsif (cosmic_pe3_pwl_pipe3_rnd4 < cosmic_pe3_pwl_pipe3_liml) then
-        cosmic_pe3_y_sig <= to_signed(0, 32);
-    else
-        cosmic_pe3_y_sig <= cosmic_pe3_pwl_pipe3_ys;
-    end if;
-end process cosmic_pe3_pwl_pipe3_outc;
+
+cosmic_pe3_pwl_pipe3_ta <= signed(unsigned'(cosmic_pe3_pwl_pipe3_base4((32 - 1)) & unsigned(cosmic_pe3_pwl_pipe3_base4) & cosmic_pe3_pwl_pipe3_rb4));
+cosmic_pe3_pwl_pipe3_tb <= signed(unsigned'(unsigned(cosmic_pe3_pwl_pipe3_qe) & cosmic_pe3_pwl_pipe3_rb4));
+
+
+cosmic_pe3_pwl_pipe3_t4 <= (cosmic_pe3_pwl_pipe3_ta + cosmic_pe3_pwl_pipe3_tb);
+
+
+cosmic_pe3_pwl_pipe3_unused <= unsigned'(cosmic_pe3_pwl_pipe3_t4((32 + 1)) & unsigned(cosmic_pe3_pwl_pipe3_prod4((16 - 1)-1 downto 0)) & cosmic_pe3_pwl_pipe3_t4(0));
+
+
+cosmic_pe3_y_sig <= signed(unsigned(cosmic_pe3_pwl_pipe3_t4((32 + 1)-1 downto 1)));
 
 cosmic_pe3_pipe: process (clk) is
 begin
@@ -13563,17 +12471,17 @@ begin
     end if;
 end process cosmic_pe3_pipe;
 
-cosmic_pe3_sext11_fill: process (cosmic_pe3_mul2_csa3_p) is
+cosmic_pe3_sext15_fill: process (cosmic_pe3_mul2_csa3_p) is
 begin
     if bool(cosmic_pe3_mul2_csa3_p((64 - 1))) then
-        cosmic_pe3_sext11_sgn <= to_unsigned(255, 8);
+        cosmic_pe3_sext15_sgn <= to_unsigned(255, 8);
     else
-        cosmic_pe3_sext11_sgn <= to_unsigned(0, 8);
+        cosmic_pe3_sext15_sgn <= to_unsigned(0, 8);
     end if;
-end process cosmic_pe3_sext11_fill;
+end process cosmic_pe3_sext15_fill;
 
 
-cosmic_pe3_sext11_xe <= signed(unsigned'(cosmic_pe3_sext11_sgn & unsigned(cosmic_pe3_mul2_csa3_p)));
+cosmic_pe3_sext15_xe <= signed(unsigned'(cosmic_pe3_sext15_sgn & unsigned(cosmic_pe3_mul2_csa3_p)));
 
 cosmic_pe3_acc_csel3_gate: process (cosmic_pe3_clr6, cosmic_pe3_acc) is
 begin
@@ -13586,9 +12494,9 @@ end process cosmic_pe3_acc_csel3_gate;
 
 
 cosmic_pe3_acc_csel3_al <= unsigned(cosmic_pe3_acc_csel3_ai(36-1 downto 0));
-cosmic_pe3_acc_csel3_pl <= unsigned(cosmic_pe3_sext11_xe(36-1 downto 0));
+cosmic_pe3_acc_csel3_pl <= unsigned(cosmic_pe3_sext15_xe(36-1 downto 0));
 cosmic_pe3_acc_csel3_ah <= signed(unsigned(cosmic_pe3_acc_csel3_ai(72-1 downto 36)));
-cosmic_pe3_acc_csel3_ph <= signed(unsigned(cosmic_pe3_sext11_xe(72-1 downto 36)));
+cosmic_pe3_acc_csel3_ph <= signed(unsigned(cosmic_pe3_sext15_xe(72-1 downto 36)));
 
 
 cosmic_pe3_acc_csel3_slo <= (resize(cosmic_pe3_acc_csel3_al, 37) + cosmic_pe3_acc_csel3_pl);
@@ -13608,66 +12516,66 @@ end process cosmic_pe3_acc_csel3_pick;
 cosmic_pe3_acc_csel3_full <= signed(unsigned'(unsigned(cosmic_pe3_acc_csel3_hs) & cosmic_pe3_acc_csel3_slo(36-1 downto 0)));
 
 
-cosmic_pe3_acc_csel3_sat19_hi <= unsigned(cosmic_pe3_acc_csel3_full(73-1 downto (72 - 1)));
+cosmic_pe3_acc_csel3_sat11_hi <= unsigned(cosmic_pe3_acc_csel3_full(73-1 downto (72 - 1)));
 
 
-cosmic_pe3_acc_csel3_sat19_hin <= (not cosmic_pe3_acc_csel3_sat19_hi);
+cosmic_pe3_acc_csel3_sat11_hin <= (not cosmic_pe3_acc_csel3_sat11_hi);
 
 
-cosmic_pe3_acc_csel3_sat19_nsign <= stdl((not bool(cosmic_pe3_acc_csel3_full((73 - 1)))));
+cosmic_pe3_acc_csel3_sat11_nsign <= stdl((not bool(cosmic_pe3_acc_csel3_full((73 - 1)))));
 
-cosmic_pe3_acc_csel3_sat19_clamp: process (cosmic_pe3_acc_csel3_sat19_fill, cosmic_pe3_acc_csel3_sat19_hi, cosmic_pe3_acc_csel3_full, cosmic_pe3_acc_csel3_sat19_hin) is
+cosmic_pe3_acc_csel3_sat11_clamp: process (cosmic_pe3_acc_csel3_sat11_fill, cosmic_pe3_acc_csel3_sat11_hi, cosmic_pe3_acc_csel3_full, cosmic_pe3_acc_csel3_sat11_hin) is
 begin
-    if ((cosmic_pe3_acc_csel3_sat19_hi = 0) or (cosmic_pe3_acc_csel3_sat19_hin = 0)) then
+    if ((cosmic_pe3_acc_csel3_sat11_hi = 0) or (cosmic_pe3_acc_csel3_sat11_hin = 0)) then
         cosmic_pe3_acc_new <= signed(unsigned(cosmic_pe3_acc_csel3_full(72-1 downto 0)));
     else
-        cosmic_pe3_acc_new <= signed(unsigned'(cosmic_pe3_acc_csel3_full((73 - 1)) & cosmic_pe3_acc_csel3_sat19_fill));
+        cosmic_pe3_acc_new <= signed(unsigned'(cosmic_pe3_acc_csel3_full((73 - 1)) & cosmic_pe3_acc_csel3_sat11_fill));
     end if;
-end process cosmic_pe3_acc_csel3_sat19_clamp;
+end process cosmic_pe3_acc_csel3_sat11_clamp;
 
 
-cosmic_pe3_round_sat_fast10_lo <= unsigned(cosmic_pe3_mul2_csa3_p((16 + 32)-1 downto 16));
-cosmic_pe3_round_sat_fast10_rb <= to_unsigned(cosmic_pe3_mul2_csa3_p((16 - 1)), 1);
-cosmic_pe3_round_sat_fast10_hi <= unsigned(cosmic_pe3_mul2_csa3_p(64-1 downto (16 + 32)));
-cosmic_pe3_round_sat_fast10_neg <= cosmic_pe3_mul2_csa3_p((64 - 1));
-cosmic_pe3_round_sat_fast10_nneg <= stdl((not bool(cosmic_pe3_mul2_csa3_p((64 - 1)))));
+cosmic_pe3_round_sat_fast6_lo <= unsigned(cosmic_pe3_mul2_csa3_p((16 + 32)-1 downto 16));
+cosmic_pe3_round_sat_fast6_rb <= to_unsigned(cosmic_pe3_mul2_csa3_p((16 - 1)), 1);
+cosmic_pe3_round_sat_fast6_hi <= unsigned(cosmic_pe3_mul2_csa3_p(64-1 downto (16 + 32)));
+cosmic_pe3_round_sat_fast6_neg <= cosmic_pe3_mul2_csa3_p((64 - 1));
+cosmic_pe3_round_sat_fast6_nneg <= stdl((not bool(cosmic_pe3_mul2_csa3_p((64 - 1)))));
 
 
-cosmic_pe3_round_sat_fast10_hin <= (not cosmic_pe3_round_sat_fast10_hi);
+cosmic_pe3_round_sat_fast6_hin <= (not cosmic_pe3_round_sat_fast6_hi);
 
 
-cosmic_pe3_round_sat_fast10_s <= (resize(cosmic_pe3_round_sat_fast10_lo, 33) + cosmic_pe3_round_sat_fast10_rb);
+cosmic_pe3_round_sat_fast6_s <= (resize(cosmic_pe3_round_sat_fast6_lo, 33) + cosmic_pe3_round_sat_fast6_rb);
 
-cosmic_pe3_round_sat_fast10_outc: process (cosmic_pe3_round_sat_fast10_s, cosmic_pe3_round_sat_fast10_hin, cosmic_pe3_round_sat_fast10_hi, cosmic_pe3_round_sat_fast10_neg, cosmic_pe3_round_sat_fast10_fill) is
+cosmic_pe3_round_sat_fast6_outc: process (cosmic_pe3_round_sat_fast6_s, cosmic_pe3_round_sat_fast6_hin, cosmic_pe3_round_sat_fast6_hi, cosmic_pe3_round_sat_fast6_neg, cosmic_pe3_round_sat_fast6_fill) is
 begin
-    if ((bool(cosmic_pe3_round_sat_fast10_s(32)) and (cosmic_pe3_round_sat_fast10_hin = 0)) or ((not bool(cosmic_pe3_round_sat_fast10_s(32))) and (((cosmic_pe3_round_sat_fast10_hi = 0) and (not bool(cosmic_pe3_round_sat_fast10_s((32 - 1))))) or ((cosmic_pe3_round_sat_fast10_hin = 0) and bool(cosmic_pe3_round_sat_fast10_s((32 - 1))))))) then
-        cosmic_pe3_mul_s <= signed(cosmic_pe3_round_sat_fast10_s(32-1 downto 0));
+    if ((bool(cosmic_pe3_round_sat_fast6_s(32)) and (cosmic_pe3_round_sat_fast6_hin = 0)) or ((not bool(cosmic_pe3_round_sat_fast6_s(32))) and (((cosmic_pe3_round_sat_fast6_hi = 0) and (not bool(cosmic_pe3_round_sat_fast6_s((32 - 1))))) or ((cosmic_pe3_round_sat_fast6_hin = 0) and bool(cosmic_pe3_round_sat_fast6_s((32 - 1))))))) then
+        cosmic_pe3_mul_s <= signed(cosmic_pe3_round_sat_fast6_s(32-1 downto 0));
     else
-        cosmic_pe3_mul_s <= signed(unsigned'(cosmic_pe3_round_sat_fast10_neg & cosmic_pe3_round_sat_fast10_fill));
+        cosmic_pe3_mul_s <= signed(unsigned'(cosmic_pe3_round_sat_fast6_neg & cosmic_pe3_round_sat_fast6_fill));
     end if;
-end process cosmic_pe3_round_sat_fast10_outc;
+end process cosmic_pe3_round_sat_fast6_outc;
 
 
-cosmic_pe3_round_sat_fast11_lo <= unsigned(cosmic_pe3_acc((16 + 32)-1 downto 16));
-cosmic_pe3_round_sat_fast11_rb <= to_unsigned(cosmic_pe3_acc((16 - 1)), 1);
-cosmic_pe3_round_sat_fast11_hi <= unsigned(cosmic_pe3_acc(72-1 downto (16 + 32)));
-cosmic_pe3_round_sat_fast11_neg <= cosmic_pe3_acc((72 - 1));
-cosmic_pe3_round_sat_fast11_nneg <= stdl((not bool(cosmic_pe3_acc((72 - 1)))));
+cosmic_pe3_round_sat_fast7_lo <= unsigned(cosmic_pe3_acc((16 + 32)-1 downto 16));
+cosmic_pe3_round_sat_fast7_rb <= to_unsigned(cosmic_pe3_acc((16 - 1)), 1);
+cosmic_pe3_round_sat_fast7_hi <= unsigned(cosmic_pe3_acc(72-1 downto (16 + 32)));
+cosmic_pe3_round_sat_fast7_neg <= cosmic_pe3_acc((72 - 1));
+cosmic_pe3_round_sat_fast7_nneg <= stdl((not bool(cosmic_pe3_acc((72 - 1)))));
 
 
-cosmic_pe3_round_sat_fast11_hin <= (not cosmic_pe3_round_sat_fast11_hi);
+cosmic_pe3_round_sat_fast7_hin <= (not cosmic_pe3_round_sat_fast7_hi);
 
 
-cosmic_pe3_round_sat_fast11_s <= (resize(cosmic_pe3_round_sat_fast11_lo, 33) + cosmic_pe3_round_sat_fast11_rb);
+cosmic_pe3_round_sat_fast7_s <= (resize(cosmic_pe3_round_sat_fast7_lo, 33) + cosmic_pe3_round_sat_fast7_rb);
 
-cosmic_pe3_round_sat_fast11_outc: process (cosmic_pe3_round_sat_fast11_s, cosmic_pe3_round_sat_fast11_hin, cosmic_pe3_round_sat_fast11_hi, cosmic_pe3_round_sat_fast11_neg, cosmic_pe3_round_sat_fast11_fill) is
+cosmic_pe3_round_sat_fast7_outc: process (cosmic_pe3_round_sat_fast7_s, cosmic_pe3_round_sat_fast7_hin, cosmic_pe3_round_sat_fast7_hi, cosmic_pe3_round_sat_fast7_neg, cosmic_pe3_round_sat_fast7_fill) is
 begin
-    if ((bool(cosmic_pe3_round_sat_fast11_s(32)) and (cosmic_pe3_round_sat_fast11_hin = 0)) or ((not bool(cosmic_pe3_round_sat_fast11_s(32))) and (((cosmic_pe3_round_sat_fast11_hi = 0) and (not bool(cosmic_pe3_round_sat_fast11_s((32 - 1))))) or ((cosmic_pe3_round_sat_fast11_hin = 0) and bool(cosmic_pe3_round_sat_fast11_s((32 - 1))))))) then
-        cosmic_pe3_y_gau <= signed(cosmic_pe3_round_sat_fast11_s(32-1 downto 0));
+    if ((bool(cosmic_pe3_round_sat_fast7_s(32)) and (cosmic_pe3_round_sat_fast7_hin = 0)) or ((not bool(cosmic_pe3_round_sat_fast7_s(32))) and (((cosmic_pe3_round_sat_fast7_hi = 0) and (not bool(cosmic_pe3_round_sat_fast7_s((32 - 1))))) or ((cosmic_pe3_round_sat_fast7_hin = 0) and bool(cosmic_pe3_round_sat_fast7_s((32 - 1))))))) then
+        cosmic_pe3_y_gau <= signed(cosmic_pe3_round_sat_fast7_s(32-1 downto 0));
     else
-        cosmic_pe3_y_gau <= signed(unsigned'(cosmic_pe3_round_sat_fast11_neg & cosmic_pe3_round_sat_fast11_fill));
+        cosmic_pe3_y_gau <= signed(unsigned'(cosmic_pe3_round_sat_fast7_neg & cosmic_pe3_round_sat_fast7_fill));
     end if;
-end process cosmic_pe3_round_sat_fast11_outc;
+end process cosmic_pe3_round_sat_fast7_outc;
 
 cosmic_pe3_r7mux: process (cosmic_pe3_r6, cosmic_pe3_mul_s, cosmic_pe3_mu6) is
 begin
@@ -14735,40 +13643,40 @@ cosmic_pe4_sum_ab <= (resize(cosmic_pe4_fa, 33) + cosmic_pe4_fb);
 cosmic_pe4_dif_ab <= (resize(cosmic_pe4_fa, 33) - cosmic_pe4_fb);
 
 
-cosmic_pe4_sat20_hi <= unsigned(cosmic_pe4_sum_ab(33-1 downto (32 - 1)));
+cosmic_pe4_sat12_hi <= unsigned(cosmic_pe4_sum_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe4_sat20_hin <= (not cosmic_pe4_sat20_hi);
+cosmic_pe4_sat12_hin <= (not cosmic_pe4_sat12_hi);
 
 
-cosmic_pe4_sat20_nsign <= stdl((not bool(cosmic_pe4_sum_ab((33 - 1)))));
+cosmic_pe4_sat12_nsign <= stdl((not bool(cosmic_pe4_sum_ab((33 - 1)))));
 
-cosmic_pe4_sat20_clamp: process (cosmic_pe4_sat20_fill, cosmic_pe4_sat20_hi, cosmic_pe4_sum_ab, cosmic_pe4_sat20_hin) is
+cosmic_pe4_sat12_clamp: process (cosmic_pe4_sat12_fill, cosmic_pe4_sat12_hi, cosmic_pe4_sum_ab, cosmic_pe4_sat12_hin) is
 begin
-    if ((cosmic_pe4_sat20_hi = 0) or (cosmic_pe4_sat20_hin = 0)) then
+    if ((cosmic_pe4_sat12_hi = 0) or (cosmic_pe4_sat12_hin = 0)) then
         cosmic_pe4_add_s <= signed(unsigned(cosmic_pe4_sum_ab(32-1 downto 0)));
     else
-        cosmic_pe4_add_s <= signed(unsigned'(cosmic_pe4_sum_ab((33 - 1)) & cosmic_pe4_sat20_fill));
+        cosmic_pe4_add_s <= signed(unsigned'(cosmic_pe4_sum_ab((33 - 1)) & cosmic_pe4_sat12_fill));
     end if;
-end process cosmic_pe4_sat20_clamp;
+end process cosmic_pe4_sat12_clamp;
 
 
-cosmic_pe4_sat21_hi <= unsigned(cosmic_pe4_dif_ab(33-1 downto (32 - 1)));
+cosmic_pe4_sat13_hi <= unsigned(cosmic_pe4_dif_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe4_sat21_hin <= (not cosmic_pe4_sat21_hi);
+cosmic_pe4_sat13_hin <= (not cosmic_pe4_sat13_hi);
 
 
-cosmic_pe4_sat21_nsign <= stdl((not bool(cosmic_pe4_dif_ab((33 - 1)))));
+cosmic_pe4_sat13_nsign <= stdl((not bool(cosmic_pe4_dif_ab((33 - 1)))));
 
-cosmic_pe4_sat21_clamp: process (cosmic_pe4_sat21_fill, cosmic_pe4_sat21_hi, cosmic_pe4_dif_ab, cosmic_pe4_sat21_hin) is
+cosmic_pe4_sat13_clamp: process (cosmic_pe4_sat13_fill, cosmic_pe4_sat13_hi, cosmic_pe4_dif_ab, cosmic_pe4_sat13_hin) is
 begin
-    if ((cosmic_pe4_sat21_hi = 0) or (cosmic_pe4_sat21_hin = 0)) then
+    if ((cosmic_pe4_sat13_hi = 0) or (cosmic_pe4_sat13_hin = 0)) then
         cosmic_pe4_sub_s <= signed(unsigned(cosmic_pe4_dif_ab(32-1 downto 0)));
     else
-        cosmic_pe4_sub_s <= signed(unsigned'(cosmic_pe4_dif_ab((33 - 1)) & cosmic_pe4_sat21_fill));
+        cosmic_pe4_sub_s <= signed(unsigned'(cosmic_pe4_dif_ab((33 - 1)) & cosmic_pe4_sat13_fill));
     end if;
-end process cosmic_pe4_sat21_clamp;
+end process cosmic_pe4_sat13_clamp;
 
 cosmic_pe4_resmux: process (cosmic_pe4_fa, cosmic_pe4_sub_s, cosmic_pe4_add_s, cosmic_pe4_fb, cosmic_pe4_op4) is
 begin
@@ -14837,29 +13745,29 @@ begin
     end if;
 end process cosmic_pe4_mul2_csa4_st1;
 
-cosmic_pe4_mul2_csa4_sext12_fill: process (cosmic_pe4_mul2_csa4_lh) is
+cosmic_pe4_mul2_csa4_sext16_fill: process (cosmic_pe4_mul2_csa4_lh) is
 begin
     if bool(cosmic_pe4_mul2_csa4_lh((33 - 1))) then
-        cosmic_pe4_mul2_csa4_sext12_sgn <= to_unsigned(32767, 15);
+        cosmic_pe4_mul2_csa4_sext16_sgn <= to_unsigned(32767, 15);
     else
-        cosmic_pe4_mul2_csa4_sext12_sgn <= to_unsigned(0, 15);
+        cosmic_pe4_mul2_csa4_sext16_sgn <= to_unsigned(0, 15);
     end if;
-end process cosmic_pe4_mul2_csa4_sext12_fill;
+end process cosmic_pe4_mul2_csa4_sext16_fill;
 
 
-cosmic_pe4_mul2_csa4_lhe <= signed(unsigned'(cosmic_pe4_mul2_csa4_sext12_sgn & unsigned(cosmic_pe4_mul2_csa4_lh)));
+cosmic_pe4_mul2_csa4_lhe <= signed(unsigned'(cosmic_pe4_mul2_csa4_sext16_sgn & unsigned(cosmic_pe4_mul2_csa4_lh)));
 
-cosmic_pe4_mul2_csa4_sext13_fill: process (cosmic_pe4_mul2_csa4_hl) is
+cosmic_pe4_mul2_csa4_sext17_fill: process (cosmic_pe4_mul2_csa4_hl) is
 begin
     if bool(cosmic_pe4_mul2_csa4_hl((33 - 1))) then
-        cosmic_pe4_mul2_csa4_sext13_sgn <= to_unsigned(32767, 15);
+        cosmic_pe4_mul2_csa4_sext17_sgn <= to_unsigned(32767, 15);
     else
-        cosmic_pe4_mul2_csa4_sext13_sgn <= to_unsigned(0, 15);
+        cosmic_pe4_mul2_csa4_sext17_sgn <= to_unsigned(0, 15);
     end if;
-end process cosmic_pe4_mul2_csa4_sext13_fill;
+end process cosmic_pe4_mul2_csa4_sext17_fill;
 
 
-cosmic_pe4_mul2_csa4_hle <= signed(unsigned'(cosmic_pe4_mul2_csa4_sext13_sgn & unsigned(cosmic_pe4_mul2_csa4_hl)));
+cosmic_pe4_mul2_csa4_hle <= signed(unsigned'(cosmic_pe4_mul2_csa4_sext17_sgn & unsigned(cosmic_pe4_mul2_csa4_hl)));
 
 
 cosmic_pe4_mul2_csa4_ta <= unsigned'(unsigned(cosmic_pe4_mul2_csa4_hh) & cosmic_pe4_mul2_csa4_ll((2 * 16)-1 downto 16));
@@ -14892,394 +13800,249 @@ end process cosmic_pe4_mul2_csa4_st2;
 
 cosmic_pe4_pwl_pipe4_zl <= (resize(cosmic_pe4_fa, 33) + 524288);
 
-cosmic_pe4_pwl_pipe4_clampz: process (cosmic_pe4_pwl_pipe4_zl, cosmic_pe4_fa) is
-begin
-    if (cosmic_pe4_fa >= 524288) then
-        cosmic_pe4_pwl_pipe4_u_c <= to_unsigned(1048575, 20);
-    elsif (cosmic_pe4_fa < (- 524288)) then
-        cosmic_pe4_pwl_pipe4_u_c <= to_unsigned(0, 20);
-    else
-        cosmic_pe4_pwl_pipe4_u_c <= unsigned(cosmic_pe4_pwl_pipe4_zl(20-1 downto 0));
-    end if;
-end process cosmic_pe4_pwl_pipe4_clampz;
+
+cosmic_pe4_pwl_pipe4_zl_unused <= unsigned(cosmic_pe4_pwl_pipe4_zl((32 + 1)-1 downto 20));
 
 cosmic_pe4_pwl_pipe4_p1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe4_pwl_pipe4_u1 <= to_unsigned(0, 20);
+            cosmic_pe4_pwl_pipe4_ge1 <= '0';
+            cosmic_pe4_pwl_pipe4_lt1 <= '0';
+            cosmic_pe4_pwl_pipe4_zl1 <= to_unsigned(0, 20);
         else
-            cosmic_pe4_pwl_pipe4_u1 <= cosmic_pe4_pwl_pipe4_u_c;
+            cosmic_pe4_pwl_pipe4_zl1 <= unsigned(cosmic_pe4_pwl_pipe4_zl(20-1 downto 0));
+            cosmic_pe4_pwl_pipe4_ge1 <= stdl(cosmic_pe4_fa >= 524288);
+            cosmic_pe4_pwl_pipe4_lt1 <= stdl(cosmic_pe4_fa < (- 524288));
         end if;
     end if;
 end process cosmic_pe4_pwl_pipe4_p1;
 
-
-cosmic_pe4_pwl_pipe4_idx2 <= cosmic_pe4_pwl_pipe4_u1(20-1 downto 14);
-cosmic_pe4_pwl_pipe4_off2 <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe4_pwl_pipe4_u1(14-1 downto 0)));
-
-cosmic_pe4_pwl_pipe4_p2rom: process (cosmic_pe4_pwl_pipe4_idx2) is
+cosmic_pe4_pwl_pipe4_clampz: process (cosmic_pe4_pwl_pipe4_ge1, cosmic_pe4_pwl_pipe4_zl1, cosmic_pe4_pwl_pipe4_lt1) is
 begin
-    case to_integer(cosmic_pe4_pwl_pipe4_idx2) is
-        when 0 => cosmic_pe4_pwl_pipe4_slope2 <= "000000000011001";
-        when 1 => cosmic_pe4_pwl_pipe4_slope2 <= "000000000100000";
-        when 2 => cosmic_pe4_pwl_pipe4_slope2 <= "000000000101001";
-        when 3 => cosmic_pe4_pwl_pipe4_slope2 <= "000000000110101";
-        when 4 => cosmic_pe4_pwl_pipe4_slope2 <= "000000001000100";
-        when 5 => cosmic_pe4_pwl_pipe4_slope2 <= "000000001010111";
-        when 6 => cosmic_pe4_pwl_pipe4_slope2 <= "000000001110000";
-        when 7 => cosmic_pe4_pwl_pipe4_slope2 <= "000000010001111";
-        when 8 => cosmic_pe4_pwl_pipe4_slope2 <= "000000010111000";
-        when 9 => cosmic_pe4_pwl_pipe4_slope2 <= "000000011101011";
-        when 10 => cosmic_pe4_pwl_pipe4_slope2 <= "000000100101101";
-        when 11 => cosmic_pe4_pwl_pipe4_slope2 <= "000000110000010";
-        when 12 => cosmic_pe4_pwl_pipe4_slope2 <= "000000111101110";
-        when 13 => cosmic_pe4_pwl_pipe4_slope2 <= "000001001111000";
-        when 14 => cosmic_pe4_pwl_pipe4_slope2 <= "000001100100111";
-        when 15 => cosmic_pe4_pwl_pipe4_slope2 <= "000010000000100";
-        when 16 => cosmic_pe4_pwl_pipe4_slope2 <= "000010100011100";
-        when 17 => cosmic_pe4_pwl_pipe4_slope2 <= "000011001111101";
-        when 18 => cosmic_pe4_pwl_pipe4_slope2 <= "000100000110101";
-        when 19 => cosmic_pe4_pwl_pipe4_slope2 <= "000101001010111";
-        when 20 => cosmic_pe4_pwl_pipe4_slope2 <= "000110011110111";
-        when 21 => cosmic_pe4_pwl_pipe4_slope2 <= "001000000100110";
-        when 22 => cosmic_pe4_pwl_pipe4_slope2 <= "001001111110110";
-        when 23 => cosmic_pe4_pwl_pipe4_slope2 <= "001100001101101";
-        when 24 => cosmic_pe4_pwl_pipe4_slope2 <= "001110110001001";
-        when 25 => cosmic_pe4_pwl_pipe4_slope2 <= "010001100110100";
-        when 26 => cosmic_pe4_pwl_pipe4_slope2 <= "010100100111110";
-        when 27 => cosmic_pe4_pwl_pipe4_slope2 <= "010111101011010";
-        when 28 => cosmic_pe4_pwl_pipe4_slope2 <= "011010100100000";
-        when 29 => cosmic_pe4_pwl_pipe4_slope2 <= "011101000010101";
-        when 30 => cosmic_pe4_pwl_pipe4_slope2 <= "011110110111011";
-        when 31 => cosmic_pe4_pwl_pipe4_slope2 <= "011111110101011";
-        when 32 => cosmic_pe4_pwl_pipe4_slope2 <= "011111110101011";
-        when 33 => cosmic_pe4_pwl_pipe4_slope2 <= "011110110111011";
-        when 34 => cosmic_pe4_pwl_pipe4_slope2 <= "011101000010101";
-        when 35 => cosmic_pe4_pwl_pipe4_slope2 <= "011010100100000";
-        when 36 => cosmic_pe4_pwl_pipe4_slope2 <= "010111101011010";
-        when 37 => cosmic_pe4_pwl_pipe4_slope2 <= "010100100111110";
-        when 38 => cosmic_pe4_pwl_pipe4_slope2 <= "010001100110100";
-        when 39 => cosmic_pe4_pwl_pipe4_slope2 <= "001110110001001";
-        when 40 => cosmic_pe4_pwl_pipe4_slope2 <= "001100001101101";
-        when 41 => cosmic_pe4_pwl_pipe4_slope2 <= "001001111110110";
-        when 42 => cosmic_pe4_pwl_pipe4_slope2 <= "001000000100110";
-        when 43 => cosmic_pe4_pwl_pipe4_slope2 <= "000110011110111";
-        when 44 => cosmic_pe4_pwl_pipe4_slope2 <= "000101001010111";
-        when 45 => cosmic_pe4_pwl_pipe4_slope2 <= "000100000110101";
-        when 46 => cosmic_pe4_pwl_pipe4_slope2 <= "000011001111101";
-        when 47 => cosmic_pe4_pwl_pipe4_slope2 <= "000010100011100";
-        when 48 => cosmic_pe4_pwl_pipe4_slope2 <= "000010000000100";
-        when 49 => cosmic_pe4_pwl_pipe4_slope2 <= "000001100100111";
-        when 50 => cosmic_pe4_pwl_pipe4_slope2 <= "000001001111000";
-        when 51 => cosmic_pe4_pwl_pipe4_slope2 <= "000000111101110";
-        when 52 => cosmic_pe4_pwl_pipe4_slope2 <= "000000110000010";
-        when 53 => cosmic_pe4_pwl_pipe4_slope2 <= "000000100101101";
-        when 54 => cosmic_pe4_pwl_pipe4_slope2 <= "000000011101011";
-        when 55 => cosmic_pe4_pwl_pipe4_slope2 <= "000000010111000";
-        when 56 => cosmic_pe4_pwl_pipe4_slope2 <= "000000010001111";
-        when 57 => cosmic_pe4_pwl_pipe4_slope2 <= "000000001110000";
-        when 58 => cosmic_pe4_pwl_pipe4_slope2 <= "000000001010111";
-        when 59 => cosmic_pe4_pwl_pipe4_slope2 <= "000000001000100";
-        when 60 => cosmic_pe4_pwl_pipe4_slope2 <= "000000000110101";
-        when 61 => cosmic_pe4_pwl_pipe4_slope2 <= "000000000101001";
-        when 62 => cosmic_pe4_pwl_pipe4_slope2 <= "000000000100000";
-        when others => cosmic_pe4_pwl_pipe4_slope2 <= "000000000011001";
+    if bool(cosmic_pe4_pwl_pipe4_ge1) then
+        cosmic_pe4_pwl_pipe4_idx_s <= to_unsigned(63, 6);
+        cosmic_pe4_pwl_pipe4_idx_b <= to_unsigned(63, 6);
+        cosmic_pe4_pwl_pipe4_off2 <= to_unsigned(16383, 14);
+    elsif bool(cosmic_pe4_pwl_pipe4_lt1) then
+        cosmic_pe4_pwl_pipe4_idx_s <= cosmic_pe4_pwl_pipe4_zl1(20-1 downto 14);
+        cosmic_pe4_pwl_pipe4_idx_b <= to_unsigned(0, 6);
+        cosmic_pe4_pwl_pipe4_off2 <= cosmic_pe4_pwl_pipe4_zl1(14-1 downto 0);
+    else
+        cosmic_pe4_pwl_pipe4_idx_s <= cosmic_pe4_pwl_pipe4_zl1(20-1 downto 14);
+        cosmic_pe4_pwl_pipe4_idx_b <= cosmic_pe4_pwl_pipe4_zl1(20-1 downto 14);
+        cosmic_pe4_pwl_pipe4_off2 <= cosmic_pe4_pwl_pipe4_zl1(14-1 downto 0);
+    end if;
+end process cosmic_pe4_pwl_pipe4_clampz;
+
+cosmic_pe4_pwl_pipe4_p2rom: process (cosmic_pe4_pwl_pipe4_idx_s) is
+begin
+    case to_integer(cosmic_pe4_pwl_pipe4_idx_s) is
+        when 0 => cosmic_pe4_pwl_pipe4_slope_r <= "000000000011001";
+        when 1 => cosmic_pe4_pwl_pipe4_slope_r <= "000000000100000";
+        when 2 => cosmic_pe4_pwl_pipe4_slope_r <= "000000000101001";
+        when 3 => cosmic_pe4_pwl_pipe4_slope_r <= "000000000110101";
+        when 4 => cosmic_pe4_pwl_pipe4_slope_r <= "000000001000100";
+        when 5 => cosmic_pe4_pwl_pipe4_slope_r <= "000000001010111";
+        when 6 => cosmic_pe4_pwl_pipe4_slope_r <= "000000001110000";
+        when 7 => cosmic_pe4_pwl_pipe4_slope_r <= "000000010001111";
+        when 8 => cosmic_pe4_pwl_pipe4_slope_r <= "000000010111000";
+        when 9 => cosmic_pe4_pwl_pipe4_slope_r <= "000000011101011";
+        when 10 => cosmic_pe4_pwl_pipe4_slope_r <= "000000100101101";
+        when 11 => cosmic_pe4_pwl_pipe4_slope_r <= "000000110000010";
+        when 12 => cosmic_pe4_pwl_pipe4_slope_r <= "000000111101110";
+        when 13 => cosmic_pe4_pwl_pipe4_slope_r <= "000001001111000";
+        when 14 => cosmic_pe4_pwl_pipe4_slope_r <= "000001100100111";
+        when 15 => cosmic_pe4_pwl_pipe4_slope_r <= "000010000000100";
+        when 16 => cosmic_pe4_pwl_pipe4_slope_r <= "000010100011100";
+        when 17 => cosmic_pe4_pwl_pipe4_slope_r <= "000011001111101";
+        when 18 => cosmic_pe4_pwl_pipe4_slope_r <= "000100000110101";
+        when 19 => cosmic_pe4_pwl_pipe4_slope_r <= "000101001010111";
+        when 20 => cosmic_pe4_pwl_pipe4_slope_r <= "000110011110111";
+        when 21 => cosmic_pe4_pwl_pipe4_slope_r <= "001000000100110";
+        when 22 => cosmic_pe4_pwl_pipe4_slope_r <= "001001111110110";
+        when 23 => cosmic_pe4_pwl_pipe4_slope_r <= "001100001101101";
+        when 24 => cosmic_pe4_pwl_pipe4_slope_r <= "001110110001001";
+        when 25 => cosmic_pe4_pwl_pipe4_slope_r <= "010001100110100";
+        when 26 => cosmic_pe4_pwl_pipe4_slope_r <= "010100100111110";
+        when 27 => cosmic_pe4_pwl_pipe4_slope_r <= "010111101011010";
+        when 28 => cosmic_pe4_pwl_pipe4_slope_r <= "011010100100000";
+        when 29 => cosmic_pe4_pwl_pipe4_slope_r <= "011101000010101";
+        when 30 => cosmic_pe4_pwl_pipe4_slope_r <= "011110110111011";
+        when 31 => cosmic_pe4_pwl_pipe4_slope_r <= "011111110101011";
+        when 32 => cosmic_pe4_pwl_pipe4_slope_r <= "011111110101011";
+        when 33 => cosmic_pe4_pwl_pipe4_slope_r <= "011110110111011";
+        when 34 => cosmic_pe4_pwl_pipe4_slope_r <= "011101000010101";
+        when 35 => cosmic_pe4_pwl_pipe4_slope_r <= "011010100100000";
+        when 36 => cosmic_pe4_pwl_pipe4_slope_r <= "010111101011010";
+        when 37 => cosmic_pe4_pwl_pipe4_slope_r <= "010100100111110";
+        when 38 => cosmic_pe4_pwl_pipe4_slope_r <= "010001100110100";
+        when 39 => cosmic_pe4_pwl_pipe4_slope_r <= "001110110001001";
+        when 40 => cosmic_pe4_pwl_pipe4_slope_r <= "001100001101101";
+        when 41 => cosmic_pe4_pwl_pipe4_slope_r <= "001001111110110";
+        when 42 => cosmic_pe4_pwl_pipe4_slope_r <= "001000000100110";
+        when 43 => cosmic_pe4_pwl_pipe4_slope_r <= "000110011110111";
+        when 44 => cosmic_pe4_pwl_pipe4_slope_r <= "000101001010111";
+        when 45 => cosmic_pe4_pwl_pipe4_slope_r <= "000100000110101";
+        when 46 => cosmic_pe4_pwl_pipe4_slope_r <= "000011001111101";
+        when 47 => cosmic_pe4_pwl_pipe4_slope_r <= "000010100011100";
+        when 48 => cosmic_pe4_pwl_pipe4_slope_r <= "000010000000100";
+        when 49 => cosmic_pe4_pwl_pipe4_slope_r <= "000001100100111";
+        when 50 => cosmic_pe4_pwl_pipe4_slope_r <= "000001001111000";
+        when 51 => cosmic_pe4_pwl_pipe4_slope_r <= "000000111101110";
+        when 52 => cosmic_pe4_pwl_pipe4_slope_r <= "000000110000010";
+        when 53 => cosmic_pe4_pwl_pipe4_slope_r <= "000000100101101";
+        when 54 => cosmic_pe4_pwl_pipe4_slope_r <= "000000011101011";
+        when 55 => cosmic_pe4_pwl_pipe4_slope_r <= "000000010111000";
+        when 56 => cosmic_pe4_pwl_pipe4_slope_r <= "000000010001111";
+        when 57 => cosmic_pe4_pwl_pipe4_slope_r <= "000000001110000";
+        when 58 => cosmic_pe4_pwl_pipe4_slope_r <= "000000001010111";
+        when 59 => cosmic_pe4_pwl_pipe4_slope_r <= "000000001000100";
+        when 60 => cosmic_pe4_pwl_pipe4_slope_r <= "000000000110101";
+        when 61 => cosmic_pe4_pwl_pipe4_slope_r <= "000000000101001";
+        when 62 => cosmic_pe4_pwl_pipe4_slope_r <= "000000000100000";
+        when others => cosmic_pe4_pwl_pipe4_slope_r <= "000000000011001";
     end case;
 end process cosmic_pe4_pwl_pipe4_p2rom;
+
+cosmic_pe4_pwl_pipe4_p2romb: process (cosmic_pe4_pwl_pipe4_idx_b) is
+begin
+    case to_integer(cosmic_pe4_pwl_pipe4_idx_b) is
+        when 0 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000000000010110";
+        when 1 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000000000011100";
+        when 2 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000000000100100";
+        when 3 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000000000101111";
+        when 4 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000000000111100";
+        when 5 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000000001001101";
+        when 6 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000000001100010";
+        when 7 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000000001111110";
+        when 8 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000000010100010";
+        when 9 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000000011010000";
+        when 10 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000000100001011";
+        when 11 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000000101010110";
+        when 12 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000000110110111";
+        when 13 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000001000110010";
+        when 14 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000001011010000";
+        when 15 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000001110011010";
+        when 16 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000010010011011";
+        when 17 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000010111100010";
+        when 18 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000011110000001";
+        when 19 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000100110001110";
+        when 20 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000110000100100";
+        when 21 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000000111101100010";
+        when 22 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000001001101101011";
+        when 23 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000001100001101001";
+        when 24 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000001111010000100";
+        when 25 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000010010111100110";
+        when 26 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000010111010110011";
+        when 27 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000011100100000011";
+        when 28 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000100010011011001";
+        when 29 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000101001000100001";
+        when 30 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000110000010100111";
+        when 31 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000000111000000010101";
+        when 32 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001000000000000000";
+        when 33 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001000111111101011";
+        when 34 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001001111101011001";
+        when 35 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001010110111011111";
+        when 36 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001011101100100111";
+        when 37 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001100011011111101";
+        when 38 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001101000101001101";
+        when 39 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001101101000011010";
+        when 40 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001110000101111100";
+        when 41 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001110011110010111";
+        when 42 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001110110010010101";
+        when 43 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111000010011110";
+        when 44 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111001111011100";
+        when 45 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111011001110010";
+        when 46 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111100001111111";
+        when 47 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111101000011110";
+        when 48 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111101101100101";
+        when 49 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111110001100110";
+        when 50 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111110100110000";
+        when 51 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111110111001110";
+        when 52 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111111001001001";
+        when 53 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111111010101010";
+        when 54 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111111011110101";
+        when 55 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111111100110000";
+        when 56 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111111101011110";
+        when 57 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111111110000010";
+        when 58 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111111110011110";
+        when 59 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111111110110011";
+        when 60 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111111111000100";
+        when 61 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111111111010001";
+        when 62 => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111111111011100";
+        when others => cosmic_pe4_pwl_pipe4_base2 <= "00000000000000001111111111100100";
+    end case;
+end process cosmic_pe4_pwl_pipe4_p2romb;
+
+cosmic_pe4_pwl_pipe4_p2z: process (cosmic_pe4_pwl_pipe4_slope_r, cosmic_pe4_pwl_pipe4_lt1) is
+begin
+    if bool(cosmic_pe4_pwl_pipe4_lt1) then
+        cosmic_pe4_pwl_pipe4_slope2 <= to_signed(0, 15);
+    else
+        cosmic_pe4_pwl_pipe4_slope2 <= cosmic_pe4_pwl_pipe4_slope_r;
+    end if;
+end process cosmic_pe4_pwl_pipe4_p2z;
 
 cosmic_pe4_pwl_pipe4_p2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe4_pwl_pipe4_idx3 <= to_unsigned(0, 6);
-            cosmic_pe4_pwl_pipe4_prod3 <= to_signed(0, 33);
+            cosmic_pe4_pwl_pipe4_base3 <= to_signed(0, 32);
+            cosmic_pe4_pwl_pipe4_slope3 <= to_signed(0, 15);
+            cosmic_pe4_pwl_pipe4_off3 <= to_unsigned(0, 14);
         else
-            cosmic_pe4_pwl_pipe4_prod3 <= (resize(cosmic_pe4_pwl_pipe4_slope2, 18) * cosmic_pe4_pwl_pipe4_off2);
-            cosmic_pe4_pwl_pipe4_idx3 <= cosmic_pe4_pwl_pipe4_idx2;
+            cosmic_pe4_pwl_pipe4_slope3 <= cosmic_pe4_pwl_pipe4_slope2;
+            cosmic_pe4_pwl_pipe4_off3 <= cosmic_pe4_pwl_pipe4_off2;
+            cosmic_pe4_pwl_pipe4_base3 <= cosmic_pe4_pwl_pipe4_base2;
         end if;
     end if;
 end process cosmic_pe4_pwl_pipe4_p2;
 
 
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_t <= shift_right(cosmic_pe4_pwl_pipe4_prod3, 16);
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000") & cosmic_pe4_pwl_pipe4_prod3((16 - 1))));
-
-
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r <= (cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_t + cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_rb);
-
-
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hi <= unsigned(cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r(33-1 downto (32 - 1)));
-
-
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hin <= (not cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hi);
-
-
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_nsign <= stdl((not bool(cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r((33 - 1)))));
-
-cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_clamp: process (cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill, cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hi, cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r, cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hin) is
-begin
-    if ((cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hi = 0) or (cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_hin = 0)) then
-        cosmic_pe4_pwl_pipe4_rnd_c <= signed(unsigned(cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r(32-1 downto 0)));
-    else
-        cosmic_pe4_pwl_pipe4_rnd_c <= signed(unsigned'(cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_r((33 - 1)) & cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_fill));
-    end if;
-end process cosmic_pe4_pwl_pipe4_round_sat_fast12_round_sat4_sat22_clamp;
+cosmic_pe4_pwl_pipe4_off3s <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe4_pwl_pipe4_off3));
 
 cosmic_pe4_pwl_pipe4_p3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe4_pwl_pipe4_rnd4 <= to_signed(0, 32);
-            cosmic_pe4_pwl_pipe4_idx4 <= to_unsigned(0, 6);
+            cosmic_pe4_pwl_pipe4_base4 <= to_signed(0, 32);
+            cosmic_pe4_pwl_pipe4_prod4 <= to_signed(0, 33);
         else
-            cosmic_pe4_pwl_pipe4_rnd4 <= cosmic_pe4_pwl_pipe4_rnd_c;
-            cosmic_pe4_pwl_pipe4_idx4 <= cosmic_pe4_pwl_pipe4_idx3;
+            cosmic_pe4_pwl_pipe4_prod4 <= (resize(cosmic_pe4_pwl_pipe4_slope3, 18) * cosmic_pe4_pwl_pipe4_off3s);
+            cosmic_pe4_pwl_pipe4_base4 <= cosmic_pe4_pwl_pipe4_base3;
         end if;
     end if;
 end process cosmic_pe4_pwl_pipe4_p3;
 
-cosmic_pe4_pwl_pipe4_p4rom: process (cosmic_pe4_pwl_pipe4_idx4) is
+
+cosmic_pe4_pwl_pipe4_q4 <= signed(unsigned(cosmic_pe4_pwl_pipe4_prod4(33-1 downto 16)));
+cosmic_pe4_pwl_pipe4_rb4 <= cosmic_pe4_pwl_pipe4_prod4((16 - 1));
+
+cosmic_pe4_pwl_pipe4_sext18_fill: process (cosmic_pe4_pwl_pipe4_q4) is
 begin
-    case to_integer(cosmic_pe4_pwl_pipe4_idx4) is
-        when 0 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000000000010110";
-        when 1 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000000000011100";
-        when 2 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000000000100100";
-        when 3 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000000000101111";
-        when 4 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000000000111100";
-        when 5 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000000001001101";
-        when 6 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000000001100010";
-        when 7 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000000001111110";
-        when 8 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000000010100010";
-        when 9 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000000011010000";
-        when 10 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000000100001011";
-        when 11 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000000101010110";
-        when 12 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000000110110111";
-        when 13 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000001000110010";
-        when 14 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000001011010000";
-        when 15 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000001110011010";
-        when 16 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000010010011011";
-        when 17 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000010111100010";
-        when 18 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000011110000001";
-        when 19 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000100110001110";
-        when 20 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000110000100100";
-        when 21 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000000111101100010";
-        when 22 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000001001101101011";
-        when 23 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000001100001101001";
-        when 24 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000001111010000100";
-        when 25 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000010010111100110";
-        when 26 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000010111010110011";
-        when 27 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000011100100000011";
-        when 28 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000100010011011001";
-        when 29 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000101001000100001";
-        when 30 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000110000010100111";
-        when 31 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000000111000000010101";
-        when 32 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001000111111101011";
-        when 34 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001001111101011001";
-        when 35 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001010110111011111";
-        when 36 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001011101100100111";
-        when 37 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001100011011111101";
-        when 38 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001101000101001101";
-        when 39 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001101101000011010";
-        when 40 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001110000101111100";
-        when 41 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001110011110010111";
-        when 42 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001110110010010101";
-        when 43 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111000010011110";
-        when 44 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111001111011100";
-        when 45 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111011001110010";
-        when 46 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111100001111111";
-        when 47 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111101000011110";
-        when 48 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111101101100101";
-        when 49 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111110001100110";
-        when 50 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111110100110000";
-        when 51 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111110111001110";
-        when 52 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111111001001001";
-        when 53 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111111010101010";
-        when 54 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111111011110101";
-        when 55 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111111100110000";
-        when 56 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111111101011110";
-        when 57 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111111110000010";
-        when 58 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111111110011110";
-        when 59 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111111110110011";
-        when 60 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111111111000100";
-        when 61 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111111111010001";
-        when 62 => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111111111011100";
-        when others => cosmic_pe4_pwl_pipe4_base4 <= "00000000000000001111111111100100";
-    end case;
-end process cosmic_pe4_pwl_pipe4_p4rom;
-
-
-cosmic_pe4_pwl_pipe4_sumv <= (resize(cosmic_pe4_pwl_pipe4_base4, 33) + cosmic_pe4_pwl_pipe4_rnd4);
-
-
-cosmic_pe4_pwl_pipe4_sat23_hi <= unsigned(cosmic_pe4_pwl_pipe4_sumv(33-1 downto (32 - 1)));
-
-
-cosmic_pe4_pwl_pipe4_sat23_hin <= (not cosmic_pe4_pwl_pipe4_sat23_hi);
-
-
-cosmic_pe4_pwl_pipe4_sat23_nsign <= stdl((not bool(cosmic_pe4_pwl_pipe4_sumv((33 - 1)))));
-
-cosmic_pe4_pwl_pipe4_sat23_clamp: process (cosmic_pe4_pwl_pipe4_sat23_fill, cosmic_pe4_pwl_pipe4_sat23_hi, cosmic_pe4_pwl_pipe4_sumv, cosmic_pe4_pwl_pipe4_sat23_hin) is
-begin
-    if ((cosmic_pe4_pwl_pipe4_sat23_hi = 0) or (cosmic_pe4_pwl_pipe4_sat23_hin = 0)) then
-        cosmic_pe4_pwl_pipe4_ys <= signed(unsigned(cosmic_pe4_pwl_pipe4_sumv(32-1 downto 0)));
+    if bool(cosmic_pe4_pwl_pipe4_q4((17 - 1))) then
+        cosmic_pe4_pwl_pipe4_sext18_sgn <= to_unsigned(65535, 16);
     else
-        cosmic_pe4_pwl_pipe4_ys <= signed(unsigned'(cosmic_pe4_pwl_pipe4_sumv((33 - 1)) & cosmic_pe4_pwl_pipe4_sat23_fill));
+        cosmic_pe4_pwl_pipe4_sext18_sgn <= to_unsigned(0, 16);
     end if;
-end process cosmic_pe4_pwl_pipe4_sat23_clamp;
+end process cosmic_pe4_pwl_pipe4_sext18_fill;
 
-cosmic_pe4_pwl_pipe4_p4romh: process (cosmic_pe4_pwl_pipe4_idx4) is
-begin
-    case to_integer(cosmic_pe4_pwl_pipe4_idx4) is
-        when 0 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111111111101010";
-        when 1 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111111111100100";
-        when 2 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111111111011100";
-        when 3 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111111111010001";
-        when 4 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111111111000100";
-        when 5 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111111110110011";
-        when 6 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111111110011110";
-        when 7 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111111110000010";
-        when 8 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111111101011110";
-        when 9 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111111100110000";
-        when 10 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111111011110101";
-        when 11 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111111010101010";
-        when 12 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111111001001001";
-        when 13 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111110111001110";
-        when 14 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111110100110000";
-        when 15 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111110001100110";
-        when 16 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111101101100101";
-        when 17 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111101000011110";
-        when 18 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111100001111111";
-        when 19 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111011001110010";
-        when 20 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111001111011100";
-        when 21 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001111000010011110";
-        when 22 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001110110010010101";
-        when 23 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001110011110010111";
-        when 24 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001110000101111100";
-        when 25 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001101101000011010";
-        when 26 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001101000101001101";
-        when 27 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001100011011111101";
-        when 28 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001011101100100111";
-        when 29 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001010110111011111";
-        when 30 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001001111101011001";
-        when 31 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001000111111101011";
-        when 32 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000111000000010101";
-        when 34 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000110000010100111";
-        when 35 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000101001000100001";
-        when 36 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000100010011011001";
-        when 37 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000011100100000011";
-        when 38 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000010111010110011";
-        when 39 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000010010111100110";
-        when 40 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000001111010000100";
-        when 41 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000001100001101001";
-        when 42 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000001001101101011";
-        when 43 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000111101100010";
-        when 44 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000110000100100";
-        when 45 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000100110001110";
-        when 46 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000011110000001";
-        when 47 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000010111100010";
-        when 48 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000010010011011";
-        when 49 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000001110011010";
-        when 50 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000001011010000";
-        when 51 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000001000110010";
-        when 52 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000000110110111";
-        when 53 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000000101010110";
-        when 54 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000000100001011";
-        when 55 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000000011010000";
-        when 56 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000000010100010";
-        when 57 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000000001111110";
-        when 58 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000000001100010";
-        when 59 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000000001001101";
-        when 60 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000000000111100";
-        when 61 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000000000101111";
-        when 62 => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000000000100100";
-        when others => cosmic_pe4_pwl_pipe4_limh <= "00000000000000000000000000011100";
-    end case;
-end process cosmic_pe4_pwl_pipe4_p4romh;
 
-cosmic_pe4_pwl_pipe4_p4roml: process (cosmic_pe4_pwl_pipe4_idx4) is
-begin
-    case to_integer(cosmic_pe4_pwl_pipe4_idx4) is
-        when 0 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111111111101010";
-        when 1 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111111111100100";
-        when 2 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111111111011100";
-        when 3 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111111111010001";
-        when 4 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111111111000100";
-        when 5 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111111110110011";
-        when 6 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111111110011110";
-        when 7 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111111110000010";
-        when 8 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111111101011110";
-        when 9 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111111100110000";
-        when 10 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111111011110101";
-        when 11 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111111010101010";
-        when 12 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111111001001001";
-        when 13 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111110111001110";
-        when 14 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111110100110000";
-        when 15 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111110001100110";
-        when 16 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111101101100101";
-        when 17 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111101000011110";
-        when 18 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111100001111111";
-        when 19 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111011001110010";
-        when 20 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111001111011100";
-        when 21 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111111000010011110";
-        when 22 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111110110010010101";
-        when 23 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111110011110010111";
-        when 24 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111110000101111100";
-        when 25 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111101101000011010";
-        when 26 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111101000101001101";
-        when 27 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111100011011111101";
-        when 28 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111011101100100111";
-        when 29 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111010110111011111";
-        when 30 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111001111101011001";
-        when 31 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111000111111101011";
-        when 32 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111111000000000000000";
-        when 33 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110111000000010101";
-        when 34 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110110000010100111";
-        when 35 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110101001000100001";
-        when 36 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110100010011011001";
-        when 37 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110011100100000011";
-        when 38 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110010111010110011";
-        when 39 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110010010111100110";
-        when 40 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110001111010000100";
-        when 41 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110001100001101001";
-        when 42 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110001001101101011";
-        when 43 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000111101100010";
-        when 44 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000110000100100";
-        when 45 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000100110001110";
-        when 46 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000011110000001";
-        when 47 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000010111100010";
-        when 48 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000010010011011";
-        when 49 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000001110011010";
-        when 50 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000001011010000";
-        when 51 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000001000110010";
-        when 52 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000000110110111";
-        when 53 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000000101010110";
-        when 54 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000000100001011";
-        when 55 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000000011010000";
-        when 56 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000000010100010";
-        when 57 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000000001111110";
-        when 58 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000000001100010";
-        when 59 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000000001001101";
-        when 60 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000000000111100";
-        when 61 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000000000101111";
-        when 62 => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000000000100100";
-        when others => cosmic_pe4_pwl_pipe4_liml <= "11111111111111110000000000011100";
-    end case;
-end process cosmic_pe4_pwl_pipe4_p4roml;
+cosmic_pe4_pwl_pipe4_qe <= signed(unsigned'(cosmic_pe4_pwl_pipe4_sext18_sgn & unsigned(cosmic_pe4_pwl_pipe4_q4)));
 
-cosmic_pe4_pwl_pipe4_outc: process (cosmic_pe4_pwl_pipe4_limh, cosmic_pe4_pwl_pipe4_liml, cosmic_pe4_pwl_pipe4_rnd4, cosmic_pe4_pwl_pipe4_ys) is
-begin
-    if (cosmic_pe4_pwl_pipe4_rnd4 > cosmic_pe4_pwl_pipe4_limh) then
-        cosmic_pe4_y_sig <= to_signed(65536, 32);
-    elsif (cosmic_pe4_pwl_pipe4_rnd4 < cosmic_pe4_pwl_pipe4_liml) then
-        cosmic_pe4_y_sig <= to_signed(0, 32);
-    else
-        cosmic_pe4_y_sig <= cosmic_pe4_pwl_pipe4_ys;
-    end if;
-end process cosmic_pe4_pwl_pipe4_outc;
+
+cosmic_pe4_pwl_pipe4_ta <= signed(unsigned'(cosmic_pe4_pwl_pipe4_base4((32 - 1)) & unsigned(cosmic_pe4_pwl_pipe4_base4) & cosmic_pe4_pwl_pipe4_rb4));
+cosmic_pe4_pwl_pipe4_tb <= signed(unsigned'(unsigned(cosmic_pe4_pwl_pipe4_qe) & cosmic_pe4_pwl_pipe4_rb4));
+
+
+cosmic_pe4_pwl_pipe4_t4 <= (cosmic_pe4_pwl_pipe4_ta + cosmic_pe4_pwl_pipe4_tb);
+
+
+cosmic_pe4_pwl_pipe4_unused <= unsigned'(cosmic_pe4_pwl_pipe4_t4((32 + 1)) & unsigned(cosmic_pe4_pwl_pipe4_prod4((16 - 1)-1 downto 0)) & cosmic_pe4_pwl_pipe4_t4(0));
+
+
+cosmic_pe4_y_sig <= signed(unsigned(cosmic_pe4_pwl_pipe4_t4((32 + 1)-1 downto 1)));
 
 cosmic_pe4_pipe: process (clk) is
 begin
@@ -15364,17 +14127,17 @@ begin
     end if;
 end process cosmic_pe4_pipe;
 
-cosmic_pe4_sext14_fill: process (cosmic_pe4_mul2_csa4_p) is
+cosmic_pe4_sext19_fill: process (cosmic_pe4_mul2_csa4_p) is
 begin
     if bool(cosmic_pe4_mul2_csa4_p((64 - 1))) then
-        cosmic_pe4_sext14_sgn <= to_unsigned(255, 8);
+        cosmic_pe4_sext19_sgn <= to_unsigned(255, 8);
     else
-        cosmic_pe4_sext14_sgn <= to_unsigned(0, 8);
+        cosmic_pe4_sext19_sgn <= to_unsigned(0, 8);
     end if;
-end process cosmic_pe4_sext14_fill;
+end process cosmic_pe4_sext19_fill;
 
 
-cosmic_pe4_sext14_xe <= signed(unsigned'(cosmic_pe4_sext14_sgn & unsigned(cosmic_pe4_mul2_csa4_p)));
+cosmic_pe4_sext19_xe <= signed(unsigned'(cosmic_pe4_sext19_sgn & unsigned(cosmic_pe4_mul2_csa4_p)));
 
 cosmic_pe4_acc_csel4_gate: process (cosmic_pe4_clr6, cosmic_pe4_acc) is
 begin
@@ -15387,9 +14150,9 @@ end process cosmic_pe4_acc_csel4_gate;
 
 
 cosmic_pe4_acc_csel4_al <= unsigned(cosmic_pe4_acc_csel4_ai(36-1 downto 0));
-cosmic_pe4_acc_csel4_pl <= unsigned(cosmic_pe4_sext14_xe(36-1 downto 0));
+cosmic_pe4_acc_csel4_pl <= unsigned(cosmic_pe4_sext19_xe(36-1 downto 0));
 cosmic_pe4_acc_csel4_ah <= signed(unsigned(cosmic_pe4_acc_csel4_ai(72-1 downto 36)));
-cosmic_pe4_acc_csel4_ph <= signed(unsigned(cosmic_pe4_sext14_xe(72-1 downto 36)));
+cosmic_pe4_acc_csel4_ph <= signed(unsigned(cosmic_pe4_sext19_xe(72-1 downto 36)));
 
 
 cosmic_pe4_acc_csel4_slo <= (resize(cosmic_pe4_acc_csel4_al, 37) + cosmic_pe4_acc_csel4_pl);
@@ -15409,66 +14172,66 @@ end process cosmic_pe4_acc_csel4_pick;
 cosmic_pe4_acc_csel4_full <= signed(unsigned'(unsigned(cosmic_pe4_acc_csel4_hs) & cosmic_pe4_acc_csel4_slo(36-1 downto 0)));
 
 
-cosmic_pe4_acc_csel4_sat24_hi <= unsigned(cosmic_pe4_acc_csel4_full(73-1 downto (72 - 1)));
+cosmic_pe4_acc_csel4_sat14_hi <= unsigned(cosmic_pe4_acc_csel4_full(73-1 downto (72 - 1)));
 
 
-cosmic_pe4_acc_csel4_sat24_hin <= (not cosmic_pe4_acc_csel4_sat24_hi);
+cosmic_pe4_acc_csel4_sat14_hin <= (not cosmic_pe4_acc_csel4_sat14_hi);
 
 
-cosmic_pe4_acc_csel4_sat24_nsign <= stdl((not bool(cosmic_pe4_acc_csel4_full((73 - 1)))));
+cosmic_pe4_acc_csel4_sat14_nsign <= stdl((not bool(cosmic_pe4_acc_csel4_full((73 - 1)))));
 
-cosmic_pe4_acc_csel4_sat24_clamp: process (cosmic_pe4_acc_csel4_sat24_fill, cosmic_pe4_acc_csel4_sat24_hi, cosmic_pe4_acc_csel4_full, cosmic_pe4_acc_csel4_sat24_hin) is
+cosmic_pe4_acc_csel4_sat14_clamp: process (cosmic_pe4_acc_csel4_sat14_fill, cosmic_pe4_acc_csel4_sat14_hi, cosmic_pe4_acc_csel4_full, cosmic_pe4_acc_csel4_sat14_hin) is
 begin
-    if ((cosmic_pe4_acc_csel4_sat24_hi = 0) or (cosmic_pe4_acc_csel4_sat24_hin = 0)) then
+    if ((cosmic_pe4_acc_csel4_sat14_hi = 0) or (cosmic_pe4_acc_csel4_sat14_hin = 0)) then
         cosmic_pe4_acc_new <= signed(unsigned(cosmic_pe4_acc_csel4_full(72-1 downto 0)));
     else
-        cosmic_pe4_acc_new <= signed(unsigned'(cosmic_pe4_acc_csel4_full((73 - 1)) & cosmic_pe4_acc_csel4_sat24_fill));
+        cosmic_pe4_acc_new <= signed(unsigned'(cosmic_pe4_acc_csel4_full((73 - 1)) & cosmic_pe4_acc_csel4_sat14_fill));
     end if;
-end process cosmic_pe4_acc_csel4_sat24_clamp;
+end process cosmic_pe4_acc_csel4_sat14_clamp;
 
 
-cosmic_pe4_round_sat_fast13_lo <= unsigned(cosmic_pe4_mul2_csa4_p((16 + 32)-1 downto 16));
-cosmic_pe4_round_sat_fast13_rb <= to_unsigned(cosmic_pe4_mul2_csa4_p((16 - 1)), 1);
-cosmic_pe4_round_sat_fast13_hi <= unsigned(cosmic_pe4_mul2_csa4_p(64-1 downto (16 + 32)));
-cosmic_pe4_round_sat_fast13_neg <= cosmic_pe4_mul2_csa4_p((64 - 1));
-cosmic_pe4_round_sat_fast13_nneg <= stdl((not bool(cosmic_pe4_mul2_csa4_p((64 - 1)))));
+cosmic_pe4_round_sat_fast8_lo <= unsigned(cosmic_pe4_mul2_csa4_p((16 + 32)-1 downto 16));
+cosmic_pe4_round_sat_fast8_rb <= to_unsigned(cosmic_pe4_mul2_csa4_p((16 - 1)), 1);
+cosmic_pe4_round_sat_fast8_hi <= unsigned(cosmic_pe4_mul2_csa4_p(64-1 downto (16 + 32)));
+cosmic_pe4_round_sat_fast8_neg <= cosmic_pe4_mul2_csa4_p((64 - 1));
+cosmic_pe4_round_sat_fast8_nneg <= stdl((not bool(cosmic_pe4_mul2_csa4_p((64 - 1)))));
 
 
-cosmic_pe4_round_sat_fast13_hin <= (not cosmic_pe4_round_sat_fast13_hi);
+cosmic_pe4_round_sat_fast8_hin <= (not cosmic_pe4_round_sat_fast8_hi);
 
 
-cosmic_pe4_round_sat_fast13_s <= (resize(cosmic_pe4_round_sat_fast13_lo, 33) + cosmic_pe4_round_sat_fast13_rb);
+cosmic_pe4_round_sat_fast8_s <= (resize(cosmic_pe4_round_sat_fast8_lo, 33) + cosmic_pe4_round_sat_fast8_rb);
 
-cosmic_pe4_round_sat_fast13_outc: process (cosmic_pe4_round_sat_fast13_s, cosmic_pe4_round_sat_fast13_hin, cosmic_pe4_round_sat_fast13_hi, cosmic_pe4_round_sat_fast13_neg, cosmic_pe4_round_sat_fast13_fill) is
+cosmic_pe4_round_sat_fast8_outc: process (cosmic_pe4_round_sat_fast8_s, cosmic_pe4_round_sat_fast8_hin, cosmic_pe4_round_sat_fast8_hi, cosmic_pe4_round_sat_fast8_neg, cosmic_pe4_round_sat_fast8_fill) is
 begin
-    if ((bool(cosmic_pe4_round_sat_fast13_s(32)) and (cosmic_pe4_round_sat_fast13_hin = 0)) or ((not bool(cosmic_pe4_round_sat_fast13_s(32))) and (((cosmic_pe4_round_sat_fast13_hi = 0) and (not bool(cosmic_pe4_round_sat_fast13_s((32 - 1))))) or ((cosmic_pe4_round_sat_fast13_hin = 0) and bool(cosmic_pe4_round_sat_fast13_s((32 - 1))))))) then
-        cosmic_pe4_mul_s <= signed(cosmic_pe4_round_sat_fast13_s(32-1 downto 0));
+    if ((bool(cosmic_pe4_round_sat_fast8_s(32)) and (cosmic_pe4_round_sat_fast8_hin = 0)) or ((not bool(cosmic_pe4_round_sat_fast8_s(32))) and (((cosmic_pe4_round_sat_fast8_hi = 0) and (not bool(cosmic_pe4_round_sat_fast8_s((32 - 1))))) or ((cosmic_pe4_round_sat_fast8_hin = 0) and bool(cosmic_pe4_round_sat_fast8_s((32 - 1))))))) then
+        cosmic_pe4_mul_s <= signed(cosmic_pe4_round_sat_fast8_s(32-1 downto 0));
     else
-        cosmic_pe4_mul_s <= signed(unsigned'(cosmic_pe4_round_sat_fast13_neg & cosmic_pe4_round_sat_fast13_fill));
+        cosmic_pe4_mul_s <= signed(unsigned'(cosmic_pe4_round_sat_fast8_neg & cosmic_pe4_round_sat_fast8_fill));
     end if;
-end process cosmic_pe4_round_sat_fast13_outc;
+end process cosmic_pe4_round_sat_fast8_outc;
 
 
-cosmic_pe4_round_sat_fast14_lo <= unsigned(cosmic_pe4_acc((16 + 32)-1 downto 16));
-cosmic_pe4_round_sat_fast14_rb <= to_unsigned(cosmic_pe4_acc((16 - 1)), 1);
-cosmic_pe4_round_sat_fast14_hi <= unsigned(cosmic_pe4_acc(72-1 downto (16 + 32)));
-cosmic_pe4_round_sat_fast14_neg <= cosmic_pe4_acc((72 - 1));
-cosmic_pe4_round_sat_fast14_nneg <= stdl((not bool(cosmic_pe4_acc((72 - 1)))));
+cosmic_pe4_round_sat_fast9_lo <= unsigned(cosmic_pe4_acc((16 + 32)-1 downto 16));
+cosmic_pe4_round_sat_fast9_rb <= to_unsigned(cosmic_pe4_acc((16 - 1)), 1);
+cosmic_pe4_round_sat_fast9_hi <= unsigned(cosmic_pe4_acc(72-1 downto (16 + 32)));
+cosmic_pe4_round_sat_fast9_neg <= cosmic_pe4_acc((72 - 1));
+cosmic_pe4_round_sat_fast9_nneg <= stdl((not bool(cosmic_pe4_acc((72 - 1)))));
 
 
-cosmic_pe4_round_sat_fast14_hin <= (not cosmic_pe4_round_sat_fast14_hi);
+cosmic_pe4_round_sat_fast9_hin <= (not cosmic_pe4_round_sat_fast9_hi);
 
 
-cosmic_pe4_round_sat_fast14_s <= (resize(cosmic_pe4_round_sat_fast14_lo, 33) + cosmic_pe4_round_sat_fast14_rb);
+cosmic_pe4_round_sat_fast9_s <= (resize(cosmic_pe4_round_sat_fast9_lo, 33) + cosmic_pe4_round_sat_fast9_rb);
 
-cosmic_pe4_round_sat_fast14_outc: process (cosmic_pe4_round_sat_fast14_s, cosmic_pe4_round_sat_fast14_hin, cosmic_pe4_round_sat_fast14_hi, cosmic_pe4_round_sat_fast14_neg, cosmic_pe4_round_sat_fast14_fill) is
+cosmic_pe4_round_sat_fast9_outc: process (cosmic_pe4_round_sat_fast9_s, cosmic_pe4_round_sat_fast9_hin, cosmic_pe4_round_sat_fast9_hi, cosmic_pe4_round_sat_fast9_neg, cosmic_pe4_round_sat_fast9_fill) is
 begin
-    if ((bool(cosmic_pe4_round_sat_fast14_s(32)) and (cosmic_pe4_round_sat_fast14_hin = 0)) or ((not bool(cosmic_pe4_round_sat_fast14_s(32))) and (((cosmic_pe4_round_sat_fast14_hi = 0) and (not bool(cosmic_pe4_round_sat_fast14_s((32 - 1))))) or ((cosmic_pe4_round_sat_fast14_hin = 0) and bool(cosmic_pe4_round_sat_fast14_s((32 - 1))))))) then
-        cosmic_pe4_y_gau <= signed(cosmic_pe4_round_sat_fast14_s(32-1 downto 0));
+    if ((bool(cosmic_pe4_round_sat_fast9_s(32)) and (cosmic_pe4_round_sat_fast9_hin = 0)) or ((not bool(cosmic_pe4_round_sat_fast9_s(32))) and (((cosmic_pe4_round_sat_fast9_hi = 0) and (not bool(cosmic_pe4_round_sat_fast9_s((32 - 1))))) or ((cosmic_pe4_round_sat_fast9_hin = 0) and bool(cosmic_pe4_round_sat_fast9_s((32 - 1))))))) then
+        cosmic_pe4_y_gau <= signed(cosmic_pe4_round_sat_fast9_s(32-1 downto 0));
     else
-        cosmic_pe4_y_gau <= signed(unsigned'(cosmic_pe4_round_sat_fast14_neg & cosmic_pe4_round_sat_fast14_fill));
+        cosmic_pe4_y_gau <= signed(unsigned'(cosmic_pe4_round_sat_fast9_neg & cosmic_pe4_round_sat_fast9_fill));
     end if;
-end process cosmic_pe4_round_sat_fast14_outc;
+end process cosmic_pe4_round_sat_fast9_outc;
 
 cosmic_pe4_r7mux: process (cosmic_pe4_r6, cosmic_pe4_mul_s, cosmic_pe4_mu6) is
 begin
@@ -16536,40 +15299,40 @@ cosmic_pe5_sum_ab <= (resize(cosmic_pe5_fa, 33) + cosmic_pe5_fb);
 cosmic_pe5_dif_ab <= (resize(cosmic_pe5_fa, 33) - cosmic_pe5_fb);
 
 
-cosmic_pe5_sat25_hi <= unsigned(cosmic_pe5_sum_ab(33-1 downto (32 - 1)));
+cosmic_pe5_sat15_hi <= unsigned(cosmic_pe5_sum_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe5_sat25_hin <= (not cosmic_pe5_sat25_hi);
+cosmic_pe5_sat15_hin <= (not cosmic_pe5_sat15_hi);
 
 
-cosmic_pe5_sat25_nsign <= stdl((not bool(cosmic_pe5_sum_ab((33 - 1)))));
+cosmic_pe5_sat15_nsign <= stdl((not bool(cosmic_pe5_sum_ab((33 - 1)))));
 
-cosmic_pe5_sat25_clamp: process (cosmic_pe5_sat25_fill, cosmic_pe5_sat25_hi, cosmic_pe5_sum_ab, cosmic_pe5_sat25_hin) is
+cosmic_pe5_sat15_clamp: process (cosmic_pe5_sat15_fill, cosmic_pe5_sat15_hi, cosmic_pe5_sum_ab, cosmic_pe5_sat15_hin) is
 begin
-    if ((cosmic_pe5_sat25_hi = 0) or (cosmic_pe5_sat25_hin = 0)) then
+    if ((cosmic_pe5_sat15_hi = 0) or (cosmic_pe5_sat15_hin = 0)) then
         cosmic_pe5_add_s <= signed(unsigned(cosmic_pe5_sum_ab(32-1 downto 0)));
     else
-        cosmic_pe5_add_s <= signed(unsigned'(cosmic_pe5_sum_ab((33 - 1)) & cosmic_pe5_sat25_fill));
+        cosmic_pe5_add_s <= signed(unsigned'(cosmic_pe5_sum_ab((33 - 1)) & cosmic_pe5_sat15_fill));
     end if;
-end process cosmic_pe5_sat25_clamp;
+end process cosmic_pe5_sat15_clamp;
 
 
-cosmic_pe5_sat26_hi <= unsigned(cosmic_pe5_dif_ab(33-1 downto (32 - 1)));
+cosmic_pe5_sat16_hi <= unsigned(cosmic_pe5_dif_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe5_sat26_hin <= (not cosmic_pe5_sat26_hi);
+cosmic_pe5_sat16_hin <= (not cosmic_pe5_sat16_hi);
 
 
-cosmic_pe5_sat26_nsign <= stdl((not bool(cosmic_pe5_dif_ab((33 - 1)))));
+cosmic_pe5_sat16_nsign <= stdl((not bool(cosmic_pe5_dif_ab((33 - 1)))));
 
-cosmic_pe5_sat26_clamp: process (cosmic_pe5_sat26_fill, cosmic_pe5_sat26_hi, cosmic_pe5_dif_ab, cosmic_pe5_sat26_hin) is
+cosmic_pe5_sat16_clamp: process (cosmic_pe5_sat16_fill, cosmic_pe5_sat16_hi, cosmic_pe5_dif_ab, cosmic_pe5_sat16_hin) is
 begin
-    if ((cosmic_pe5_sat26_hi = 0) or (cosmic_pe5_sat26_hin = 0)) then
+    if ((cosmic_pe5_sat16_hi = 0) or (cosmic_pe5_sat16_hin = 0)) then
         cosmic_pe5_sub_s <= signed(unsigned(cosmic_pe5_dif_ab(32-1 downto 0)));
     else
-        cosmic_pe5_sub_s <= signed(unsigned'(cosmic_pe5_dif_ab((33 - 1)) & cosmic_pe5_sat26_fill));
+        cosmic_pe5_sub_s <= signed(unsigned'(cosmic_pe5_dif_ab((33 - 1)) & cosmic_pe5_sat16_fill));
     end if;
-end process cosmic_pe5_sat26_clamp;
+end process cosmic_pe5_sat16_clamp;
 
 cosmic_pe5_resmux: process (cosmic_pe5_fa, cosmic_pe5_sub_s, cosmic_pe5_add_s, cosmic_pe5_fb, cosmic_pe5_op4) is
 begin
@@ -16638,29 +15401,29 @@ begin
     end if;
 end process cosmic_pe5_mul2_csa5_st1;
 
-cosmic_pe5_mul2_csa5_sext15_fill: process (cosmic_pe5_mul2_csa5_lh) is
+cosmic_pe5_mul2_csa5_sext20_fill: process (cosmic_pe5_mul2_csa5_lh) is
 begin
     if bool(cosmic_pe5_mul2_csa5_lh((33 - 1))) then
-        cosmic_pe5_mul2_csa5_sext15_sgn <= to_unsigned(32767, 15);
+        cosmic_pe5_mul2_csa5_sext20_sgn <= to_unsigned(32767, 15);
     else
-        cosmic_pe5_mul2_csa5_sext15_sgn <= to_unsigned(0, 15);
+        cosmic_pe5_mul2_csa5_sext20_sgn <= to_unsigned(0, 15);
     end if;
-end process cosmic_pe5_mul2_csa5_sext15_fill;
+end process cosmic_pe5_mul2_csa5_sext20_fill;
 
 
-cosmic_pe5_mul2_csa5_lhe <= signed(unsigned'(cosmic_pe5_mul2_csa5_sext15_sgn & unsigned(cosmic_pe5_mul2_csa5_lh)));
+cosmic_pe5_mul2_csa5_lhe <= signed(unsigned'(cosmic_pe5_mul2_csa5_sext20_sgn & unsigned(cosmic_pe5_mul2_csa5_lh)));
 
-cosmic_pe5_mul2_csa5_sext16_fill: process (cosmic_pe5_mul2_csa5_hl) is
+cosmic_pe5_mul2_csa5_sext21_fill: process (cosmic_pe5_mul2_csa5_hl) is
 begin
     if bool(cosmic_pe5_mul2_csa5_hl((33 - 1))) then
-        cosmic_pe5_mul2_csa5_sext16_sgn <= to_unsigned(32767, 15);
+        cosmic_pe5_mul2_csa5_sext21_sgn <= to_unsigned(32767, 15);
     else
-        cosmic_pe5_mul2_csa5_sext16_sgn <= to_unsigned(0, 15);
+        cosmic_pe5_mul2_csa5_sext21_sgn <= to_unsigned(0, 15);
     end if;
-end process cosmic_pe5_mul2_csa5_sext16_fill;
+end process cosmic_pe5_mul2_csa5_sext21_fill;
 
 
-cosmic_pe5_mul2_csa5_hle <= signed(unsigned'(cosmic_pe5_mul2_csa5_sext16_sgn & unsigned(cosmic_pe5_mul2_csa5_hl)));
+cosmic_pe5_mul2_csa5_hle <= signed(unsigned'(cosmic_pe5_mul2_csa5_sext21_sgn & unsigned(cosmic_pe5_mul2_csa5_hl)));
 
 
 cosmic_pe5_mul2_csa5_ta <= unsigned'(unsigned(cosmic_pe5_mul2_csa5_hh) & cosmic_pe5_mul2_csa5_ll((2 * 16)-1 downto 16));
@@ -16693,394 +15456,249 @@ end process cosmic_pe5_mul2_csa5_st2;
 
 cosmic_pe5_pwl_pipe5_zl <= (resize(cosmic_pe5_fa, 33) + 524288);
 
-cosmic_pe5_pwl_pipe5_clampz: process (cosmic_pe5_pwl_pipe5_zl, cosmic_pe5_fa) is
-begin
-    if (cosmic_pe5_fa >= 524288) then
-        cosmic_pe5_pwl_pipe5_u_c <= to_unsigned(1048575, 20);
-    elsif (cosmic_pe5_fa < (- 524288)) then
-        cosmic_pe5_pwl_pipe5_u_c <= to_unsigned(0, 20);
-    else
-        cosmic_pe5_pwl_pipe5_u_c <= unsigned(cosmic_pe5_pwl_pipe5_zl(20-1 downto 0));
-    end if;
-end process cosmic_pe5_pwl_pipe5_clampz;
+
+cosmic_pe5_pwl_pipe5_zl_unused <= unsigned(cosmic_pe5_pwl_pipe5_zl((32 + 1)-1 downto 20));
 
 cosmic_pe5_pwl_pipe5_p1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe5_pwl_pipe5_u1 <= to_unsigned(0, 20);
+            cosmic_pe5_pwl_pipe5_ge1 <= '0';
+            cosmic_pe5_pwl_pipe5_lt1 <= '0';
+            cosmic_pe5_pwl_pipe5_zl1 <= to_unsigned(0, 20);
         else
-            cosmic_pe5_pwl_pipe5_u1 <= cosmic_pe5_pwl_pipe5_u_c;
+            cosmic_pe5_pwl_pipe5_zl1 <= unsigned(cosmic_pe5_pwl_pipe5_zl(20-1 downto 0));
+            cosmic_pe5_pwl_pipe5_ge1 <= stdl(cosmic_pe5_fa >= 524288);
+            cosmic_pe5_pwl_pipe5_lt1 <= stdl(cosmic_pe5_fa < (- 524288));
         end if;
     end if;
 end process cosmic_pe5_pwl_pipe5_p1;
 
-
-cosmic_pe5_pwl_pipe5_idx2 <= cosmic_pe5_pwl_pipe5_u1(20-1 downto 14);
-cosmic_pe5_pwl_pipe5_off2 <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe5_pwl_pipe5_u1(14-1 downto 0)));
-
-cosmic_pe5_pwl_pipe5_p2rom: process (cosmic_pe5_pwl_pipe5_idx2) is
+cosmic_pe5_pwl_pipe5_clampz: process (cosmic_pe5_pwl_pipe5_ge1, cosmic_pe5_pwl_pipe5_zl1, cosmic_pe5_pwl_pipe5_lt1) is
 begin
-    case to_integer(cosmic_pe5_pwl_pipe5_idx2) is
-        when 0 => cosmic_pe5_pwl_pipe5_slope2 <= "000000000011001";
-        when 1 => cosmic_pe5_pwl_pipe5_slope2 <= "000000000100000";
-        when 2 => cosmic_pe5_pwl_pipe5_slope2 <= "000000000101001";
-        when 3 => cosmic_pe5_pwl_pipe5_slope2 <= "000000000110101";
-        when 4 => cosmic_pe5_pwl_pipe5_slope2 <= "000000001000100";
-        when 5 => cosmic_pe5_pwl_pipe5_slope2 <= "000000001010111";
-        when 6 => cosmic_pe5_pwl_pipe5_slope2 <= "000000001110000";
-        when 7 => cosmic_pe5_pwl_pipe5_slope2 <= "000000010001111";
-        when 8 => cosmic_pe5_pwl_pipe5_slope2 <= "000000010111000";
-        when 9 => cosmic_pe5_pwl_pipe5_slope2 <= "000000011101011";
-        when 10 => cosmic_pe5_pwl_pipe5_slope2 <= "000000100101101";
-        when 11 => cosmic_pe5_pwl_pipe5_slope2 <= "000000110000010";
-        when 12 => cosmic_pe5_pwl_pipe5_slope2 <= "000000111101110";
-        when 13 => cosmic_pe5_pwl_pipe5_slope2 <= "000001001111000";
-        when 14 => cosmic_pe5_pwl_pipe5_slope2 <= "000001100100111";
-        when 15 => cosmic_pe5_pwl_pipe5_slope2 <= "000010000000100";
-        when 16 => cosmic_pe5_pwl_pipe5_slope2 <= "000010100011100";
-        when 17 => cosmic_pe5_pwl_pipe5_slope2 <= "000011001111101";
-        when 18 => cosmic_pe5_pwl_pipe5_slope2 <= "000100000110101";
-        when 19 => cosmic_pe5_pwl_pipe5_slope2 <= "000101001010111";
-        when 20 => cosmic_pe5_pwl_pipe5_slope2 <= "000110011110111";
-        when 21 => cosmic_pe5_pwl_pipe5_slope2 <= "001000000100110";
-        when 22 => cosmic_pe5_pwl_pipe5_slope2 <= "001001111110110";
-        when 23 => cosmic_pe5_pwl_pipe5_slope2 <= "001100001101101";
-        when 24 => cosmic_pe5_pwl_pipe5_slope2 <= "001110110001001";
-        when 25 => cosmic_pe5_pwl_pipe5_slope2 <= "010001100110100";
-        when 26 => cosmic_pe5_pwl_pipe5_slope2 <= "010100100111110";
-        when 27 => cosmic_pe5_pwl_pipe5_slope2 <= "010111101011010";
-        when 28 => cosmic_pe5_pwl_pipe5_slope2 <= "011010100100000";
-        when 29 => cosmic_pe5_pwl_pipe5_slope2 <= "011101000010101";
-        when 30 => cosmic_pe5_pwl_pipe5_slope2 <= "011110110111011";
-        when 31 => cosmic_pe5_pwl_pipe5_slope2 <= "011111110101011";
-        when 32 => cosmic_pe5_pwl_pipe5_slope2 <= "011111110101011";
-        when 33 => cosmic_pe5_pwl_pipe5_slope2 <= "011110110111011";
-        when 34 => cosmic_pe5_pwl_pipe5_slope2 <= "011101000010101";
-        when 35 => cosmic_pe5_pwl_pipe5_slope2 <= "011010100100000";
-        when 36 => cosmic_pe5_pwl_pipe5_slope2 <= "010111101011010";
-        when 37 => cosmic_pe5_pwl_pipe5_slope2 <= "010100100111110";
-        when 38 => cosmic_pe5_pwl_pipe5_slope2 <= "010001100110100";
-        when 39 => cosmic_pe5_pwl_pipe5_slope2 <= "001110110001001";
-        when 40 => cosmic_pe5_pwl_pipe5_slope2 <= "001100001101101";
-        when 41 => cosmic_pe5_pwl_pipe5_slope2 <= "001001111110110";
-        when 42 => cosmic_pe5_pwl_pipe5_slope2 <= "001000000100110";
-        when 43 => cosmic_pe5_pwl_pipe5_slope2 <= "000110011110111";
-        when 44 => cosmic_pe5_pwl_pipe5_slope2 <= "000101001010111";
-        when 45 => cosmic_pe5_pwl_pipe5_slope2 <= "000100000110101";
-        when 46 => cosmic_pe5_pwl_pipe5_slope2 <= "000011001111101";
-        when 47 => cosmic_pe5_pwl_pipe5_slope2 <= "000010100011100";
-        when 48 => cosmic_pe5_pwl_pipe5_slope2 <= "000010000000100";
-        when 49 => cosmic_pe5_pwl_pipe5_slope2 <= "000001100100111";
-        when 50 => cosmic_pe5_pwl_pipe5_slope2 <= "000001001111000";
-        when 51 => cosmic_pe5_pwl_pipe5_slope2 <= "000000111101110";
-        when 52 => cosmic_pe5_pwl_pipe5_slope2 <= "000000110000010";
-        when 53 => cosmic_pe5_pwl_pipe5_slope2 <= "000000100101101";
-        when 54 => cosmic_pe5_pwl_pipe5_slope2 <= "000000011101011";
-        when 55 => cosmic_pe5_pwl_pipe5_slope2 <= "000000010111000";
-        when 56 => cosmic_pe5_pwl_pipe5_slope2 <= "000000010001111";
-        when 57 => cosmic_pe5_pwl_pipe5_slope2 <= "000000001110000";
-        when 58 => cosmic_pe5_pwl_pipe5_slope2 <= "000000001010111";
-        when 59 => cosmic_pe5_pwl_pipe5_slope2 <= "000000001000100";
-        when 60 => cosmic_pe5_pwl_pipe5_slope2 <= "000000000110101";
-        when 61 => cosmic_pe5_pwl_pipe5_slope2 <= "000000000101001";
-        when 62 => cosmic_pe5_pwl_pipe5_slope2 <= "000000000100000";
-        when others => cosmic_pe5_pwl_pipe5_slope2 <= "000000000011001";
+    if bool(cosmic_pe5_pwl_pipe5_ge1) then
+        cosmic_pe5_pwl_pipe5_idx_s <= to_unsigned(63, 6);
+        cosmic_pe5_pwl_pipe5_idx_b <= to_unsigned(63, 6);
+        cosmic_pe5_pwl_pipe5_off2 <= to_unsigned(16383, 14);
+    elsif bool(cosmic_pe5_pwl_pipe5_lt1) then
+        cosmic_pe5_pwl_pipe5_idx_s <= cosmic_pe5_pwl_pipe5_zl1(20-1 downto 14);
+        cosmic_pe5_pwl_pipe5_idx_b <= to_unsigned(0, 6);
+        cosmic_pe5_pwl_pipe5_off2 <= cosmic_pe5_pwl_pipe5_zl1(14-1 downto 0);
+    else
+        cosmic_pe5_pwl_pipe5_idx_s <= cosmic_pe5_pwl_pipe5_zl1(20-1 downto 14);
+        cosmic_pe5_pwl_pipe5_idx_b <= cosmic_pe5_pwl_pipe5_zl1(20-1 downto 14);
+        cosmic_pe5_pwl_pipe5_off2 <= cosmic_pe5_pwl_pipe5_zl1(14-1 downto 0);
+    end if;
+end process cosmic_pe5_pwl_pipe5_clampz;
+
+cosmic_pe5_pwl_pipe5_p2rom: process (cosmic_pe5_pwl_pipe5_idx_s) is
+begin
+    case to_integer(cosmic_pe5_pwl_pipe5_idx_s) is
+        when 0 => cosmic_pe5_pwl_pipe5_slope_r <= "000000000011001";
+        when 1 => cosmic_pe5_pwl_pipe5_slope_r <= "000000000100000";
+        when 2 => cosmic_pe5_pwl_pipe5_slope_r <= "000000000101001";
+        when 3 => cosmic_pe5_pwl_pipe5_slope_r <= "000000000110101";
+        when 4 => cosmic_pe5_pwl_pipe5_slope_r <= "000000001000100";
+        when 5 => cosmic_pe5_pwl_pipe5_slope_r <= "000000001010111";
+        when 6 => cosmic_pe5_pwl_pipe5_slope_r <= "000000001110000";
+        when 7 => cosmic_pe5_pwl_pipe5_slope_r <= "000000010001111";
+        when 8 => cosmic_pe5_pwl_pipe5_slope_r <= "000000010111000";
+        when 9 => cosmic_pe5_pwl_pipe5_slope_r <= "000000011101011";
+        when 10 => cosmic_pe5_pwl_pipe5_slope_r <= "000000100101101";
+        when 11 => cosmic_pe5_pwl_pipe5_slope_r <= "000000110000010";
+        when 12 => cosmic_pe5_pwl_pipe5_slope_r <= "000000111101110";
+        when 13 => cosmic_pe5_pwl_pipe5_slope_r <= "000001001111000";
+        when 14 => cosmic_pe5_pwl_pipe5_slope_r <= "000001100100111";
+        when 15 => cosmic_pe5_pwl_pipe5_slope_r <= "000010000000100";
+        when 16 => cosmic_pe5_pwl_pipe5_slope_r <= "000010100011100";
+        when 17 => cosmic_pe5_pwl_pipe5_slope_r <= "000011001111101";
+        when 18 => cosmic_pe5_pwl_pipe5_slope_r <= "000100000110101";
+        when 19 => cosmic_pe5_pwl_pipe5_slope_r <= "000101001010111";
+        when 20 => cosmic_pe5_pwl_pipe5_slope_r <= "000110011110111";
+        when 21 => cosmic_pe5_pwl_pipe5_slope_r <= "001000000100110";
+        when 22 => cosmic_pe5_pwl_pipe5_slope_r <= "001001111110110";
+        when 23 => cosmic_pe5_pwl_pipe5_slope_r <= "001100001101101";
+        when 24 => cosmic_pe5_pwl_pipe5_slope_r <= "001110110001001";
+        when 25 => cosmic_pe5_pwl_pipe5_slope_r <= "010001100110100";
+        when 26 => cosmic_pe5_pwl_pipe5_slope_r <= "010100100111110";
+        when 27 => cosmic_pe5_pwl_pipe5_slope_r <= "010111101011010";
+        when 28 => cosmic_pe5_pwl_pipe5_slope_r <= "011010100100000";
+        when 29 => cosmic_pe5_pwl_pipe5_slope_r <= "011101000010101";
+        when 30 => cosmic_pe5_pwl_pipe5_slope_r <= "011110110111011";
+        when 31 => cosmic_pe5_pwl_pipe5_slope_r <= "011111110101011";
+        when 32 => cosmic_pe5_pwl_pipe5_slope_r <= "011111110101011";
+        when 33 => cosmic_pe5_pwl_pipe5_slope_r <= "011110110111011";
+        when 34 => cosmic_pe5_pwl_pipe5_slope_r <= "011101000010101";
+        when 35 => cosmic_pe5_pwl_pipe5_slope_r <= "011010100100000";
+        when 36 => cosmic_pe5_pwl_pipe5_slope_r <= "010111101011010";
+        when 37 => cosmic_pe5_pwl_pipe5_slope_r <= "010100100111110";
+        when 38 => cosmic_pe5_pwl_pipe5_slope_r <= "010001100110100";
+        when 39 => cosmic_pe5_pwl_pipe5_slope_r <= "001110110001001";
+        when 40 => cosmic_pe5_pwl_pipe5_slope_r <= "001100001101101";
+        when 41 => cosmic_pe5_pwl_pipe5_slope_r <= "001001111110110";
+        when 42 => cosmic_pe5_pwl_pipe5_slope_r <= "001000000100110";
+        when 43 => cosmic_pe5_pwl_pipe5_slope_r <= "000110011110111";
+        when 44 => cosmic_pe5_pwl_pipe5_slope_r <= "000101001010111";
+        when 45 => cosmic_pe5_pwl_pipe5_slope_r <= "000100000110101";
+        when 46 => cosmic_pe5_pwl_pipe5_slope_r <= "000011001111101";
+        when 47 => cosmic_pe5_pwl_pipe5_slope_r <= "000010100011100";
+        when 48 => cosmic_pe5_pwl_pipe5_slope_r <= "000010000000100";
+        when 49 => cosmic_pe5_pwl_pipe5_slope_r <= "000001100100111";
+        when 50 => cosmic_pe5_pwl_pipe5_slope_r <= "000001001111000";
+        when 51 => cosmic_pe5_pwl_pipe5_slope_r <= "000000111101110";
+        when 52 => cosmic_pe5_pwl_pipe5_slope_r <= "000000110000010";
+        when 53 => cosmic_pe5_pwl_pipe5_slope_r <= "000000100101101";
+        when 54 => cosmic_pe5_pwl_pipe5_slope_r <= "000000011101011";
+        when 55 => cosmic_pe5_pwl_pipe5_slope_r <= "000000010111000";
+        when 56 => cosmic_pe5_pwl_pipe5_slope_r <= "000000010001111";
+        when 57 => cosmic_pe5_pwl_pipe5_slope_r <= "000000001110000";
+        when 58 => cosmic_pe5_pwl_pipe5_slope_r <= "000000001010111";
+        when 59 => cosmic_pe5_pwl_pipe5_slope_r <= "000000001000100";
+        when 60 => cosmic_pe5_pwl_pipe5_slope_r <= "000000000110101";
+        when 61 => cosmic_pe5_pwl_pipe5_slope_r <= "000000000101001";
+        when 62 => cosmic_pe5_pwl_pipe5_slope_r <= "000000000100000";
+        when others => cosmic_pe5_pwl_pipe5_slope_r <= "000000000011001";
     end case;
 end process cosmic_pe5_pwl_pipe5_p2rom;
+
+cosmic_pe5_pwl_pipe5_p2romb: process (cosmic_pe5_pwl_pipe5_idx_b) is
+begin
+    case to_integer(cosmic_pe5_pwl_pipe5_idx_b) is
+        when 0 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000000000010110";
+        when 1 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000000000011100";
+        when 2 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000000000100100";
+        when 3 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000000000101111";
+        when 4 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000000000111100";
+        when 5 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000000001001101";
+        when 6 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000000001100010";
+        when 7 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000000001111110";
+        when 8 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000000010100010";
+        when 9 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000000011010000";
+        when 10 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000000100001011";
+        when 11 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000000101010110";
+        when 12 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000000110110111";
+        when 13 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000001000110010";
+        when 14 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000001011010000";
+        when 15 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000001110011010";
+        when 16 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000010010011011";
+        when 17 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000010111100010";
+        when 18 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000011110000001";
+        when 19 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000100110001110";
+        when 20 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000110000100100";
+        when 21 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000000111101100010";
+        when 22 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000001001101101011";
+        when 23 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000001100001101001";
+        when 24 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000001111010000100";
+        when 25 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000010010111100110";
+        when 26 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000010111010110011";
+        when 27 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000011100100000011";
+        when 28 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000100010011011001";
+        when 29 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000101001000100001";
+        when 30 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000110000010100111";
+        when 31 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000000111000000010101";
+        when 32 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001000000000000000";
+        when 33 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001000111111101011";
+        when 34 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001001111101011001";
+        when 35 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001010110111011111";
+        when 36 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001011101100100111";
+        when 37 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001100011011111101";
+        when 38 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001101000101001101";
+        when 39 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001101101000011010";
+        when 40 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001110000101111100";
+        when 41 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001110011110010111";
+        when 42 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001110110010010101";
+        when 43 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111000010011110";
+        when 44 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111001111011100";
+        when 45 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111011001110010";
+        when 46 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111100001111111";
+        when 47 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111101000011110";
+        when 48 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111101101100101";
+        when 49 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111110001100110";
+        when 50 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111110100110000";
+        when 51 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111110111001110";
+        when 52 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111111001001001";
+        when 53 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111111010101010";
+        when 54 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111111011110101";
+        when 55 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111111100110000";
+        when 56 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111111101011110";
+        when 57 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111111110000010";
+        when 58 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111111110011110";
+        when 59 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111111110110011";
+        when 60 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111111111000100";
+        when 61 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111111111010001";
+        when 62 => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111111111011100";
+        when others => cosmic_pe5_pwl_pipe5_base2 <= "00000000000000001111111111100100";
+    end case;
+end process cosmic_pe5_pwl_pipe5_p2romb;
+
+cosmic_pe5_pwl_pipe5_p2z: process (cosmic_pe5_pwl_pipe5_slope_r, cosmic_pe5_pwl_pipe5_lt1) is
+begin
+    if bool(cosmic_pe5_pwl_pipe5_lt1) then
+        cosmic_pe5_pwl_pipe5_slope2 <= to_signed(0, 15);
+    else
+        cosmic_pe5_pwl_pipe5_slope2 <= cosmic_pe5_pwl_pipe5_slope_r;
+    end if;
+end process cosmic_pe5_pwl_pipe5_p2z;
 
 cosmic_pe5_pwl_pipe5_p2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe5_pwl_pipe5_idx3 <= to_unsigned(0, 6);
-            cosmic_pe5_pwl_pipe5_prod3 <= to_signed(0, 33);
+            cosmic_pe5_pwl_pipe5_base3 <= to_signed(0, 32);
+            cosmic_pe5_pwl_pipe5_slope3 <= to_signed(0, 15);
+            cosmic_pe5_pwl_pipe5_off3 <= to_unsigned(0, 14);
         else
-            cosmic_pe5_pwl_pipe5_prod3 <= (resize(cosmic_pe5_pwl_pipe5_slope2, 18) * cosmic_pe5_pwl_pipe5_off2);
-            cosmic_pe5_pwl_pipe5_idx3 <= cosmic_pe5_pwl_pipe5_idx2;
+            cosmic_pe5_pwl_pipe5_slope3 <= cosmic_pe5_pwl_pipe5_slope2;
+            cosmic_pe5_pwl_pipe5_off3 <= cosmic_pe5_pwl_pipe5_off2;
+            cosmic_pe5_pwl_pipe5_base3 <= cosmic_pe5_pwl_pipe5_base2;
         end if;
     end if;
 end process cosmic_pe5_pwl_pipe5_p2;
 
 
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_t <= shift_right(cosmic_pe5_pwl_pipe5_prod3, 16);
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000") & cosmic_pe5_pwl_pipe5_prod3((16 - 1))));
-
-
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r <= (cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_t + cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_rb);
-
-
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hi <= unsigned(cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r(33-1 downto (32 - 1)));
-
-
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hin <= (not cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hi);
-
-
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_nsign <= stdl((not bool(cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r((33 - 1)))));
-
-cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_clamp: process (cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill, cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hi, cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r, cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hin) is
-begin
-    if ((cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hi = 0) or (cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_hin = 0)) then
-        cosmic_pe5_pwl_pipe5_rnd_c <= signed(unsigned(cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r(32-1 downto 0)));
-    else
-        cosmic_pe5_pwl_pipe5_rnd_c <= signed(unsigned'(cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_r((33 - 1)) & cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_fill));
-    end if;
-end process cosmic_pe5_pwl_pipe5_round_sat_fast15_round_sat5_sat27_clamp;
+cosmic_pe5_pwl_pipe5_off3s <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe5_pwl_pipe5_off3));
 
 cosmic_pe5_pwl_pipe5_p3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe5_pwl_pipe5_rnd4 <= to_signed(0, 32);
-            cosmic_pe5_pwl_pipe5_idx4 <= to_unsigned(0, 6);
+            cosmic_pe5_pwl_pipe5_base4 <= to_signed(0, 32);
+            cosmic_pe5_pwl_pipe5_prod4 <= to_signed(0, 33);
         else
-            cosmic_pe5_pwl_pipe5_rnd4 <= cosmic_pe5_pwl_pipe5_rnd_c;
-            cosmic_pe5_pwl_pipe5_idx4 <= cosmic_pe5_pwl_pipe5_idx3;
+            cosmic_pe5_pwl_pipe5_prod4 <= (resize(cosmic_pe5_pwl_pipe5_slope3, 18) * cosmic_pe5_pwl_pipe5_off3s);
+            cosmic_pe5_pwl_pipe5_base4 <= cosmic_pe5_pwl_pipe5_base3;
         end if;
     end if;
 end process cosmic_pe5_pwl_pipe5_p3;
 
-cosmic_pe5_pwl_pipe5_p4rom: process (cosmic_pe5_pwl_pipe5_idx4) is
+
+cosmic_pe5_pwl_pipe5_q4 <= signed(unsigned(cosmic_pe5_pwl_pipe5_prod4(33-1 downto 16)));
+cosmic_pe5_pwl_pipe5_rb4 <= cosmic_pe5_pwl_pipe5_prod4((16 - 1));
+
+cosmic_pe5_pwl_pipe5_sext22_fill: process (cosmic_pe5_pwl_pipe5_q4) is
 begin
-    case to_integer(cosmic_pe5_pwl_pipe5_idx4) is
-        when 0 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000000000010110";
-        when 1 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000000000011100";
-        when 2 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000000000100100";
-        when 3 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000000000101111";
-        when 4 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000000000111100";
-        when 5 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000000001001101";
-        when 6 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000000001100010";
-        when 7 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000000001111110";
-        when 8 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000000010100010";
-        when 9 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000000011010000";
-        when 10 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000000100001011";
-        when 11 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000000101010110";
-        when 12 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000000110110111";
-        when 13 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000001000110010";
-        when 14 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000001011010000";
-        when 15 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000001110011010";
-        when 16 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000010010011011";
-        when 17 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000010111100010";
-        when 18 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000011110000001";
-        when 19 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000100110001110";
-        when 20 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000110000100100";
-        when 21 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000000111101100010";
-        when 22 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000001001101101011";
-        when 23 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000001100001101001";
-        when 24 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000001111010000100";
-        when 25 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000010010111100110";
-        when 26 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000010111010110011";
-        when 27 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000011100100000011";
-        when 28 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000100010011011001";
-        when 29 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000101001000100001";
-        when 30 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000110000010100111";
-        when 31 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000000111000000010101";
-        when 32 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001000111111101011";
-        when 34 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001001111101011001";
-        when 35 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001010110111011111";
-        when 36 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001011101100100111";
-        when 37 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001100011011111101";
-        when 38 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001101000101001101";
-        when 39 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001101101000011010";
-        when 40 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001110000101111100";
-        when 41 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001110011110010111";
-        when 42 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001110110010010101";
-        when 43 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111000010011110";
-        when 44 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111001111011100";
-        when 45 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111011001110010";
-        when 46 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111100001111111";
-        when 47 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111101000011110";
-        when 48 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111101101100101";
-        when 49 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111110001100110";
-        when 50 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111110100110000";
-        when 51 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111110111001110";
-        when 52 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111111001001001";
-        when 53 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111111010101010";
-        when 54 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111111011110101";
-        when 55 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111111100110000";
-        when 56 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111111101011110";
-        when 57 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111111110000010";
-        when 58 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111111110011110";
-        when 59 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111111110110011";
-        when 60 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111111111000100";
-        when 61 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111111111010001";
-        when 62 => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111111111011100";
-        when others => cosmic_pe5_pwl_pipe5_base4 <= "00000000000000001111111111100100";
-    end case;
-end process cosmic_pe5_pwl_pipe5_p4rom;
-
-
-cosmic_pe5_pwl_pipe5_sumv <= (resize(cosmic_pe5_pwl_pipe5_base4, 33) + cosmic_pe5_pwl_pipe5_rnd4);
-
-
-cosmic_pe5_pwl_pipe5_sat28_hi <= unsigned(cosmic_pe5_pwl_pipe5_sumv(33-1 downto (32 - 1)));
-
-
-cosmic_pe5_pwl_pipe5_sat28_hin <= (not cosmic_pe5_pwl_pipe5_sat28_hi);
-
-
-cosmic_pe5_pwl_pipe5_sat28_nsign <= stdl((not bool(cosmic_pe5_pwl_pipe5_sumv((33 - 1)))));
-
-cosmic_pe5_pwl_pipe5_sat28_clamp: process (cosmic_pe5_pwl_pipe5_sat28_fill, cosmic_pe5_pwl_pipe5_sat28_hi, cosmic_pe5_pwl_pipe5_sumv, cosmic_pe5_pwl_pipe5_sat28_hin) is
-begin
-    if ((cosmic_pe5_pwl_pipe5_sat28_hi = 0) or (cosmic_pe5_pwl_pipe5_sat28_hin = 0)) then
-        cosmic_pe5_pwl_pipe5_ys <= signed(unsigned(cosmic_pe5_pwl_pipe5_sumv(32-1 downto 0)));
+    if bool(cosmic_pe5_pwl_pipe5_q4((17 - 1))) then
+        cosmic_pe5_pwl_pipe5_sext22_sgn <= to_unsigned(65535, 16);
     else
-        cosmic_pe5_pwl_pipe5_ys <= signed(unsigned'(cosmic_pe5_pwl_pipe5_sumv((33 - 1)) & cosmic_pe5_pwl_pipe5_sat28_fill));
+        cosmic_pe5_pwl_pipe5_sext22_sgn <= to_unsigned(0, 16);
     end if;
-end process cosmic_pe5_pwl_pipe5_sat28_clamp;
+end process cosmic_pe5_pwl_pipe5_sext22_fill;
 
-cosmic_pe5_pwl_pipe5_p4romh: process (cosmic_pe5_pwl_pipe5_idx4) is
-begin
-    case to_integer(cosmic_pe5_pwl_pipe5_idx4) is
-        when 0 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111111111101010";
-        when 1 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111111111100100";
-        when 2 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111111111011100";
-        when 3 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111111111010001";
-        when 4 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111111111000100";
-        when 5 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111111110110011";
-        when 6 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111111110011110";
-        when 7 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111111110000010";
-        when 8 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111111101011110";
-        when 9 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111111100110000";
-        when 10 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111111011110101";
-        when 11 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111111010101010";
-        when 12 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111111001001001";
-        when 13 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111110111001110";
-        when 14 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111110100110000";
-        when 15 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111110001100110";
-        when 16 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111101101100101";
-        when 17 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111101000011110";
-        when 18 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111100001111111";
-        when 19 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111011001110010";
-        when 20 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111001111011100";
-        when 21 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001111000010011110";
-        when 22 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001110110010010101";
-        when 23 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001110011110010111";
-        when 24 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001110000101111100";
-        when 25 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001101101000011010";
-        when 26 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001101000101001101";
-        when 27 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001100011011111101";
-        when 28 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001011101100100111";
-        when 29 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001010110111011111";
-        when 30 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001001111101011001";
-        when 31 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001000111111101011";
-        when 32 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000111000000010101";
-        when 34 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000110000010100111";
-        when 35 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000101001000100001";
-        when 36 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000100010011011001";
-        when 37 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000011100100000011";
-        when 38 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000010111010110011";
-        when 39 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000010010111100110";
-        when 40 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000001111010000100";
-        when 41 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000001100001101001";
-        when 42 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000001001101101011";
-        when 43 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000111101100010";
-        when 44 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000110000100100";
-        when 45 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000100110001110";
-        when 46 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000011110000001";
-        when 47 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000010111100010";
-        when 48 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000010010011011";
-        when 49 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000001110011010";
-        when 50 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000001011010000";
-        when 51 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000001000110010";
-        when 52 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000000110110111";
-        when 53 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000000101010110";
-        when 54 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000000100001011";
-        when 55 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000000011010000";
-        when 56 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000000010100010";
-        when 57 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000000001111110";
-        when 58 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000000001100010";
-        when 59 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000000001001101";
-        when 60 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000000000111100";
-        when 61 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000000000101111";
-        when 62 => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000000000100100";
-        when others => cosmic_pe5_pwl_pipe5_limh <= "00000000000000000000000000011100";
-    end case;
-end process cosmic_pe5_pwl_pipe5_p4romh;
 
-cosmic_pe5_pwl_pipe5_p4roml: process (cosmic_pe5_pwl_pipe5_idx4) is
-begin
-    case to_integer(cosmic_pe5_pwl_pipe5_idx4) is
-        when 0 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111111111101010";
-        when 1 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111111111100100";
-        when 2 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111111111011100";
-        when 3 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111111111010001";
-        when 4 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111111111000100";
-        when 5 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111111110110011";
-        when 6 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111111110011110";
-        when 7 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111111110000010";
-        when 8 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111111101011110";
-        when 9 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111111100110000";
-        when 10 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111111011110101";
-        when 11 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111111010101010";
-        when 12 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111111001001001";
-        when 13 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111110111001110";
-        when 14 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111110100110000";
-        when 15 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111110001100110";
-        when 16 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111101101100101";
-        when 17 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111101000011110";
-        when 18 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111100001111111";
-        when 19 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111011001110010";
-        when 20 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111001111011100";
-        when 21 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111111000010011110";
-        when 22 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111110110010010101";
-        when 23 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111110011110010111";
-        when 24 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111110000101111100";
-        when 25 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111101101000011010";
-        when 26 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111101000101001101";
-        when 27 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111100011011111101";
-        when 28 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111011101100100111";
-        when 29 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111010110111011111";
-        when 30 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111001111101011001";
-        when 31 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111000111111101011";
-        when 32 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111111000000000000000";
-        when 33 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110111000000010101";
-        when 34 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110110000010100111";
-        when 35 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110101001000100001";
-        when 36 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110100010011011001";
-        when 37 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110011100100000011";
-        when 38 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110010111010110011";
-        when 39 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110010010111100110";
-        when 40 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110001111010000100";
-        when 41 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110001100001101001";
-        when 42 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110001001101101011";
-        when 43 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000111101100010";
-        when 44 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000110000100100";
-        when 45 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000100110001110";
-        when 46 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000011110000001";
-        when 47 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000010111100010";
-        when 48 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000010010011011";
-        when 49 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000001110011010";
-        when 50 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000001011010000";
-        when 51 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000001000110010";
-        when 52 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000000110110111";
-        when 53 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000000101010110";
-        when 54 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000000100001011";
-        when 55 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000000011010000";
-        when 56 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000000010100010";
-        when 57 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000000001111110";
-        when 58 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000000001100010";
-        when 59 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000000001001101";
-        when 60 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000000000111100";
-        when 61 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000000000101111";
-        when 62 => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000000000100100";
-        when others => cosmic_pe5_pwl_pipe5_liml <= "11111111111111110000000000011100";
-    end case;
-end process cosmic_pe5_pwl_pipe5_p4roml;
+cosmic_pe5_pwl_pipe5_qe <= signed(unsigned'(cosmic_pe5_pwl_pipe5_sext22_sgn & unsigned(cosmic_pe5_pwl_pipe5_q4)));
 
-cosmic_pe5_pwl_pipe5_outc: process (cosmic_pe5_pwl_pipe5_limh, cosmic_pe5_pwl_pipe5_liml, cosmic_pe5_pwl_pipe5_rnd4, cosmic_pe5_pwl_pipe5_ys) is
-begin
-    if (cosmic_pe5_pwl_pipe5_rnd4 > cosmic_pe5_pwl_pipe5_limh) then
-        cosmic_pe5_y_sig <= to_signed(65536, 32);
-    elsif (cosmic_pe5_pwl_pipe5_rnd4 < cosmic_pe5_pwl_pipe5_liml) then
-        cosmic_pe5_y_sig <= to_signed(0, 32);
-    else
-        cosmic_pe5_y_sig <= cosmic_pe5_pwl_pipe5_ys;
-    end if;
-end process cosmic_pe5_pwl_pipe5_outc;
+
+cosmic_pe5_pwl_pipe5_ta <= signed(unsigned'(cosmic_pe5_pwl_pipe5_base4((32 - 1)) & unsigned(cosmic_pe5_pwl_pipe5_base4) & cosmic_pe5_pwl_pipe5_rb4));
+cosmic_pe5_pwl_pipe5_tb <= signed(unsigned'(unsigned(cosmic_pe5_pwl_pipe5_qe) & cosmic_pe5_pwl_pipe5_rb4));
+
+
+cosmic_pe5_pwl_pipe5_t4 <= (cosmic_pe5_pwl_pipe5_ta + cosmic_pe5_pwl_pipe5_tb);
+
+
+cosmic_pe5_pwl_pipe5_unused <= unsigned'(cosmic_pe5_pwl_pipe5_t4((32 + 1)) & unsigned(cosmic_pe5_pwl_pipe5_prod4((16 - 1)-1 downto 0)) & cosmic_pe5_pwl_pipe5_t4(0));
+
+
+cosmic_pe5_y_sig <= signed(unsigned(cosmic_pe5_pwl_pipe5_t4((32 + 1)-1 downto 1)));
 
 cosmic_pe5_pipe: process (clk) is
 begin
@@ -17165,17 +15783,17 @@ begin
     end if;
 end process cosmic_pe5_pipe;
 
-cosmic_pe5_sext17_fill: process (cosmic_pe5_mul2_csa5_p) is
+cosmic_pe5_sext23_fill: process (cosmic_pe5_mul2_csa5_p) is
 begin
     if bool(cosmic_pe5_mul2_csa5_p((64 - 1))) then
-        cosmic_pe5_sext17_sgn <= to_unsigned(255, 8);
+        cosmic_pe5_sext23_sgn <= to_unsigned(255, 8);
     else
-        cosmic_pe5_sext17_sgn <= to_unsigned(0, 8);
+        cosmic_pe5_sext23_sgn <= to_unsigned(0, 8);
     end if;
-end process cosmic_pe5_sext17_fill;
+end process cosmic_pe5_sext23_fill;
 
 
-cosmic_pe5_sext17_xe <= signed(unsigned'(cosmic_pe5_sext17_sgn & unsigned(cosmic_pe5_mul2_csa5_p)));
+cosmic_pe5_sext23_xe <= signed(unsigned'(cosmic_pe5_sext23_sgn & unsigned(cosmic_pe5_mul2_csa5_p)));
 
 cosmic_pe5_acc_csel5_gate: process (cosmic_pe5_clr6, cosmic_pe5_acc) is
 begin
@@ -17188,9 +15806,9 @@ end process cosmic_pe5_acc_csel5_gate;
 
 
 cosmic_pe5_acc_csel5_al <= unsigned(cosmic_pe5_acc_csel5_ai(36-1 downto 0));
-cosmic_pe5_acc_csel5_pl <= unsigned(cosmic_pe5_sext17_xe(36-1 downto 0));
+cosmic_pe5_acc_csel5_pl <= unsigned(cosmic_pe5_sext23_xe(36-1 downto 0));
 cosmic_pe5_acc_csel5_ah <= signed(unsigned(cosmic_pe5_acc_csel5_ai(72-1 downto 36)));
-cosmic_pe5_acc_csel5_ph <= signed(unsigned(cosmic_pe5_sext17_xe(72-1 downto 36)));
+cosmic_pe5_acc_csel5_ph <= signed(unsigned(cosmic_pe5_sext23_xe(72-1 downto 36)));
 
 
 cosmic_pe5_acc_csel5_slo <= (resize(cosmic_pe5_acc_csel5_al, 37) + cosmic_pe5_acc_csel5_pl);
@@ -17210,66 +15828,66 @@ end process cosmic_pe5_acc_csel5_pick;
 cosmic_pe5_acc_csel5_full <= signed(unsigned'(unsigned(cosmic_pe5_acc_csel5_hs) & cosmic_pe5_acc_csel5_slo(36-1 downto 0)));
 
 
-cosmic_pe5_acc_csel5_sat29_hi <= unsigned(cosmic_pe5_acc_csel5_full(73-1 downto (72 - 1)));
+cosmic_pe5_acc_csel5_sat17_hi <= unsigned(cosmic_pe5_acc_csel5_full(73-1 downto (72 - 1)));
 
 
-cosmic_pe5_acc_csel5_sat29_hin <= (not cosmic_pe5_acc_csel5_sat29_hi);
+cosmic_pe5_acc_csel5_sat17_hin <= (not cosmic_pe5_acc_csel5_sat17_hi);
 
 
-cosmic_pe5_acc_csel5_sat29_nsign <= stdl((not bool(cosmic_pe5_acc_csel5_full((73 - 1)))));
+cosmic_pe5_acc_csel5_sat17_nsign <= stdl((not bool(cosmic_pe5_acc_csel5_full((73 - 1)))));
 
-cosmic_pe5_acc_csel5_sat29_clamp: process (cosmic_pe5_acc_csel5_sat29_fill, cosmic_pe5_acc_csel5_sat29_hi, cosmic_pe5_acc_csel5_full, cosmic_pe5_acc_csel5_sat29_hin) is
+cosmic_pe5_acc_csel5_sat17_clamp: process (cosmic_pe5_acc_csel5_sat17_fill, cosmic_pe5_acc_csel5_sat17_hi, cosmic_pe5_acc_csel5_full, cosmic_pe5_acc_csel5_sat17_hin) is
 begin
-    if ((cosmic_pe5_acc_csel5_sat29_hi = 0) or (cosmic_pe5_acc_csel5_sat29_hin = 0)) then
+    if ((cosmic_pe5_acc_csel5_sat17_hi = 0) or (cosmic_pe5_acc_csel5_sat17_hin = 0)) then
         cosmic_pe5_acc_new <= signed(unsigned(cosmic_pe5_acc_csel5_full(72-1 downto 0)));
     else
-        cosmic_pe5_acc_new <= signed(unsigned'(cosmic_pe5_acc_csel5_full((73 - 1)) & cosmic_pe5_acc_csel5_sat29_fill));
+        cosmic_pe5_acc_new <= signed(unsigned'(cosmic_pe5_acc_csel5_full((73 - 1)) & cosmic_pe5_acc_csel5_sat17_fill));
     end if;
-end process cosmic_pe5_acc_csel5_sat29_clamp;
+end process cosmic_pe5_acc_csel5_sat17_clamp;
 
 
-cosmic_pe5_round_sat_fast16_lo <= unsigned(cosmic_pe5_mul2_csa5_p((16 + 32)-1 downto 16));
-cosmic_pe5_round_sat_fast16_rb <= to_unsigned(cosmic_pe5_mul2_csa5_p((16 - 1)), 1);
-cosmic_pe5_round_sat_fast16_hi <= unsigned(cosmic_pe5_mul2_csa5_p(64-1 downto (16 + 32)));
-cosmic_pe5_round_sat_fast16_neg <= cosmic_pe5_mul2_csa5_p((64 - 1));
-cosmic_pe5_round_sat_fast16_nneg <= stdl((not bool(cosmic_pe5_mul2_csa5_p((64 - 1)))));
+cosmic_pe5_round_sat_fast10_lo <= unsigned(cosmic_pe5_mul2_csa5_p((16 + 32)-1 downto 16));
+cosmic_pe5_round_sat_fast10_rb <= to_unsigned(cosmic_pe5_mul2_csa5_p((16 - 1)), 1);
+cosmic_pe5_round_sat_fast10_hi <= unsigned(cosmic_pe5_mul2_csa5_p(64-1 downto (16 + 32)));
+cosmic_pe5_round_sat_fast10_neg <= cosmic_pe5_mul2_csa5_p((64 - 1));
+cosmic_pe5_round_sat_fast10_nneg <= stdl((not bool(cosmic_pe5_mul2_csa5_p((64 - 1)))));
 
 
-cosmic_pe5_round_sat_fast16_hin <= (not cosmic_pe5_round_sat_fast16_hi);
+cosmic_pe5_round_sat_fast10_hin <= (not cosmic_pe5_round_sat_fast10_hi);
 
 
-cosmic_pe5_round_sat_fast16_s <= (resize(cosmic_pe5_round_sat_fast16_lo, 33) + cosmic_pe5_round_sat_fast16_rb);
+cosmic_pe5_round_sat_fast10_s <= (resize(cosmic_pe5_round_sat_fast10_lo, 33) + cosmic_pe5_round_sat_fast10_rb);
 
-cosmic_pe5_round_sat_fast16_outc: process (cosmic_pe5_round_sat_fast16_s, cosmic_pe5_round_sat_fast16_hin, cosmic_pe5_round_sat_fast16_hi, cosmic_pe5_round_sat_fast16_neg, cosmic_pe5_round_sat_fast16_fill) is
+cosmic_pe5_round_sat_fast10_outc: process (cosmic_pe5_round_sat_fast10_s, cosmic_pe5_round_sat_fast10_hin, cosmic_pe5_round_sat_fast10_hi, cosmic_pe5_round_sat_fast10_neg, cosmic_pe5_round_sat_fast10_fill) is
 begin
-    if ((bool(cosmic_pe5_round_sat_fast16_s(32)) and (cosmic_pe5_round_sat_fast16_hin = 0)) or ((not bool(cosmic_pe5_round_sat_fast16_s(32))) and (((cosmic_pe5_round_sat_fast16_hi = 0) and (not bool(cosmic_pe5_round_sat_fast16_s((32 - 1))))) or ((cosmic_pe5_round_sat_fast16_hin = 0) and bool(cosmic_pe5_round_sat_fast16_s((32 - 1))))))) then
-        cosmic_pe5_mul_s <= signed(cosmic_pe5_round_sat_fast16_s(32-1 downto 0));
+    if ((bool(cosmic_pe5_round_sat_fast10_s(32)) and (cosmic_pe5_round_sat_fast10_hin = 0)) or ((not bool(cosmic_pe5_round_sat_fast10_s(32))) and (((cosmic_pe5_round_sat_fast10_hi = 0) and (not bool(cosmic_pe5_round_sat_fast10_s((32 - 1))))) or ((cosmic_pe5_round_sat_fast10_hin = 0) and bool(cosmic_pe5_round_sat_fast10_s((32 - 1))))))) then
+        cosmic_pe5_mul_s <= signed(cosmic_pe5_round_sat_fast10_s(32-1 downto 0));
     else
-        cosmic_pe5_mul_s <= signed(unsigned'(cosmic_pe5_round_sat_fast16_neg & cosmic_pe5_round_sat_fast16_fill));
+        cosmic_pe5_mul_s <= signed(unsigned'(cosmic_pe5_round_sat_fast10_neg & cosmic_pe5_round_sat_fast10_fill));
     end if;
-end process cosmic_pe5_round_sat_fast16_outc;
+end process cosmic_pe5_round_sat_fast10_outc;
 
 
-cosmic_pe5_round_sat_fast17_lo <= unsigned(cosmic_pe5_acc((16 + 32)-1 downto 16));
-cosmic_pe5_round_sat_fast17_rb <= to_unsigned(cosmic_pe5_acc((16 - 1)), 1);
-cosmic_pe5_round_sat_fast17_hi <= unsigned(cosmic_pe5_acc(72-1 downto (16 + 32)));
-cosmic_pe5_round_sat_fast17_neg <= cosmic_pe5_acc((72 - 1));
-cosmic_pe5_round_sat_fast17_nneg <= stdl((not bool(cosmic_pe5_acc((72 - 1)))));
+cosmic_pe5_round_sat_fast11_lo <= unsigned(cosmic_pe5_acc((16 + 32)-1 downto 16));
+cosmic_pe5_round_sat_fast11_rb <= to_unsigned(cosmic_pe5_acc((16 - 1)), 1);
+cosmic_pe5_round_sat_fast11_hi <= unsigned(cosmic_pe5_acc(72-1 downto (16 + 32)));
+cosmic_pe5_round_sat_fast11_neg <= cosmic_pe5_acc((72 - 1));
+cosmic_pe5_round_sat_fast11_nneg <= stdl((not bool(cosmic_pe5_acc((72 - 1)))));
 
 
-cosmic_pe5_round_sat_fast17_hin <= (not cosmic_pe5_round_sat_fast17_hi);
+cosmic_pe5_round_sat_fast11_hin <= (not cosmic_pe5_round_sat_fast11_hi);
 
 
-cosmic_pe5_round_sat_fast17_s <= (resize(cosmic_pe5_round_sat_fast17_lo, 33) + cosmic_pe5_round_sat_fast17_rb);
+cosmic_pe5_round_sat_fast11_s <= (resize(cosmic_pe5_round_sat_fast11_lo, 33) + cosmic_pe5_round_sat_fast11_rb);
 
-cosmic_pe5_round_sat_fast17_outc: process (cosmic_pe5_round_sat_fast17_s, cosmic_pe5_round_sat_fast17_hin, cosmic_pe5_round_sat_fast17_hi, cosmic_pe5_round_sat_fast17_neg, cosmic_pe5_round_sat_fast17_fill) is
+cosmic_pe5_round_sat_fast11_outc: process (cosmic_pe5_round_sat_fast11_s, cosmic_pe5_round_sat_fast11_hin, cosmic_pe5_round_sat_fast11_hi, cosmic_pe5_round_sat_fast11_neg, cosmic_pe5_round_sat_fast11_fill) is
 begin
-    if ((bool(cosmic_pe5_round_sat_fast17_s(32)) and (cosmic_pe5_round_sat_fast17_hin = 0)) or ((not bool(cosmic_pe5_round_sat_fast17_s(32))) and (((cosmic_pe5_round_sat_fast17_hi = 0) and (not bool(cosmic_pe5_round_sat_fast17_s((32 - 1))))) or ((cosmic_pe5_round_sat_fast17_hin = 0) and bool(cosmic_pe5_round_sat_fast17_s((32 - 1))))))) then
-        cosmic_pe5_y_gau <= signed(cosmic_pe5_round_sat_fast17_s(32-1 downto 0));
+    if ((bool(cosmic_pe5_round_sat_fast11_s(32)) and (cosmic_pe5_round_sat_fast11_hin = 0)) or ((not bool(cosmic_pe5_round_sat_fast11_s(32))) and (((cosmic_pe5_round_sat_fast11_hi = 0) and (not bool(cosmic_pe5_round_sat_fast11_s((32 - 1))))) or ((cosmic_pe5_round_sat_fast11_hin = 0) and bool(cosmic_pe5_round_sat_fast11_s((32 - 1))))))) then
+        cosmic_pe5_y_gau <= signed(cosmic_pe5_round_sat_fast11_s(32-1 downto 0));
     else
-        cosmic_pe5_y_gau <= signed(unsigned'(cosmic_pe5_round_sat_fast17_neg & cosmic_pe5_round_sat_fast17_fill));
+        cosmic_pe5_y_gau <= signed(unsigned'(cosmic_pe5_round_sat_fast11_neg & cosmic_pe5_round_sat_fast11_fill));
     end if;
-end process cosmic_pe5_round_sat_fast17_outc;
+end process cosmic_pe5_round_sat_fast11_outc;
 
 cosmic_pe5_r7mux: process (cosmic_pe5_r6, cosmic_pe5_mul_s, cosmic_pe5_mu6) is
 begin
@@ -18337,40 +16955,40 @@ cosmic_pe6_sum_ab <= (resize(cosmic_pe6_fa, 33) + cosmic_pe6_fb);
 cosmic_pe6_dif_ab <= (resize(cosmic_pe6_fa, 33) - cosmic_pe6_fb);
 
 
-cosmic_pe6_sat30_hi <= unsigned(cosmic_pe6_sum_ab(33-1 downto (32 - 1)));
+cosmic_pe6_sat18_hi <= unsigned(cosmic_pe6_sum_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe6_sat30_hin <= (not cosmic_pe6_sat30_hi);
+cosmic_pe6_sat18_hin <= (not cosmic_pe6_sat18_hi);
 
 
-cosmic_pe6_sat30_nsign <= stdl((not bool(cosmic_pe6_sum_ab((33 - 1)))));
+cosmic_pe6_sat18_nsign <= stdl((not bool(cosmic_pe6_sum_ab((33 - 1)))));
 
-cosmic_pe6_sat30_clamp: process (cosmic_pe6_sat30_fill, cosmic_pe6_sat30_hi, cosmic_pe6_sum_ab, cosmic_pe6_sat30_hin) is
+cosmic_pe6_sat18_clamp: process (cosmic_pe6_sat18_fill, cosmic_pe6_sat18_hi, cosmic_pe6_sum_ab, cosmic_pe6_sat18_hin) is
 begin
-    if ((cosmic_pe6_sat30_hi = 0) or (cosmic_pe6_sat30_hin = 0)) then
+    if ((cosmic_pe6_sat18_hi = 0) or (cosmic_pe6_sat18_hin = 0)) then
         cosmic_pe6_add_s <= signed(unsigned(cosmic_pe6_sum_ab(32-1 downto 0)));
     else
-        cosmic_pe6_add_s <= signed(unsigned'(cosmic_pe6_sum_ab((33 - 1)) & cosmic_pe6_sat30_fill));
+        cosmic_pe6_add_s <= signed(unsigned'(cosmic_pe6_sum_ab((33 - 1)) & cosmic_pe6_sat18_fill));
     end if;
-end process cosmic_pe6_sat30_clamp;
+end process cosmic_pe6_sat18_clamp;
 
 
-cosmic_pe6_sat31_hi <= unsigned(cosmic_pe6_dif_ab(33-1 downto (32 - 1)));
+cosmic_pe6_sat19_hi <= unsigned(cosmic_pe6_dif_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe6_sat31_hin <= (not cosmic_pe6_sat31_hi);
+cosmic_pe6_sat19_hin <= (not cosmic_pe6_sat19_hi);
 
 
-cosmic_pe6_sat31_nsign <= stdl((not bool(cosmic_pe6_dif_ab((33 - 1)))));
+cosmic_pe6_sat19_nsign <= stdl((not bool(cosmic_pe6_dif_ab((33 - 1)))));
 
-cosmic_pe6_sat31_clamp: process (cosmic_pe6_sat31_fill, cosmic_pe6_sat31_hi, cosmic_pe6_dif_ab, cosmic_pe6_sat31_hin) is
+cosmic_pe6_sat19_clamp: process (cosmic_pe6_sat19_fill, cosmic_pe6_sat19_hi, cosmic_pe6_dif_ab, cosmic_pe6_sat19_hin) is
 begin
-    if ((cosmic_pe6_sat31_hi = 0) or (cosmic_pe6_sat31_hin = 0)) then
+    if ((cosmic_pe6_sat19_hi = 0) or (cosmic_pe6_sat19_hin = 0)) then
         cosmic_pe6_sub_s <= signed(unsigned(cosmic_pe6_dif_ab(32-1 downto 0)));
     else
-        cosmic_pe6_sub_s <= signed(unsigned'(cosmic_pe6_dif_ab((33 - 1)) & cosmic_pe6_sat31_fill));
+        cosmic_pe6_sub_s <= signed(unsigned'(cosmic_pe6_dif_ab((33 - 1)) & cosmic_pe6_sat19_fill));
     end if;
-end process cosmic_pe6_sat31_clamp;
+end process cosmic_pe6_sat19_clamp;
 
 cosmic_pe6_resmux: process (cosmic_pe6_fa, cosmic_pe6_sub_s, cosmic_pe6_add_s, cosmic_pe6_fb, cosmic_pe6_op4) is
 begin
@@ -18439,29 +17057,29 @@ begin
     end if;
 end process cosmic_pe6_mul2_csa6_st1;
 
-cosmic_pe6_mul2_csa6_sext18_fill: process (cosmic_pe6_mul2_csa6_lh) is
+cosmic_pe6_mul2_csa6_sext24_fill: process (cosmic_pe6_mul2_csa6_lh) is
 begin
     if bool(cosmic_pe6_mul2_csa6_lh((33 - 1))) then
-        cosmic_pe6_mul2_csa6_sext18_sgn <= to_unsigned(32767, 15);
+        cosmic_pe6_mul2_csa6_sext24_sgn <= to_unsigned(32767, 15);
     else
-        cosmic_pe6_mul2_csa6_sext18_sgn <= to_unsigned(0, 15);
+        cosmic_pe6_mul2_csa6_sext24_sgn <= to_unsigned(0, 15);
     end if;
-end process cosmic_pe6_mul2_csa6_sext18_fill;
+end process cosmic_pe6_mul2_csa6_sext24_fill;
 
 
-cosmic_pe6_mul2_csa6_lhe <= signed(unsigned'(cosmic_pe6_mul2_csa6_sext18_sgn & unsigned(cosmic_pe6_mul2_csa6_lh)));
+cosmic_pe6_mul2_csa6_lhe <= signed(unsigned'(cosmic_pe6_mul2_csa6_sext24_sgn & unsigned(cosmic_pe6_mul2_csa6_lh)));
 
-cosmic_pe6_mul2_csa6_sext19_fill: process (cosmic_pe6_mul2_csa6_hl) is
+cosmic_pe6_mul2_csa6_sext25_fill: process (cosmic_pe6_mul2_csa6_hl) is
 begin
     if bool(cosmic_pe6_mul2_csa6_hl((33 - 1))) then
-        cosmic_pe6_mul2_csa6_sext19_sgn <= to_unsigned(32767, 15);
+        cosmic_pe6_mul2_csa6_sext25_sgn <= to_unsigned(32767, 15);
     else
-        cosmic_pe6_mul2_csa6_sext19_sgn <= to_unsigned(0, 15);
+        cosmic_pe6_mul2_csa6_sext25_sgn <= to_unsigned(0, 15);
     end if;
-end process cosmic_pe6_mul2_csa6_sext19_fill;
+end process cosmic_pe6_mul2_csa6_sext25_fill;
 
 
-cosmic_pe6_mul2_csa6_hle <= signed(unsigned'(cosmic_pe6_mul2_csa6_sext19_sgn & unsigned(cosmic_pe6_mul2_csa6_hl)));
+cosmic_pe6_mul2_csa6_hle <= signed(unsigned'(cosmic_pe6_mul2_csa6_sext25_sgn & unsigned(cosmic_pe6_mul2_csa6_hl)));
 
 
 cosmic_pe6_mul2_csa6_ta <= unsigned'(unsigned(cosmic_pe6_mul2_csa6_hh) & cosmic_pe6_mul2_csa6_ll((2 * 16)-1 downto 16));
@@ -18494,394 +17112,249 @@ end process cosmic_pe6_mul2_csa6_st2;
 
 cosmic_pe6_pwl_pipe6_zl <= (resize(cosmic_pe6_fa, 33) + 524288);
 
-cosmic_pe6_pwl_pipe6_clampz: process (cosmic_pe6_pwl_pipe6_zl, cosmic_pe6_fa) is
-begin
-    if (cosmic_pe6_fa >= 524288) then
-        cosmic_pe6_pwl_pipe6_u_c <= to_unsigned(1048575, 20);
-    elsif (cosmic_pe6_fa < (- 524288)) then
-        cosmic_pe6_pwl_pipe6_u_c <= to_unsigned(0, 20);
-    else
-        cosmic_pe6_pwl_pipe6_u_c <= unsigned(cosmic_pe6_pwl_pipe6_zl(20-1 downto 0));
-    end if;
-end process cosmic_pe6_pwl_pipe6_clampz;
+
+cosmic_pe6_pwl_pipe6_zl_unused <= unsigned(cosmic_pe6_pwl_pipe6_zl((32 + 1)-1 downto 20));
 
 cosmic_pe6_pwl_pipe6_p1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe6_pwl_pipe6_u1 <= to_unsigned(0, 20);
+            cosmic_pe6_pwl_pipe6_ge1 <= '0';
+            cosmic_pe6_pwl_pipe6_lt1 <= '0';
+            cosmic_pe6_pwl_pipe6_zl1 <= to_unsigned(0, 20);
         else
-            cosmic_pe6_pwl_pipe6_u1 <= cosmic_pe6_pwl_pipe6_u_c;
+            cosmic_pe6_pwl_pipe6_zl1 <= unsigned(cosmic_pe6_pwl_pipe6_zl(20-1 downto 0));
+            cosmic_pe6_pwl_pipe6_ge1 <= stdl(cosmic_pe6_fa >= 524288);
+            cosmic_pe6_pwl_pipe6_lt1 <= stdl(cosmic_pe6_fa < (- 524288));
         end if;
     end if;
 end process cosmic_pe6_pwl_pipe6_p1;
 
-
-cosmic_pe6_pwl_pipe6_idx2 <= cosmic_pe6_pwl_pipe6_u1(20-1 downto 14);
-cosmic_pe6_pwl_pipe6_off2 <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe6_pwl_pipe6_u1(14-1 downto 0)));
-
-cosmic_pe6_pwl_pipe6_p2rom: process (cosmic_pe6_pwl_pipe6_idx2) is
+cosmic_pe6_pwl_pipe6_clampz: process (cosmic_pe6_pwl_pipe6_ge1, cosmic_pe6_pwl_pipe6_zl1, cosmic_pe6_pwl_pipe6_lt1) is
 begin
-    case to_integer(cosmic_pe6_pwl_pipe6_idx2) is
-        when 0 => cosmic_pe6_pwl_pipe6_slope2 <= "000000000011001";
-        when 1 => cosmic_pe6_pwl_pipe6_slope2 <= "000000000100000";
-        when 2 => cosmic_pe6_pwl_pipe6_slope2 <= "000000000101001";
-        when 3 => cosmic_pe6_pwl_pipe6_slope2 <= "000000000110101";
-        when 4 => cosmic_pe6_pwl_pipe6_slope2 <= "000000001000100";
-        when 5 => cosmic_pe6_pwl_pipe6_slope2 <= "000000001010111";
-        when 6 => cosmic_pe6_pwl_pipe6_slope2 <= "000000001110000";
-        when 7 => cosmic_pe6_pwl_pipe6_slope2 <= "000000010001111";
-        when 8 => cosmic_pe6_pwl_pipe6_slope2 <= "000000010111000";
-        when 9 => cosmic_pe6_pwl_pipe6_slope2 <= "000000011101011";
-        when 10 => cosmic_pe6_pwl_pipe6_slope2 <= "000000100101101";
-        when 11 => cosmic_pe6_pwl_pipe6_slope2 <= "000000110000010";
-        when 12 => cosmic_pe6_pwl_pipe6_slope2 <= "000000111101110";
-        when 13 => cosmic_pe6_pwl_pipe6_slope2 <= "000001001111000";
-        when 14 => cosmic_pe6_pwl_pipe6_slope2 <= "000001100100111";
-        when 15 => cosmic_pe6_pwl_pipe6_slope2 <= "000010000000100";
-        when 16 => cosmic_pe6_pwl_pipe6_slope2 <= "000010100011100";
-        when 17 => cosmic_pe6_pwl_pipe6_slope2 <= "000011001111101";
-        when 18 => cosmic_pe6_pwl_pipe6_slope2 <= "000100000110101";
-        when 19 => cosmic_pe6_pwl_pipe6_slope2 <= "000101001010111";
-        when 20 => cosmic_pe6_pwl_pipe6_slope2 <= "000110011110111";
-        when 21 => cosmic_pe6_pwl_pipe6_slope2 <= "001000000100110";
-        when 22 => cosmic_pe6_pwl_pipe6_slope2 <= "001001111110110";
-        when 23 => cosmic_pe6_pwl_pipe6_slope2 <= "001100001101101";
-        when 24 => cosmic_pe6_pwl_pipe6_slope2 <= "001110110001001";
-        when 25 => cosmic_pe6_pwl_pipe6_slope2 <= "010001100110100";
-        when 26 => cosmic_pe6_pwl_pipe6_slope2 <= "010100100111110";
-        when 27 => cosmic_pe6_pwl_pipe6_slope2 <= "010111101011010";
-        when 28 => cosmic_pe6_pwl_pipe6_slope2 <= "011010100100000";
-        when 29 => cosmic_pe6_pwl_pipe6_slope2 <= "011101000010101";
-        when 30 => cosmic_pe6_pwl_pipe6_slope2 <= "011110110111011";
-        when 31 => cosmic_pe6_pwl_pipe6_slope2 <= "011111110101011";
-        when 32 => cosmic_pe6_pwl_pipe6_slope2 <= "011111110101011";
-        when 33 => cosmic_pe6_pwl_pipe6_slope2 <= "011110110111011";
-        when 34 => cosmic_pe6_pwl_pipe6_slope2 <= "011101000010101";
-        when 35 => cosmic_pe6_pwl_pipe6_slope2 <= "011010100100000";
-        when 36 => cosmic_pe6_pwl_pipe6_slope2 <= "010111101011010";
-        when 37 => cosmic_pe6_pwl_pipe6_slope2 <= "010100100111110";
-        when 38 => cosmic_pe6_pwl_pipe6_slope2 <= "010001100110100";
-        when 39 => cosmic_pe6_pwl_pipe6_slope2 <= "001110110001001";
-        when 40 => cosmic_pe6_pwl_pipe6_slope2 <= "001100001101101";
-        when 41 => cosmic_pe6_pwl_pipe6_slope2 <= "001001111110110";
-        when 42 => cosmic_pe6_pwl_pipe6_slope2 <= "001000000100110";
-        when 43 => cosmic_pe6_pwl_pipe6_slope2 <= "000110011110111";
-        when 44 => cosmic_pe6_pwl_pipe6_slope2 <= "000101001010111";
-        when 45 => cosmic_pe6_pwl_pipe6_slope2 <= "000100000110101";
-        when 46 => cosmic_pe6_pwl_pipe6_slope2 <= "000011001111101";
-        when 47 => cosmic_pe6_pwl_pipe6_slope2 <= "000010100011100";
-        when 48 => cosmic_pe6_pwl_pipe6_slope2 <= "000010000000100";
-        when 49 => cosmic_pe6_pwl_pipe6_slope2 <= "000001100100111";
-        when 50 => cosmic_pe6_pwl_pipe6_slope2 <= "000001001111000";
-        when 51 => cosmic_pe6_pwl_pipe6_slope2 <= "000000111101110";
-        when 52 => cosmic_pe6_pwl_pipe6_slope2 <= "000000110000010";
-        when 53 => cosmic_pe6_pwl_pipe6_slope2 <= "000000100101101";
-        when 54 => cosmic_pe6_pwl_pipe6_slope2 <= "000000011101011";
-        when 55 => cosmic_pe6_pwl_pipe6_slope2 <= "000000010111000";
-        when 56 => cosmic_pe6_pwl_pipe6_slope2 <= "000000010001111";
-        when 57 => cosmic_pe6_pwl_pipe6_slope2 <= "000000001110000";
-        when 58 => cosmic_pe6_pwl_pipe6_slope2 <= "000000001010111";
-        when 59 => cosmic_pe6_pwl_pipe6_slope2 <= "000000001000100";
-        when 60 => cosmic_pe6_pwl_pipe6_slope2 <= "000000000110101";
-        when 61 => cosmic_pe6_pwl_pipe6_slope2 <= "000000000101001";
-        when 62 => cosmic_pe6_pwl_pipe6_slope2 <= "000000000100000";
-        when others => cosmic_pe6_pwl_pipe6_slope2 <= "000000000011001";
+    if bool(cosmic_pe6_pwl_pipe6_ge1) then
+        cosmic_pe6_pwl_pipe6_idx_s <= to_unsigned(63, 6);
+        cosmic_pe6_pwl_pipe6_idx_b <= to_unsigned(63, 6);
+        cosmic_pe6_pwl_pipe6_off2 <= to_unsigned(16383, 14);
+    elsif bool(cosmic_pe6_pwl_pipe6_lt1) then
+        cosmic_pe6_pwl_pipe6_idx_s <= cosmic_pe6_pwl_pipe6_zl1(20-1 downto 14);
+        cosmic_pe6_pwl_pipe6_idx_b <= to_unsigned(0, 6);
+        cosmic_pe6_pwl_pipe6_off2 <= cosmic_pe6_pwl_pipe6_zl1(14-1 downto 0);
+    else
+        cosmic_pe6_pwl_pipe6_idx_s <= cosmic_pe6_pwl_pipe6_zl1(20-1 downto 14);
+        cosmic_pe6_pwl_pipe6_idx_b <= cosmic_pe6_pwl_pipe6_zl1(20-1 downto 14);
+        cosmic_pe6_pwl_pipe6_off2 <= cosmic_pe6_pwl_pipe6_zl1(14-1 downto 0);
+    end if;
+end process cosmic_pe6_pwl_pipe6_clampz;
+
+cosmic_pe6_pwl_pipe6_p2rom: process (cosmic_pe6_pwl_pipe6_idx_s) is
+begin
+    case to_integer(cosmic_pe6_pwl_pipe6_idx_s) is
+        when 0 => cosmic_pe6_pwl_pipe6_slope_r <= "000000000011001";
+        when 1 => cosmic_pe6_pwl_pipe6_slope_r <= "000000000100000";
+        when 2 => cosmic_pe6_pwl_pipe6_slope_r <= "000000000101001";
+        when 3 => cosmic_pe6_pwl_pipe6_slope_r <= "000000000110101";
+        when 4 => cosmic_pe6_pwl_pipe6_slope_r <= "000000001000100";
+        when 5 => cosmic_pe6_pwl_pipe6_slope_r <= "000000001010111";
+        when 6 => cosmic_pe6_pwl_pipe6_slope_r <= "000000001110000";
+        when 7 => cosmic_pe6_pwl_pipe6_slope_r <= "000000010001111";
+        when 8 => cosmic_pe6_pwl_pipe6_slope_r <= "000000010111000";
+        when 9 => cosmic_pe6_pwl_pipe6_slope_r <= "000000011101011";
+        when 10 => cosmic_pe6_pwl_pipe6_slope_r <= "000000100101101";
+        when 11 => cosmic_pe6_pwl_pipe6_slope_r <= "000000110000010";
+        when 12 => cosmic_pe6_pwl_pipe6_slope_r <= "000000111101110";
+        when 13 => cosmic_pe6_pwl_pipe6_slope_r <= "000001001111000";
+        when 14 => cosmic_pe6_pwl_pipe6_slope_r <= "000001100100111";
+        when 15 => cosmic_pe6_pwl_pipe6_slope_r <= "000010000000100";
+        when 16 => cosmic_pe6_pwl_pipe6_slope_r <= "000010100011100";
+        when 17 => cosmic_pe6_pwl_pipe6_slope_r <= "000011001111101";
+        when 18 => cosmic_pe6_pwl_pipe6_slope_r <= "000100000110101";
+        when 19 => cosmic_pe6_pwl_pipe6_slope_r <= "000101001010111";
+        when 20 => cosmic_pe6_pwl_pipe6_slope_r <= "000110011110111";
+        when 21 => cosmic_pe6_pwl_pipe6_slope_r <= "001000000100110";
+        when 22 => cosmic_pe6_pwl_pipe6_slope_r <= "001001111110110";
+        when 23 => cosmic_pe6_pwl_pipe6_slope_r <= "001100001101101";
+        when 24 => cosmic_pe6_pwl_pipe6_slope_r <= "001110110001001";
+        when 25 => cosmic_pe6_pwl_pipe6_slope_r <= "010001100110100";
+        when 26 => cosmic_pe6_pwl_pipe6_slope_r <= "010100100111110";
+        when 27 => cosmic_pe6_pwl_pipe6_slope_r <= "010111101011010";
+        when 28 => cosmic_pe6_pwl_pipe6_slope_r <= "011010100100000";
+        when 29 => cosmic_pe6_pwl_pipe6_slope_r <= "011101000010101";
+        when 30 => cosmic_pe6_pwl_pipe6_slope_r <= "011110110111011";
+        when 31 => cosmic_pe6_pwl_pipe6_slope_r <= "011111110101011";
+        when 32 => cosmic_pe6_pwl_pipe6_slope_r <= "011111110101011";
+        when 33 => cosmic_pe6_pwl_pipe6_slope_r <= "011110110111011";
+        when 34 => cosmic_pe6_pwl_pipe6_slope_r <= "011101000010101";
+        when 35 => cosmic_pe6_pwl_pipe6_slope_r <= "011010100100000";
+        when 36 => cosmic_pe6_pwl_pipe6_slope_r <= "010111101011010";
+        when 37 => cosmic_pe6_pwl_pipe6_slope_r <= "010100100111110";
+        when 38 => cosmic_pe6_pwl_pipe6_slope_r <= "010001100110100";
+        when 39 => cosmic_pe6_pwl_pipe6_slope_r <= "001110110001001";
+        when 40 => cosmic_pe6_pwl_pipe6_slope_r <= "001100001101101";
+        when 41 => cosmic_pe6_pwl_pipe6_slope_r <= "001001111110110";
+        when 42 => cosmic_pe6_pwl_pipe6_slope_r <= "001000000100110";
+        when 43 => cosmic_pe6_pwl_pipe6_slope_r <= "000110011110111";
+        when 44 => cosmic_pe6_pwl_pipe6_slope_r <= "000101001010111";
+        when 45 => cosmic_pe6_pwl_pipe6_slope_r <= "000100000110101";
+        when 46 => cosmic_pe6_pwl_pipe6_slope_r <= "000011001111101";
+        when 47 => cosmic_pe6_pwl_pipe6_slope_r <= "000010100011100";
+        when 48 => cosmic_pe6_pwl_pipe6_slope_r <= "000010000000100";
+        when 49 => cosmic_pe6_pwl_pipe6_slope_r <= "000001100100111";
+        when 50 => cosmic_pe6_pwl_pipe6_slope_r <= "000001001111000";
+        when 51 => cosmic_pe6_pwl_pipe6_slope_r <= "000000111101110";
+        when 52 => cosmic_pe6_pwl_pipe6_slope_r <= "000000110000010";
+        when 53 => cosmic_pe6_pwl_pipe6_slope_r <= "000000100101101";
+        when 54 => cosmic_pe6_pwl_pipe6_slope_r <= "000000011101011";
+        when 55 => cosmic_pe6_pwl_pipe6_slope_r <= "000000010111000";
+        when 56 => cosmic_pe6_pwl_pipe6_slope_r <= "000000010001111";
+        when 57 => cosmic_pe6_pwl_pipe6_slope_r <= "000000001110000";
+        when 58 => cosmic_pe6_pwl_pipe6_slope_r <= "000000001010111";
+        when 59 => cosmic_pe6_pwl_pipe6_slope_r <= "000000001000100";
+        when 60 => cosmic_pe6_pwl_pipe6_slope_r <= "000000000110101";
+        when 61 => cosmic_pe6_pwl_pipe6_slope_r <= "000000000101001";
+        when 62 => cosmic_pe6_pwl_pipe6_slope_r <= "000000000100000";
+        when others => cosmic_pe6_pwl_pipe6_slope_r <= "000000000011001";
     end case;
 end process cosmic_pe6_pwl_pipe6_p2rom;
+
+cosmic_pe6_pwl_pipe6_p2romb: process (cosmic_pe6_pwl_pipe6_idx_b) is
+begin
+    case to_integer(cosmic_pe6_pwl_pipe6_idx_b) is
+        when 0 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000000000010110";
+        when 1 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000000000011100";
+        when 2 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000000000100100";
+        when 3 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000000000101111";
+        when 4 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000000000111100";
+        when 5 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000000001001101";
+        when 6 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000000001100010";
+        when 7 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000000001111110";
+        when 8 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000000010100010";
+        when 9 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000000011010000";
+        when 10 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000000100001011";
+        when 11 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000000101010110";
+        when 12 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000000110110111";
+        when 13 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000001000110010";
+        when 14 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000001011010000";
+        when 15 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000001110011010";
+        when 16 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000010010011011";
+        when 17 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000010111100010";
+        when 18 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000011110000001";
+        when 19 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000100110001110";
+        when 20 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000110000100100";
+        when 21 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000000111101100010";
+        when 22 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000001001101101011";
+        when 23 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000001100001101001";
+        when 24 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000001111010000100";
+        when 25 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000010010111100110";
+        when 26 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000010111010110011";
+        when 27 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000011100100000011";
+        when 28 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000100010011011001";
+        when 29 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000101001000100001";
+        when 30 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000110000010100111";
+        when 31 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000000111000000010101";
+        when 32 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001000000000000000";
+        when 33 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001000111111101011";
+        when 34 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001001111101011001";
+        when 35 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001010110111011111";
+        when 36 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001011101100100111";
+        when 37 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001100011011111101";
+        when 38 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001101000101001101";
+        when 39 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001101101000011010";
+        when 40 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001110000101111100";
+        when 41 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001110011110010111";
+        when 42 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001110110010010101";
+        when 43 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111000010011110";
+        when 44 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111001111011100";
+        when 45 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111011001110010";
+        when 46 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111100001111111";
+        when 47 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111101000011110";
+        when 48 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111101101100101";
+        when 49 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111110001100110";
+        when 50 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111110100110000";
+        when 51 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111110111001110";
+        when 52 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111111001001001";
+        when 53 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111111010101010";
+        when 54 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111111011110101";
+        when 55 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111111100110000";
+        when 56 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111111101011110";
+        when 57 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111111110000010";
+        when 58 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111111110011110";
+        when 59 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111111110110011";
+        when 60 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111111111000100";
+        when 61 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111111111010001";
+        when 62 => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111111111011100";
+        when others => cosmic_pe6_pwl_pipe6_base2 <= "00000000000000001111111111100100";
+    end case;
+end process cosmic_pe6_pwl_pipe6_p2romb;
+
+cosmic_pe6_pwl_pipe6_p2z: process (cosmic_pe6_pwl_pipe6_slope_r, cosmic_pe6_pwl_pipe6_lt1) is
+begin
+    if bool(cosmic_pe6_pwl_pipe6_lt1) then
+        cosmic_pe6_pwl_pipe6_slope2 <= to_signed(0, 15);
+    else
+        cosmic_pe6_pwl_pipe6_slope2 <= cosmic_pe6_pwl_pipe6_slope_r;
+    end if;
+end process cosmic_pe6_pwl_pipe6_p2z;
 
 cosmic_pe6_pwl_pipe6_p2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe6_pwl_pipe6_idx3 <= to_unsigned(0, 6);
-            cosmic_pe6_pwl_pipe6_prod3 <= to_signed(0, 33);
+            cosmic_pe6_pwl_pipe6_base3 <= to_signed(0, 32);
+            cosmic_pe6_pwl_pipe6_slope3 <= to_signed(0, 15);
+            cosmic_pe6_pwl_pipe6_off3 <= to_unsigned(0, 14);
         else
-            cosmic_pe6_pwl_pipe6_prod3 <= (resize(cosmic_pe6_pwl_pipe6_slope2, 18) * cosmic_pe6_pwl_pipe6_off2);
-            cosmic_pe6_pwl_pipe6_idx3 <= cosmic_pe6_pwl_pipe6_idx2;
+            cosmic_pe6_pwl_pipe6_slope3 <= cosmic_pe6_pwl_pipe6_slope2;
+            cosmic_pe6_pwl_pipe6_off3 <= cosmic_pe6_pwl_pipe6_off2;
+            cosmic_pe6_pwl_pipe6_base3 <= cosmic_pe6_pwl_pipe6_base2;
         end if;
     end if;
 end process cosmic_pe6_pwl_pipe6_p2;
 
 
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_t <= shift_right(cosmic_pe6_pwl_pipe6_prod3, 16);
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000") & cosmic_pe6_pwl_pipe6_prod3((16 - 1))));
-
-
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r <= (cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_t + cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_rb);
-
-
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hi <= unsigned(cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r(33-1 downto (32 - 1)));
-
-
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hin <= (not cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hi);
-
-
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_nsign <= stdl((not bool(cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r((33 - 1)))));
-
-cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_clamp: process (cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill, cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hi, cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r, cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hin) is
-begin
-    if ((cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hi = 0) or (cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_hin = 0)) then
-        cosmic_pe6_pwl_pipe6_rnd_c <= signed(unsigned(cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r(32-1 downto 0)));
-    else
-        cosmic_pe6_pwl_pipe6_rnd_c <= signed(unsigned'(cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_r((33 - 1)) & cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_fill));
-    end if;
-end process cosmic_pe6_pwl_pipe6_round_sat_fast18_round_sat6_sat32_clamp;
+cosmic_pe6_pwl_pipe6_off3s <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe6_pwl_pipe6_off3));
 
 cosmic_pe6_pwl_pipe6_p3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe6_pwl_pipe6_rnd4 <= to_signed(0, 32);
-            cosmic_pe6_pwl_pipe6_idx4 <= to_unsigned(0, 6);
+            cosmic_pe6_pwl_pipe6_base4 <= to_signed(0, 32);
+            cosmic_pe6_pwl_pipe6_prod4 <= to_signed(0, 33);
         else
-            cosmic_pe6_pwl_pipe6_rnd4 <= cosmic_pe6_pwl_pipe6_rnd_c;
-            cosmic_pe6_pwl_pipe6_idx4 <= cosmic_pe6_pwl_pipe6_idx3;
+            cosmic_pe6_pwl_pipe6_prod4 <= (resize(cosmic_pe6_pwl_pipe6_slope3, 18) * cosmic_pe6_pwl_pipe6_off3s);
+            cosmic_pe6_pwl_pipe6_base4 <= cosmic_pe6_pwl_pipe6_base3;
         end if;
     end if;
 end process cosmic_pe6_pwl_pipe6_p3;
 
-cosmic_pe6_pwl_pipe6_p4rom: process (cosmic_pe6_pwl_pipe6_idx4) is
+
+cosmic_pe6_pwl_pipe6_q4 <= signed(unsigned(cosmic_pe6_pwl_pipe6_prod4(33-1 downto 16)));
+cosmic_pe6_pwl_pipe6_rb4 <= cosmic_pe6_pwl_pipe6_prod4((16 - 1));
+
+cosmic_pe6_pwl_pipe6_sext26_fill: process (cosmic_pe6_pwl_pipe6_q4) is
 begin
-    case to_integer(cosmic_pe6_pwl_pipe6_idx4) is
-        when 0 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000000000010110";
-        when 1 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000000000011100";
-        when 2 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000000000100100";
-        when 3 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000000000101111";
-        when 4 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000000000111100";
-        when 5 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000000001001101";
-        when 6 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000000001100010";
-        when 7 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000000001111110";
-        when 8 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000000010100010";
-        when 9 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000000011010000";
-        when 10 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000000100001011";
-        when 11 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000000101010110";
-        when 12 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000000110110111";
-        when 13 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000001000110010";
-        when 14 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000001011010000";
-        when 15 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000001110011010";
-        when 16 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000010010011011";
-        when 17 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000010111100010";
-        when 18 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000011110000001";
-        when 19 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000100110001110";
-        when 20 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000110000100100";
-        when 21 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000000111101100010";
-        when 22 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000001001101101011";
-        when 23 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000001100001101001";
-        when 24 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000001111010000100";
-        when 25 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000010010111100110";
-        when 26 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000010111010110011";
-        when 27 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000011100100000011";
-        when 28 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000100010011011001";
-        when 29 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000101001000100001";
-        when 30 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000110000010100111";
-        when 31 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000000111000000010101";
-        when 32 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001000111111101011";
-        when 34 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001001111101011001";
-        when 35 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001010110111011111";
-        when 36 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001011101100100111";
-        when 37 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001100011011111101";
-        when 38 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001101000101001101";
-        when 39 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001101101000011010";
-        when 40 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001110000101111100";
-        when 41 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001110011110010111";
-        when 42 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001110110010010101";
-        when 43 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111000010011110";
-        when 44 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111001111011100";
-        when 45 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111011001110010";
-        when 46 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111100001111111";
-        when 47 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111101000011110";
-        when 48 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111101101100101";
-        when 49 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111110001100110";
-        when 50 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111110100110000";
-        when 51 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111110111001110";
-        when 52 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111111001001001";
-        when 53 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111111010101010";
-        when 54 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111111011110101";
-        when 55 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111111100110000";
-        when 56 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111111101011110";
-        when 57 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111111110000010";
-        when 58 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111111110011110";
-        when 59 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111111110110011";
-        when 60 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111111111000100";
-        when 61 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111111111010001";
-        when 62 => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111111111011100";
-        when others => cosmic_pe6_pwl_pipe6_base4 <= "00000000000000001111111111100100";
-    end case;
-end process cosmic_pe6_pwl_pipe6_p4rom;
-
-
-cosmic_pe6_pwl_pipe6_sumv <= (resize(cosmic_pe6_pwl_pipe6_base4, 33) + cosmic_pe6_pwl_pipe6_rnd4);
-
-
-cosmic_pe6_pwl_pipe6_sat33_hi <= unsigned(cosmic_pe6_pwl_pipe6_sumv(33-1 downto (32 - 1)));
-
-
-cosmic_pe6_pwl_pipe6_sat33_hin <= (not cosmic_pe6_pwl_pipe6_sat33_hi);
-
-
-cosmic_pe6_pwl_pipe6_sat33_nsign <= stdl((not bool(cosmic_pe6_pwl_pipe6_sumv((33 - 1)))));
-
-cosmic_pe6_pwl_pipe6_sat33_clamp: process (cosmic_pe6_pwl_pipe6_sat33_fill, cosmic_pe6_pwl_pipe6_sat33_hi, cosmic_pe6_pwl_pipe6_sumv, cosmic_pe6_pwl_pipe6_sat33_hin) is
-begin
-    if ((cosmic_pe6_pwl_pipe6_sat33_hi = 0) or (cosmic_pe6_pwl_pipe6_sat33_hin = 0)) then
-        cosmic_pe6_pwl_pipe6_ys <= signed(unsigned(cosmic_pe6_pwl_pipe6_sumv(32-1 downto 0)));
+    if bool(cosmic_pe6_pwl_pipe6_q4((17 - 1))) then
+        cosmic_pe6_pwl_pipe6_sext26_sgn <= to_unsigned(65535, 16);
     else
-        cosmic_pe6_pwl_pipe6_ys <= signed(unsigned'(cosmic_pe6_pwl_pipe6_sumv((33 - 1)) & cosmic_pe6_pwl_pipe6_sat33_fill));
+        cosmic_pe6_pwl_pipe6_sext26_sgn <= to_unsigned(0, 16);
     end if;
-end process cosmic_pe6_pwl_pipe6_sat33_clamp;
+end process cosmic_pe6_pwl_pipe6_sext26_fill;
 
-cosmic_pe6_pwl_pipe6_p4romh: process (cosmic_pe6_pwl_pipe6_idx4) is
-begin
-    case to_integer(cosmic_pe6_pwl_pipe6_idx4) is
-        when 0 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111111111101010";
-        when 1 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111111111100100";
-        when 2 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111111111011100";
-        when 3 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111111111010001";
-        when 4 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111111111000100";
-        when 5 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111111110110011";
-        when 6 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111111110011110";
-        when 7 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111111110000010";
-        when 8 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111111101011110";
-        when 9 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111111100110000";
-        when 10 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111111011110101";
-        when 11 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111111010101010";
-        when 12 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111111001001001";
-        when 13 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111110111001110";
-        when 14 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111110100110000";
-        when 15 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111110001100110";
-        when 16 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111101101100101";
-        when 17 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111101000011110";
-        when 18 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111100001111111";
-        when 19 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111011001110010";
-        when 20 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111001111011100";
-        when 21 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001111000010011110";
-        when 22 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001110110010010101";
-        when 23 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001110011110010111";
-        when 24 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001110000101111100";
-        when 25 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001101101000011010";
-        when 26 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001101000101001101";
-        when 27 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001100011011111101";
-        when 28 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001011101100100111";
-        when 29 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001010110111011111";
-        when 30 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001001111101011001";
-        when 31 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001000111111101011";
-        when 32 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000111000000010101";
-        when 34 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000110000010100111";
-        when 35 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000101001000100001";
-        when 36 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000100010011011001";
-        when 37 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000011100100000011";
-        when 38 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000010111010110011";
-        when 39 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000010010111100110";
-        when 40 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000001111010000100";
-        when 41 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000001100001101001";
-        when 42 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000001001101101011";
-        when 43 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000111101100010";
-        when 44 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000110000100100";
-        when 45 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000100110001110";
-        when 46 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000011110000001";
-        when 47 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000010111100010";
-        when 48 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000010010011011";
-        when 49 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000001110011010";
-        when 50 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000001011010000";
-        when 51 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000001000110010";
-        when 52 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000000110110111";
-        when 53 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000000101010110";
-        when 54 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000000100001011";
-        when 55 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000000011010000";
-        when 56 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000000010100010";
-        when 57 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000000001111110";
-        when 58 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000000001100010";
-        when 59 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000000001001101";
-        when 60 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000000000111100";
-        when 61 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000000000101111";
-        when 62 => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000000000100100";
-        when others => cosmic_pe6_pwl_pipe6_limh <= "00000000000000000000000000011100";
-    end case;
-end process cosmic_pe6_pwl_pipe6_p4romh;
 
-cosmic_pe6_pwl_pipe6_p4roml: process (cosmic_pe6_pwl_pipe6_idx4) is
-begin
-    case to_integer(cosmic_pe6_pwl_pipe6_idx4) is
-        when 0 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111111111101010";
-        when 1 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111111111100100";
-        when 2 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111111111011100";
-        when 3 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111111111010001";
-        when 4 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111111111000100";
-        when 5 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111111110110011";
-        when 6 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111111110011110";
-        when 7 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111111110000010";
-        when 8 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111111101011110";
-        when 9 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111111100110000";
-        when 10 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111111011110101";
-        when 11 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111111010101010";
-        when 12 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111111001001001";
-        when 13 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111110111001110";
-        when 14 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111110100110000";
-        when 15 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111110001100110";
-        when 16 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111101101100101";
-        when 17 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111101000011110";
-        when 18 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111100001111111";
-        when 19 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111011001110010";
-        when 20 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111001111011100";
-        when 21 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111111000010011110";
-        when 22 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111110110010010101";
-        when 23 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111110011110010111";
-        when 24 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111110000101111100";
-        when 25 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111101101000011010";
-        when 26 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111101000101001101";
-        when 27 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111100011011111101";
-        when 28 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111011101100100111";
-        when 29 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111010110111011111";
-        when 30 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111001111101011001";
-        when 31 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111000111111101011";
-        when 32 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111111000000000000000";
-        when 33 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110111000000010101";
-        when 34 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110110000010100111";
-        when 35 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110101001000100001";
-        when 36 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110100010011011001";
-        when 37 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110011100100000011";
-        when 38 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110010111010110011";
-        when 39 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110010010111100110";
-        when 40 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110001111010000100";
-        when 41 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110001100001101001";
-        when 42 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110001001101101011";
-        when 43 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000111101100010";
-        when 44 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000110000100100";
-        when 45 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000100110001110";
-        when 46 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000011110000001";
-        when 47 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000010111100010";
-        when 48 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000010010011011";
-        when 49 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000001110011010";
-        when 50 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000001011010000";
-        when 51 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000001000110010";
-        when 52 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000000110110111";
-        when 53 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000000101010110";
-        when 54 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000000100001011";
-        when 55 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000000011010000";
-        when 56 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000000010100010";
-        when 57 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000000001111110";
-        when 58 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000000001100010";
-        when 59 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000000001001101";
-        when 60 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000000000111100";
-        when 61 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000000000101111";
-        when 62 => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000000000100100";
-        when others => cosmic_pe6_pwl_pipe6_liml <= "11111111111111110000000000011100";
-    end case;
-end process cosmic_pe6_pwl_pipe6_p4roml;
+cosmic_pe6_pwl_pipe6_qe <= signed(unsigned'(cosmic_pe6_pwl_pipe6_sext26_sgn & unsigned(cosmic_pe6_pwl_pipe6_q4)));
 
-cosmic_pe6_pwl_pipe6_outc: process (cosmic_pe6_pwl_pipe6_limh, cosmic_pe6_pwl_pipe6_liml, cosmic_pe6_pwl_pipe6_rnd4, cosmic_pe6_pwl_pipe6_ys) is
-begin
-    if (cosmic_pe6_pwl_pipe6_rnd4 > cosmic_pe6_pwl_pipe6_limh) then
-        cosmic_pe6_y_sig <= to_signed(65536, 32);
-    elsif (cosmic_pe6_pwl_pipe6_rnd4 < cosmic_pe6_pwl_pipe6_liml) then
-        cosmic_pe6_y_sig <= to_signed(0, 32);
-    else
-        cosmic_pe6_y_sig <= cosmic_pe6_pwl_pipe6_ys;
-    end if;
-end process cosmic_pe6_pwl_pipe6_outc;
+
+cosmic_pe6_pwl_pipe6_ta <= signed(unsigned'(cosmic_pe6_pwl_pipe6_base4((32 - 1)) & unsigned(cosmic_pe6_pwl_pipe6_base4) & cosmic_pe6_pwl_pipe6_rb4));
+cosmic_pe6_pwl_pipe6_tb <= signed(unsigned'(unsigned(cosmic_pe6_pwl_pipe6_qe) & cosmic_pe6_pwl_pipe6_rb4));
+
+
+cosmic_pe6_pwl_pipe6_t4 <= (cosmic_pe6_pwl_pipe6_ta + cosmic_pe6_pwl_pipe6_tb);
+
+
+cosmic_pe6_pwl_pipe6_unused <= unsigned'(cosmic_pe6_pwl_pipe6_t4((32 + 1)) & unsigned(cosmic_pe6_pwl_pipe6_prod4((16 - 1)-1 downto 0)) & cosmic_pe6_pwl_pipe6_t4(0));
+
+
+cosmic_pe6_y_sig <= signed(unsigned(cosmic_pe6_pwl_pipe6_t4((32 + 1)-1 downto 1)));
 
 cosmic_pe6_pipe: process (clk) is
 begin
@@ -18966,17 +17439,17 @@ begin
     end if;
 end process cosmic_pe6_pipe;
 
-cosmic_pe6_sext20_fill: process (cosmic_pe6_mul2_csa6_p) is
+cosmic_pe6_sext27_fill: process (cosmic_pe6_mul2_csa6_p) is
 begin
     if bool(cosmic_pe6_mul2_csa6_p((64 - 1))) then
-        cosmic_pe6_sext20_sgn <= to_unsigned(255, 8);
+        cosmic_pe6_sext27_sgn <= to_unsigned(255, 8);
     else
-        cosmic_pe6_sext20_sgn <= to_unsigned(0, 8);
+        cosmic_pe6_sext27_sgn <= to_unsigned(0, 8);
     end if;
-end process cosmic_pe6_sext20_fill;
+end process cosmic_pe6_sext27_fill;
 
 
-cosmic_pe6_sext20_xe <= signed(unsigned'(cosmic_pe6_sext20_sgn & unsigned(cosmic_pe6_mul2_csa6_p)));
+cosmic_pe6_sext27_xe <= signed(unsigned'(cosmic_pe6_sext27_sgn & unsigned(cosmic_pe6_mul2_csa6_p)));
 
 cosmic_pe6_acc_csel6_gate: process (cosmic_pe6_clr6, cosmic_pe6_acc) is
 begin
@@ -18989,9 +17462,9 @@ end process cosmic_pe6_acc_csel6_gate;
 
 
 cosmic_pe6_acc_csel6_al <= unsigned(cosmic_pe6_acc_csel6_ai(36-1 downto 0));
-cosmic_pe6_acc_csel6_pl <= unsigned(cosmic_pe6_sext20_xe(36-1 downto 0));
+cosmic_pe6_acc_csel6_pl <= unsigned(cosmic_pe6_sext27_xe(36-1 downto 0));
 cosmic_pe6_acc_csel6_ah <= signed(unsigned(cosmic_pe6_acc_csel6_ai(72-1 downto 36)));
-cosmic_pe6_acc_csel6_ph <= signed(unsigned(cosmic_pe6_sext20_xe(72-1 downto 36)));
+cosmic_pe6_acc_csel6_ph <= signed(unsigned(cosmic_pe6_sext27_xe(72-1 downto 36)));
 
 
 cosmic_pe6_acc_csel6_slo <= (resize(cosmic_pe6_acc_csel6_al, 37) + cosmic_pe6_acc_csel6_pl);
@@ -19011,66 +17484,66 @@ end process cosmic_pe6_acc_csel6_pick;
 cosmic_pe6_acc_csel6_full <= signed(unsigned'(unsigned(cosmic_pe6_acc_csel6_hs) & cosmic_pe6_acc_csel6_slo(36-1 downto 0)));
 
 
-cosmic_pe6_acc_csel6_sat34_hi <= unsigned(cosmic_pe6_acc_csel6_full(73-1 downto (72 - 1)));
+cosmic_pe6_acc_csel6_sat20_hi <= unsigned(cosmic_pe6_acc_csel6_full(73-1 downto (72 - 1)));
 
 
-cosmic_pe6_acc_csel6_sat34_hin <= (not cosmic_pe6_acc_csel6_sat34_hi);
+cosmic_pe6_acc_csel6_sat20_hin <= (not cosmic_pe6_acc_csel6_sat20_hi);
 
 
-cosmic_pe6_acc_csel6_sat34_nsign <= stdl((not bool(cosmic_pe6_acc_csel6_full((73 - 1)))));
+cosmic_pe6_acc_csel6_sat20_nsign <= stdl((not bool(cosmic_pe6_acc_csel6_full((73 - 1)))));
 
-cosmic_pe6_acc_csel6_sat34_clamp: process (cosmic_pe6_acc_csel6_sat34_fill, cosmic_pe6_acc_csel6_sat34_hi, cosmic_pe6_acc_csel6_full, cosmic_pe6_acc_csel6_sat34_hin) is
+cosmic_pe6_acc_csel6_sat20_clamp: process (cosmic_pe6_acc_csel6_sat20_fill, cosmic_pe6_acc_csel6_sat20_hi, cosmic_pe6_acc_csel6_full, cosmic_pe6_acc_csel6_sat20_hin) is
 begin
-    if ((cosmic_pe6_acc_csel6_sat34_hi = 0) or (cosmic_pe6_acc_csel6_sat34_hin = 0)) then
+    if ((cosmic_pe6_acc_csel6_sat20_hi = 0) or (cosmic_pe6_acc_csel6_sat20_hin = 0)) then
         cosmic_pe6_acc_new <= signed(unsigned(cosmic_pe6_acc_csel6_full(72-1 downto 0)));
     else
-        cosmic_pe6_acc_new <= signed(unsigned'(cosmic_pe6_acc_csel6_full((73 - 1)) & cosmic_pe6_acc_csel6_sat34_fill));
+        cosmic_pe6_acc_new <= signed(unsigned'(cosmic_pe6_acc_csel6_full((73 - 1)) & cosmic_pe6_acc_csel6_sat20_fill));
     end if;
-end process cosmic_pe6_acc_csel6_sat34_clamp;
+end process cosmic_pe6_acc_csel6_sat20_clamp;
 
 
-cosmic_pe6_round_sat_fast19_lo <= unsigned(cosmic_pe6_mul2_csa6_p((16 + 32)-1 downto 16));
-cosmic_pe6_round_sat_fast19_rb <= to_unsigned(cosmic_pe6_mul2_csa6_p((16 - 1)), 1);
-cosmic_pe6_round_sat_fast19_hi <= unsigned(cosmic_pe6_mul2_csa6_p(64-1 downto (16 + 32)));
-cosmic_pe6_round_sat_fast19_neg <= cosmic_pe6_mul2_csa6_p((64 - 1));
-cosmic_pe6_round_sat_fast19_nneg <= stdl((not bool(cosmic_pe6_mul2_csa6_p((64 - 1)))));
+cosmic_pe6_round_sat_fast12_lo <= unsigned(cosmic_pe6_mul2_csa6_p((16 + 32)-1 downto 16));
+cosmic_pe6_round_sat_fast12_rb <= to_unsigned(cosmic_pe6_mul2_csa6_p((16 - 1)), 1);
+cosmic_pe6_round_sat_fast12_hi <= unsigned(cosmic_pe6_mul2_csa6_p(64-1 downto (16 + 32)));
+cosmic_pe6_round_sat_fast12_neg <= cosmic_pe6_mul2_csa6_p((64 - 1));
+cosmic_pe6_round_sat_fast12_nneg <= stdl((not bool(cosmic_pe6_mul2_csa6_p((64 - 1)))));
 
 
-cosmic_pe6_round_sat_fast19_hin <= (not cosmic_pe6_round_sat_fast19_hi);
+cosmic_pe6_round_sat_fast12_hin <= (not cosmic_pe6_round_sat_fast12_hi);
 
 
-cosmic_pe6_round_sat_fast19_s <= (resize(cosmic_pe6_round_sat_fast19_lo, 33) + cosmic_pe6_round_sat_fast19_rb);
+cosmic_pe6_round_sat_fast12_s <= (resize(cosmic_pe6_round_sat_fast12_lo, 33) + cosmic_pe6_round_sat_fast12_rb);
 
-cosmic_pe6_round_sat_fast19_outc: process (cosmic_pe6_round_sat_fast19_s, cosmic_pe6_round_sat_fast19_hin, cosmic_pe6_round_sat_fast19_hi, cosmic_pe6_round_sat_fast19_neg, cosmic_pe6_round_sat_fast19_fill) is
+cosmic_pe6_round_sat_fast12_outc: process (cosmic_pe6_round_sat_fast12_s, cosmic_pe6_round_sat_fast12_hin, cosmic_pe6_round_sat_fast12_hi, cosmic_pe6_round_sat_fast12_neg, cosmic_pe6_round_sat_fast12_fill) is
 begin
-    if ((bool(cosmic_pe6_round_sat_fast19_s(32)) and (cosmic_pe6_round_sat_fast19_hin = 0)) or ((not bool(cosmic_pe6_round_sat_fast19_s(32))) and (((cosmic_pe6_round_sat_fast19_hi = 0) and (not bool(cosmic_pe6_round_sat_fast19_s((32 - 1))))) or ((cosmic_pe6_round_sat_fast19_hin = 0) and bool(cosmic_pe6_round_sat_fast19_s((32 - 1))))))) then
-        cosmic_pe6_mul_s <= signed(cosmic_pe6_round_sat_fast19_s(32-1 downto 0));
+    if ((bool(cosmic_pe6_round_sat_fast12_s(32)) and (cosmic_pe6_round_sat_fast12_hin = 0)) or ((not bool(cosmic_pe6_round_sat_fast12_s(32))) and (((cosmic_pe6_round_sat_fast12_hi = 0) and (not bool(cosmic_pe6_round_sat_fast12_s((32 - 1))))) or ((cosmic_pe6_round_sat_fast12_hin = 0) and bool(cosmic_pe6_round_sat_fast12_s((32 - 1))))))) then
+        cosmic_pe6_mul_s <= signed(cosmic_pe6_round_sat_fast12_s(32-1 downto 0));
     else
-        cosmic_pe6_mul_s <= signed(unsigned'(cosmic_pe6_round_sat_fast19_neg & cosmic_pe6_round_sat_fast19_fill));
+        cosmic_pe6_mul_s <= signed(unsigned'(cosmic_pe6_round_sat_fast12_neg & cosmic_pe6_round_sat_fast12_fill));
     end if;
-end process cosmic_pe6_round_sat_fast19_outc;
+end process cosmic_pe6_round_sat_fast12_outc;
 
 
-cosmic_pe6_round_sat_fast20_lo <= unsigned(cosmic_pe6_acc((16 + 32)-1 downto 16));
-cosmic_pe6_round_sat_fast20_rb <= to_unsigned(cosmic_pe6_acc((16 - 1)), 1);
-cosmic_pe6_round_sat_fast20_hi <= unsigned(cosmic_pe6_acc(72-1 downto (16 + 32)));
-cosmic_pe6_round_sat_fast20_neg <= cosmic_pe6_acc((72 - 1));
-cosmic_pe6_round_sat_fast20_nneg <= stdl((not bool(cosmic_pe6_acc((72 - 1)))));
+cosmic_pe6_round_sat_fast13_lo <= unsigned(cosmic_pe6_acc((16 + 32)-1 downto 16));
+cosmic_pe6_round_sat_fast13_rb <= to_unsigned(cosmic_pe6_acc((16 - 1)), 1);
+cosmic_pe6_round_sat_fast13_hi <= unsigned(cosmic_pe6_acc(72-1 downto (16 + 32)));
+cosmic_pe6_round_sat_fast13_neg <= cosmic_pe6_acc((72 - 1));
+cosmic_pe6_round_sat_fast13_nneg <= stdl((not bool(cosmic_pe6_acc((72 - 1)))));
 
 
-cosmic_pe6_round_sat_fast20_hin <= (not cosmic_pe6_round_sat_fast20_hi);
+cosmic_pe6_round_sat_fast13_hin <= (not cosmic_pe6_round_sat_fast13_hi);
 
 
-cosmic_pe6_round_sat_fast20_s <= (resize(cosmic_pe6_round_sat_fast20_lo, 33) + cosmic_pe6_round_sat_fast20_rb);
+cosmic_pe6_round_sat_fast13_s <= (resize(cosmic_pe6_round_sat_fast13_lo, 33) + cosmic_pe6_round_sat_fast13_rb);
 
-cosmic_pe6_round_sat_fast20_outc: process (cosmic_pe6_round_sat_fast20_s, cosmic_pe6_round_sat_fast20_hin, cosmic_pe6_round_sat_fast20_hi, cosmic_pe6_round_sat_fast20_neg, cosmic_pe6_round_sat_fast20_fill) is
+cosmic_pe6_round_sat_fast13_outc: process (cosmic_pe6_round_sat_fast13_s, cosmic_pe6_round_sat_fast13_hin, cosmic_pe6_round_sat_fast13_hi, cosmic_pe6_round_sat_fast13_neg, cosmic_pe6_round_sat_fast13_fill) is
 begin
-    if ((bool(cosmic_pe6_round_sat_fast20_s(32)) and (cosmic_pe6_round_sat_fast20_hin = 0)) or ((not bool(cosmic_pe6_round_sat_fast20_s(32))) and (((cosmic_pe6_round_sat_fast20_hi = 0) and (not bool(cosmic_pe6_round_sat_fast20_s((32 - 1))))) or ((cosmic_pe6_round_sat_fast20_hin = 0) and bool(cosmic_pe6_round_sat_fast20_s((32 - 1))))))) then
-        cosmic_pe6_y_gau <= signed(cosmic_pe6_round_sat_fast20_s(32-1 downto 0));
+    if ((bool(cosmic_pe6_round_sat_fast13_s(32)) and (cosmic_pe6_round_sat_fast13_hin = 0)) or ((not bool(cosmic_pe6_round_sat_fast13_s(32))) and (((cosmic_pe6_round_sat_fast13_hi = 0) and (not bool(cosmic_pe6_round_sat_fast13_s((32 - 1))))) or ((cosmic_pe6_round_sat_fast13_hin = 0) and bool(cosmic_pe6_round_sat_fast13_s((32 - 1))))))) then
+        cosmic_pe6_y_gau <= signed(cosmic_pe6_round_sat_fast13_s(32-1 downto 0));
     else
-        cosmic_pe6_y_gau <= signed(unsigned'(cosmic_pe6_round_sat_fast20_neg & cosmic_pe6_round_sat_fast20_fill));
+        cosmic_pe6_y_gau <= signed(unsigned'(cosmic_pe6_round_sat_fast13_neg & cosmic_pe6_round_sat_fast13_fill));
     end if;
-end process cosmic_pe6_round_sat_fast20_outc;
+end process cosmic_pe6_round_sat_fast13_outc;
 
 cosmic_pe6_r7mux: process (cosmic_pe6_r6, cosmic_pe6_mul_s, cosmic_pe6_mu6) is
 begin
@@ -20138,40 +18611,40 @@ cosmic_pe7_sum_ab <= (resize(cosmic_pe7_fa, 33) + cosmic_pe7_fb);
 cosmic_pe7_dif_ab <= (resize(cosmic_pe7_fa, 33) - cosmic_pe7_fb);
 
 
-cosmic_pe7_sat35_hi <= unsigned(cosmic_pe7_sum_ab(33-1 downto (32 - 1)));
+cosmic_pe7_sat21_hi <= unsigned(cosmic_pe7_sum_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe7_sat35_hin <= (not cosmic_pe7_sat35_hi);
+cosmic_pe7_sat21_hin <= (not cosmic_pe7_sat21_hi);
 
 
-cosmic_pe7_sat35_nsign <= stdl((not bool(cosmic_pe7_sum_ab((33 - 1)))));
+cosmic_pe7_sat21_nsign <= stdl((not bool(cosmic_pe7_sum_ab((33 - 1)))));
 
-cosmic_pe7_sat35_clamp: process (cosmic_pe7_sat35_fill, cosmic_pe7_sat35_hi, cosmic_pe7_sum_ab, cosmic_pe7_sat35_hin) is
+cosmic_pe7_sat21_clamp: process (cosmic_pe7_sat21_fill, cosmic_pe7_sat21_hi, cosmic_pe7_sum_ab, cosmic_pe7_sat21_hin) is
 begin
-    if ((cosmic_pe7_sat35_hi = 0) or (cosmic_pe7_sat35_hin = 0)) then
+    if ((cosmic_pe7_sat21_hi = 0) or (cosmic_pe7_sat21_hin = 0)) then
         cosmic_pe7_add_s <= signed(unsigned(cosmic_pe7_sum_ab(32-1 downto 0)));
     else
-        cosmic_pe7_add_s <= signed(unsigned'(cosmic_pe7_sum_ab((33 - 1)) & cosmic_pe7_sat35_fill));
+        cosmic_pe7_add_s <= signed(unsigned'(cosmic_pe7_sum_ab((33 - 1)) & cosmic_pe7_sat21_fill));
     end if;
-end process cosmic_pe7_sat35_clamp;
+end process cosmic_pe7_sat21_clamp;
 
 
-cosmic_pe7_sat36_hi <= unsigned(cosmic_pe7_dif_ab(33-1 downto (32 - 1)));
+cosmic_pe7_sat22_hi <= unsigned(cosmic_pe7_dif_ab(33-1 downto (32 - 1)));
 
 
-cosmic_pe7_sat36_hin <= (not cosmic_pe7_sat36_hi);
+cosmic_pe7_sat22_hin <= (not cosmic_pe7_sat22_hi);
 
 
-cosmic_pe7_sat36_nsign <= stdl((not bool(cosmic_pe7_dif_ab((33 - 1)))));
+cosmic_pe7_sat22_nsign <= stdl((not bool(cosmic_pe7_dif_ab((33 - 1)))));
 
-cosmic_pe7_sat36_clamp: process (cosmic_pe7_sat36_fill, cosmic_pe7_sat36_hi, cosmic_pe7_dif_ab, cosmic_pe7_sat36_hin) is
+cosmic_pe7_sat22_clamp: process (cosmic_pe7_sat22_fill, cosmic_pe7_sat22_hi, cosmic_pe7_dif_ab, cosmic_pe7_sat22_hin) is
 begin
-    if ((cosmic_pe7_sat36_hi = 0) or (cosmic_pe7_sat36_hin = 0)) then
+    if ((cosmic_pe7_sat22_hi = 0) or (cosmic_pe7_sat22_hin = 0)) then
         cosmic_pe7_sub_s <= signed(unsigned(cosmic_pe7_dif_ab(32-1 downto 0)));
     else
-        cosmic_pe7_sub_s <= signed(unsigned'(cosmic_pe7_dif_ab((33 - 1)) & cosmic_pe7_sat36_fill));
+        cosmic_pe7_sub_s <= signed(unsigned'(cosmic_pe7_dif_ab((33 - 1)) & cosmic_pe7_sat22_fill));
     end if;
-end process cosmic_pe7_sat36_clamp;
+end process cosmic_pe7_sat22_clamp;
 
 cosmic_pe7_resmux: process (cosmic_pe7_fa, cosmic_pe7_sub_s, cosmic_pe7_add_s, cosmic_pe7_fb, cosmic_pe7_op4) is
 begin
@@ -20240,29 +18713,29 @@ begin
     end if;
 end process cosmic_pe7_mul2_csa7_st1;
 
-cosmic_pe7_mul2_csa7_sext21_fill: process (cosmic_pe7_mul2_csa7_lh) is
+cosmic_pe7_mul2_csa7_sext28_fill: process (cosmic_pe7_mul2_csa7_lh) is
 begin
     if bool(cosmic_pe7_mul2_csa7_lh((33 - 1))) then
-        cosmic_pe7_mul2_csa7_sext21_sgn <= to_unsigned(32767, 15);
+        cosmic_pe7_mul2_csa7_sext28_sgn <= to_unsigned(32767, 15);
     else
-        cosmic_pe7_mul2_csa7_sext21_sgn <= to_unsigned(0, 15);
+        cosmic_pe7_mul2_csa7_sext28_sgn <= to_unsigned(0, 15);
     end if;
-end process cosmic_pe7_mul2_csa7_sext21_fill;
+end process cosmic_pe7_mul2_csa7_sext28_fill;
 
 
-cosmic_pe7_mul2_csa7_lhe <= signed(unsigned'(cosmic_pe7_mul2_csa7_sext21_sgn & unsigned(cosmic_pe7_mul2_csa7_lh)));
+cosmic_pe7_mul2_csa7_lhe <= signed(unsigned'(cosmic_pe7_mul2_csa7_sext28_sgn & unsigned(cosmic_pe7_mul2_csa7_lh)));
 
-cosmic_pe7_mul2_csa7_sext22_fill: process (cosmic_pe7_mul2_csa7_hl) is
+cosmic_pe7_mul2_csa7_sext29_fill: process (cosmic_pe7_mul2_csa7_hl) is
 begin
     if bool(cosmic_pe7_mul2_csa7_hl((33 - 1))) then
-        cosmic_pe7_mul2_csa7_sext22_sgn <= to_unsigned(32767, 15);
+        cosmic_pe7_mul2_csa7_sext29_sgn <= to_unsigned(32767, 15);
     else
-        cosmic_pe7_mul2_csa7_sext22_sgn <= to_unsigned(0, 15);
+        cosmic_pe7_mul2_csa7_sext29_sgn <= to_unsigned(0, 15);
     end if;
-end process cosmic_pe7_mul2_csa7_sext22_fill;
+end process cosmic_pe7_mul2_csa7_sext29_fill;
 
 
-cosmic_pe7_mul2_csa7_hle <= signed(unsigned'(cosmic_pe7_mul2_csa7_sext22_sgn & unsigned(cosmic_pe7_mul2_csa7_hl)));
+cosmic_pe7_mul2_csa7_hle <= signed(unsigned'(cosmic_pe7_mul2_csa7_sext29_sgn & unsigned(cosmic_pe7_mul2_csa7_hl)));
 
 
 cosmic_pe7_mul2_csa7_ta <= unsigned'(unsigned(cosmic_pe7_mul2_csa7_hh) & cosmic_pe7_mul2_csa7_ll((2 * 16)-1 downto 16));
@@ -20295,394 +18768,249 @@ end process cosmic_pe7_mul2_csa7_st2;
 
 cosmic_pe7_pwl_pipe7_zl <= (resize(cosmic_pe7_fa, 33) + 524288);
 
-cosmic_pe7_pwl_pipe7_clampz: process (cosmic_pe7_pwl_pipe7_zl, cosmic_pe7_fa) is
-begin
-    if (cosmic_pe7_fa >= 524288) then
-        cosmic_pe7_pwl_pipe7_u_c <= to_unsigned(1048575, 20);
-    elsif (cosmic_pe7_fa < (- 524288)) then
-        cosmic_pe7_pwl_pipe7_u_c <= to_unsigned(0, 20);
-    else
-        cosmic_pe7_pwl_pipe7_u_c <= unsigned(cosmic_pe7_pwl_pipe7_zl(20-1 downto 0));
-    end if;
-end process cosmic_pe7_pwl_pipe7_clampz;
+
+cosmic_pe7_pwl_pipe7_zl_unused <= unsigned(cosmic_pe7_pwl_pipe7_zl((32 + 1)-1 downto 20));
 
 cosmic_pe7_pwl_pipe7_p1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe7_pwl_pipe7_u1 <= to_unsigned(0, 20);
+            cosmic_pe7_pwl_pipe7_ge1 <= '0';
+            cosmic_pe7_pwl_pipe7_lt1 <= '0';
+            cosmic_pe7_pwl_pipe7_zl1 <= to_unsigned(0, 20);
         else
-            cosmic_pe7_pwl_pipe7_u1 <= cosmic_pe7_pwl_pipe7_u_c;
+            cosmic_pe7_pwl_pipe7_zl1 <= unsigned(cosmic_pe7_pwl_pipe7_zl(20-1 downto 0));
+            cosmic_pe7_pwl_pipe7_ge1 <= stdl(cosmic_pe7_fa >= 524288);
+            cosmic_pe7_pwl_pipe7_lt1 <= stdl(cosmic_pe7_fa < (- 524288));
         end if;
     end if;
 end process cosmic_pe7_pwl_pipe7_p1;
 
-
-cosmic_pe7_pwl_pipe7_idx2 <= cosmic_pe7_pwl_pipe7_u1(20-1 downto 14);
-cosmic_pe7_pwl_pipe7_off2 <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe7_pwl_pipe7_u1(14-1 downto 0)));
-
-cosmic_pe7_pwl_pipe7_p2rom: process (cosmic_pe7_pwl_pipe7_idx2) is
+cosmic_pe7_pwl_pipe7_clampz: process (cosmic_pe7_pwl_pipe7_ge1, cosmic_pe7_pwl_pipe7_zl1, cosmic_pe7_pwl_pipe7_lt1) is
 begin
-    case to_integer(cosmic_pe7_pwl_pipe7_idx2) is
-        when 0 => cosmic_pe7_pwl_pipe7_slope2 <= "000000000011001";
-        when 1 => cosmic_pe7_pwl_pipe7_slope2 <= "000000000100000";
-        when 2 => cosmic_pe7_pwl_pipe7_slope2 <= "000000000101001";
-        when 3 => cosmic_pe7_pwl_pipe7_slope2 <= "000000000110101";
-        when 4 => cosmic_pe7_pwl_pipe7_slope2 <= "000000001000100";
-        when 5 => cosmic_pe7_pwl_pipe7_slope2 <= "000000001010111";
-        when 6 => cosmic_pe7_pwl_pipe7_slope2 <= "000000001110000";
-        when 7 => cosmic_pe7_pwl_pipe7_slope2 <= "000000010001111";
-        when 8 => cosmic_pe7_pwl_pipe7_slope2 <= "000000010111000";
-        when 9 => cosmic_pe7_pwl_pipe7_slope2 <= "000000011101011";
-        when 10 => cosmic_pe7_pwl_pipe7_slope2 <= "000000100101101";
-        when 11 => cosmic_pe7_pwl_pipe7_slope2 <= "000000110000010";
-        when 12 => cosmic_pe7_pwl_pipe7_slope2 <= "000000111101110";
-        when 13 => cosmic_pe7_pwl_pipe7_slope2 <= "000001001111000";
-        when 14 => cosmic_pe7_pwl_pipe7_slope2 <= "000001100100111";
-        when 15 => cosmic_pe7_pwl_pipe7_slope2 <= "000010000000100";
-        when 16 => cosmic_pe7_pwl_pipe7_slope2 <= "000010100011100";
-        when 17 => cosmic_pe7_pwl_pipe7_slope2 <= "000011001111101";
-        when 18 => cosmic_pe7_pwl_pipe7_slope2 <= "000100000110101";
-        when 19 => cosmic_pe7_pwl_pipe7_slope2 <= "000101001010111";
-        when 20 => cosmic_pe7_pwl_pipe7_slope2 <= "000110011110111";
-        when 21 => cosmic_pe7_pwl_pipe7_slope2 <= "001000000100110";
-        when 22 => cosmic_pe7_pwl_pipe7_slope2 <= "001001111110110";
-        when 23 => cosmic_pe7_pwl_pipe7_slope2 <= "001100001101101";
-        when 24 => cosmic_pe7_pwl_pipe7_slope2 <= "001110110001001";
-        when 25 => cosmic_pe7_pwl_pipe7_slope2 <= "010001100110100";
-        when 26 => cosmic_pe7_pwl_pipe7_slope2 <= "010100100111110";
-        when 27 => cosmic_pe7_pwl_pipe7_slope2 <= "010111101011010";
-        when 28 => cosmic_pe7_pwl_pipe7_slope2 <= "011010100100000";
-        when 29 => cosmic_pe7_pwl_pipe7_slope2 <= "011101000010101";
-        when 30 => cosmic_pe7_pwl_pipe7_slope2 <= "011110110111011";
-        when 31 => cosmic_pe7_pwl_pipe7_slope2 <= "011111110101011";
-        when 32 => cosmic_pe7_pwl_pipe7_slope2 <= "011111110101011";
-        when 33 => cosmic_pe7_pwl_pipe7_slope2 <= "011110110111011";
-        when 34 => cosmic_pe7_pwl_pipe7_slope2 <= "011101000010101";
-        when 35 => cosmic_pe7_pwl_pipe7_slope2 <= "011010100100000";
-        when 36 => cosmic_pe7_pwl_pipe7_slope2 <= "010111101011010";
-        when 37 => cosmic_pe7_pwl_pipe7_slope2 <= "010100100111110";
-        when 38 => cosmic_pe7_pwl_pipe7_slope2 <= "010001100110100";
-        when 39 => cosmic_pe7_pwl_pipe7_slope2 <= "001110110001001";
-        when 40 => cosmic_pe7_pwl_pipe7_slope2 <= "001100001101101";
-        when 41 => cosmic_pe7_pwl_pipe7_slope2 <= "001001111110110";
-        when 42 => cosmic_pe7_pwl_pipe7_slope2 <= "001000000100110";
-        when 43 => cosmic_pe7_pwl_pipe7_slope2 <= "000110011110111";
-        when 44 => cosmic_pe7_pwl_pipe7_slope2 <= "000101001010111";
-        when 45 => cosmic_pe7_pwl_pipe7_slope2 <= "000100000110101";
-        when 46 => cosmic_pe7_pwl_pipe7_slope2 <= "000011001111101";
-        when 47 => cosmic_pe7_pwl_pipe7_slope2 <= "000010100011100";
-        when 48 => cosmic_pe7_pwl_pipe7_slope2 <= "000010000000100";
-        when 49 => cosmic_pe7_pwl_pipe7_slope2 <= "000001100100111";
-        when 50 => cosmic_pe7_pwl_pipe7_slope2 <= "000001001111000";
-        when 51 => cosmic_pe7_pwl_pipe7_slope2 <= "000000111101110";
-        when 52 => cosmic_pe7_pwl_pipe7_slope2 <= "000000110000010";
-        when 53 => cosmic_pe7_pwl_pipe7_slope2 <= "000000100101101";
-        when 54 => cosmic_pe7_pwl_pipe7_slope2 <= "000000011101011";
-        when 55 => cosmic_pe7_pwl_pipe7_slope2 <= "000000010111000";
-        when 56 => cosmic_pe7_pwl_pipe7_slope2 <= "000000010001111";
-        when 57 => cosmic_pe7_pwl_pipe7_slope2 <= "000000001110000";
-        when 58 => cosmic_pe7_pwl_pipe7_slope2 <= "000000001010111";
-        when 59 => cosmic_pe7_pwl_pipe7_slope2 <= "000000001000100";
-        when 60 => cosmic_pe7_pwl_pipe7_slope2 <= "000000000110101";
-        when 61 => cosmic_pe7_pwl_pipe7_slope2 <= "000000000101001";
-        when 62 => cosmic_pe7_pwl_pipe7_slope2 <= "000000000100000";
-        when others => cosmic_pe7_pwl_pipe7_slope2 <= "000000000011001";
+    if bool(cosmic_pe7_pwl_pipe7_ge1) then
+        cosmic_pe7_pwl_pipe7_idx_s <= to_unsigned(63, 6);
+        cosmic_pe7_pwl_pipe7_idx_b <= to_unsigned(63, 6);
+        cosmic_pe7_pwl_pipe7_off2 <= to_unsigned(16383, 14);
+    elsif bool(cosmic_pe7_pwl_pipe7_lt1) then
+        cosmic_pe7_pwl_pipe7_idx_s <= cosmic_pe7_pwl_pipe7_zl1(20-1 downto 14);
+        cosmic_pe7_pwl_pipe7_idx_b <= to_unsigned(0, 6);
+        cosmic_pe7_pwl_pipe7_off2 <= cosmic_pe7_pwl_pipe7_zl1(14-1 downto 0);
+    else
+        cosmic_pe7_pwl_pipe7_idx_s <= cosmic_pe7_pwl_pipe7_zl1(20-1 downto 14);
+        cosmic_pe7_pwl_pipe7_idx_b <= cosmic_pe7_pwl_pipe7_zl1(20-1 downto 14);
+        cosmic_pe7_pwl_pipe7_off2 <= cosmic_pe7_pwl_pipe7_zl1(14-1 downto 0);
+    end if;
+end process cosmic_pe7_pwl_pipe7_clampz;
+
+cosmic_pe7_pwl_pipe7_p2rom: process (cosmic_pe7_pwl_pipe7_idx_s) is
+begin
+    case to_integer(cosmic_pe7_pwl_pipe7_idx_s) is
+        when 0 => cosmic_pe7_pwl_pipe7_slope_r <= "000000000011001";
+        when 1 => cosmic_pe7_pwl_pipe7_slope_r <= "000000000100000";
+        when 2 => cosmic_pe7_pwl_pipe7_slope_r <= "000000000101001";
+        when 3 => cosmic_pe7_pwl_pipe7_slope_r <= "000000000110101";
+        when 4 => cosmic_pe7_pwl_pipe7_slope_r <= "000000001000100";
+        when 5 => cosmic_pe7_pwl_pipe7_slope_r <= "000000001010111";
+        when 6 => cosmic_pe7_pwl_pipe7_slope_r <= "000000001110000";
+        when 7 => cosmic_pe7_pwl_pipe7_slope_r <= "000000010001111";
+        when 8 => cosmic_pe7_pwl_pipe7_slope_r <= "000000010111000";
+        when 9 => cosmic_pe7_pwl_pipe7_slope_r <= "000000011101011";
+        when 10 => cosmic_pe7_pwl_pipe7_slope_r <= "000000100101101";
+        when 11 => cosmic_pe7_pwl_pipe7_slope_r <= "000000110000010";
+        when 12 => cosmic_pe7_pwl_pipe7_slope_r <= "000000111101110";
+        when 13 => cosmic_pe7_pwl_pipe7_slope_r <= "000001001111000";
+        when 14 => cosmic_pe7_pwl_pipe7_slope_r <= "000001100100111";
+        when 15 => cosmic_pe7_pwl_pipe7_slope_r <= "000010000000100";
+        when 16 => cosmic_pe7_pwl_pipe7_slope_r <= "000010100011100";
+        when 17 => cosmic_pe7_pwl_pipe7_slope_r <= "000011001111101";
+        when 18 => cosmic_pe7_pwl_pipe7_slope_r <= "000100000110101";
+        when 19 => cosmic_pe7_pwl_pipe7_slope_r <= "000101001010111";
+        when 20 => cosmic_pe7_pwl_pipe7_slope_r <= "000110011110111";
+        when 21 => cosmic_pe7_pwl_pipe7_slope_r <= "001000000100110";
+        when 22 => cosmic_pe7_pwl_pipe7_slope_r <= "001001111110110";
+        when 23 => cosmic_pe7_pwl_pipe7_slope_r <= "001100001101101";
+        when 24 => cosmic_pe7_pwl_pipe7_slope_r <= "001110110001001";
+        when 25 => cosmic_pe7_pwl_pipe7_slope_r <= "010001100110100";
+        when 26 => cosmic_pe7_pwl_pipe7_slope_r <= "010100100111110";
+        when 27 => cosmic_pe7_pwl_pipe7_slope_r <= "010111101011010";
+        when 28 => cosmic_pe7_pwl_pipe7_slope_r <= "011010100100000";
+        when 29 => cosmic_pe7_pwl_pipe7_slope_r <= "011101000010101";
+        when 30 => cosmic_pe7_pwl_pipe7_slope_r <= "011110110111011";
+        when 31 => cosmic_pe7_pwl_pipe7_slope_r <= "011111110101011";
+        when 32 => cosmic_pe7_pwl_pipe7_slope_r <= "011111110101011";
+        when 33 => cosmic_pe7_pwl_pipe7_slope_r <= "011110110111011";
+        when 34 => cosmic_pe7_pwl_pipe7_slope_r <= "011101000010101";
+        when 35 => cosmic_pe7_pwl_pipe7_slope_r <= "011010100100000";
+        when 36 => cosmic_pe7_pwl_pipe7_slope_r <= "010111101011010";
+        when 37 => cosmic_pe7_pwl_pipe7_slope_r <= "010100100111110";
+        when 38 => cosmic_pe7_pwl_pipe7_slope_r <= "010001100110100";
+        when 39 => cosmic_pe7_pwl_pipe7_slope_r <= "001110110001001";
+        when 40 => cosmic_pe7_pwl_pipe7_slope_r <= "001100001101101";
+        when 41 => cosmic_pe7_pwl_pipe7_slope_r <= "001001111110110";
+        when 42 => cosmic_pe7_pwl_pipe7_slope_r <= "001000000100110";
+        when 43 => cosmic_pe7_pwl_pipe7_slope_r <= "000110011110111";
+        when 44 => cosmic_pe7_pwl_pipe7_slope_r <= "000101001010111";
+        when 45 => cosmic_pe7_pwl_pipe7_slope_r <= "000100000110101";
+        when 46 => cosmic_pe7_pwl_pipe7_slope_r <= "000011001111101";
+        when 47 => cosmic_pe7_pwl_pipe7_slope_r <= "000010100011100";
+        when 48 => cosmic_pe7_pwl_pipe7_slope_r <= "000010000000100";
+        when 49 => cosmic_pe7_pwl_pipe7_slope_r <= "000001100100111";
+        when 50 => cosmic_pe7_pwl_pipe7_slope_r <= "000001001111000";
+        when 51 => cosmic_pe7_pwl_pipe7_slope_r <= "000000111101110";
+        when 52 => cosmic_pe7_pwl_pipe7_slope_r <= "000000110000010";
+        when 53 => cosmic_pe7_pwl_pipe7_slope_r <= "000000100101101";
+        when 54 => cosmic_pe7_pwl_pipe7_slope_r <= "000000011101011";
+        when 55 => cosmic_pe7_pwl_pipe7_slope_r <= "000000010111000";
+        when 56 => cosmic_pe7_pwl_pipe7_slope_r <= "000000010001111";
+        when 57 => cosmic_pe7_pwl_pipe7_slope_r <= "000000001110000";
+        when 58 => cosmic_pe7_pwl_pipe7_slope_r <= "000000001010111";
+        when 59 => cosmic_pe7_pwl_pipe7_slope_r <= "000000001000100";
+        when 60 => cosmic_pe7_pwl_pipe7_slope_r <= "000000000110101";
+        when 61 => cosmic_pe7_pwl_pipe7_slope_r <= "000000000101001";
+        when 62 => cosmic_pe7_pwl_pipe7_slope_r <= "000000000100000";
+        when others => cosmic_pe7_pwl_pipe7_slope_r <= "000000000011001";
     end case;
 end process cosmic_pe7_pwl_pipe7_p2rom;
+
+cosmic_pe7_pwl_pipe7_p2romb: process (cosmic_pe7_pwl_pipe7_idx_b) is
+begin
+    case to_integer(cosmic_pe7_pwl_pipe7_idx_b) is
+        when 0 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000000000010110";
+        when 1 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000000000011100";
+        when 2 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000000000100100";
+        when 3 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000000000101111";
+        when 4 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000000000111100";
+        when 5 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000000001001101";
+        when 6 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000000001100010";
+        when 7 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000000001111110";
+        when 8 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000000010100010";
+        when 9 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000000011010000";
+        when 10 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000000100001011";
+        when 11 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000000101010110";
+        when 12 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000000110110111";
+        when 13 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000001000110010";
+        when 14 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000001011010000";
+        when 15 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000001110011010";
+        when 16 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000010010011011";
+        when 17 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000010111100010";
+        when 18 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000011110000001";
+        when 19 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000100110001110";
+        when 20 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000110000100100";
+        when 21 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000000111101100010";
+        when 22 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000001001101101011";
+        when 23 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000001100001101001";
+        when 24 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000001111010000100";
+        when 25 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000010010111100110";
+        when 26 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000010111010110011";
+        when 27 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000011100100000011";
+        when 28 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000100010011011001";
+        when 29 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000101001000100001";
+        when 30 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000110000010100111";
+        when 31 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000000111000000010101";
+        when 32 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001000000000000000";
+        when 33 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001000111111101011";
+        when 34 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001001111101011001";
+        when 35 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001010110111011111";
+        when 36 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001011101100100111";
+        when 37 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001100011011111101";
+        when 38 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001101000101001101";
+        when 39 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001101101000011010";
+        when 40 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001110000101111100";
+        when 41 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001110011110010111";
+        when 42 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001110110010010101";
+        when 43 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111000010011110";
+        when 44 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111001111011100";
+        when 45 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111011001110010";
+        when 46 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111100001111111";
+        when 47 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111101000011110";
+        when 48 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111101101100101";
+        when 49 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111110001100110";
+        when 50 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111110100110000";
+        when 51 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111110111001110";
+        when 52 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111111001001001";
+        when 53 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111111010101010";
+        when 54 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111111011110101";
+        when 55 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111111100110000";
+        when 56 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111111101011110";
+        when 57 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111111110000010";
+        when 58 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111111110011110";
+        when 59 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111111110110011";
+        when 60 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111111111000100";
+        when 61 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111111111010001";
+        when 62 => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111111111011100";
+        when others => cosmic_pe7_pwl_pipe7_base2 <= "00000000000000001111111111100100";
+    end case;
+end process cosmic_pe7_pwl_pipe7_p2romb;
+
+cosmic_pe7_pwl_pipe7_p2z: process (cosmic_pe7_pwl_pipe7_slope_r, cosmic_pe7_pwl_pipe7_lt1) is
+begin
+    if bool(cosmic_pe7_pwl_pipe7_lt1) then
+        cosmic_pe7_pwl_pipe7_slope2 <= to_signed(0, 15);
+    else
+        cosmic_pe7_pwl_pipe7_slope2 <= cosmic_pe7_pwl_pipe7_slope_r;
+    end if;
+end process cosmic_pe7_pwl_pipe7_p2z;
 
 cosmic_pe7_pwl_pipe7_p2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe7_pwl_pipe7_idx3 <= to_unsigned(0, 6);
-            cosmic_pe7_pwl_pipe7_prod3 <= to_signed(0, 33);
+            cosmic_pe7_pwl_pipe7_base3 <= to_signed(0, 32);
+            cosmic_pe7_pwl_pipe7_slope3 <= to_signed(0, 15);
+            cosmic_pe7_pwl_pipe7_off3 <= to_unsigned(0, 14);
         else
-            cosmic_pe7_pwl_pipe7_prod3 <= (resize(cosmic_pe7_pwl_pipe7_slope2, 18) * cosmic_pe7_pwl_pipe7_off2);
-            cosmic_pe7_pwl_pipe7_idx3 <= cosmic_pe7_pwl_pipe7_idx2;
+            cosmic_pe7_pwl_pipe7_slope3 <= cosmic_pe7_pwl_pipe7_slope2;
+            cosmic_pe7_pwl_pipe7_off3 <= cosmic_pe7_pwl_pipe7_off2;
+            cosmic_pe7_pwl_pipe7_base3 <= cosmic_pe7_pwl_pipe7_base2;
         end if;
     end if;
 end process cosmic_pe7_pwl_pipe7_p2;
 
 
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_t <= shift_right(cosmic_pe7_pwl_pipe7_prod3, 16);
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_rb <= signed(unsigned'(unsigned'("00000000000000000000000000000000") & cosmic_pe7_pwl_pipe7_prod3((16 - 1))));
-
-
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r <= (cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_t + cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_rb);
-
-
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hi <= unsigned(cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r(33-1 downto (32 - 1)));
-
-
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hin <= (not cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hi);
-
-
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_nsign <= stdl((not bool(cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r((33 - 1)))));
-
-cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_clamp: process (cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill, cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hi, cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r, cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hin) is
-begin
-    if ((cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hi = 0) or (cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_hin = 0)) then
-        cosmic_pe7_pwl_pipe7_rnd_c <= signed(unsigned(cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r(32-1 downto 0)));
-    else
-        cosmic_pe7_pwl_pipe7_rnd_c <= signed(unsigned'(cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_r((33 - 1)) & cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_fill));
-    end if;
-end process cosmic_pe7_pwl_pipe7_round_sat_fast21_round_sat7_sat37_clamp;
+cosmic_pe7_pwl_pipe7_off3s <= signed(unsigned'(to_unsigned(0, 1) & cosmic_pe7_pwl_pipe7_off3));
 
 cosmic_pe7_pwl_pipe7_p3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe7_pwl_pipe7_rnd4 <= to_signed(0, 32);
-            cosmic_pe7_pwl_pipe7_idx4 <= to_unsigned(0, 6);
+            cosmic_pe7_pwl_pipe7_base4 <= to_signed(0, 32);
+            cosmic_pe7_pwl_pipe7_prod4 <= to_signed(0, 33);
         else
-            cosmic_pe7_pwl_pipe7_rnd4 <= cosmic_pe7_pwl_pipe7_rnd_c;
-            cosmic_pe7_pwl_pipe7_idx4 <= cosmic_pe7_pwl_pipe7_idx3;
+            cosmic_pe7_pwl_pipe7_prod4 <= (resize(cosmic_pe7_pwl_pipe7_slope3, 18) * cosmic_pe7_pwl_pipe7_off3s);
+            cosmic_pe7_pwl_pipe7_base4 <= cosmic_pe7_pwl_pipe7_base3;
         end if;
     end if;
 end process cosmic_pe7_pwl_pipe7_p3;
 
-cosmic_pe7_pwl_pipe7_p4rom: process (cosmic_pe7_pwl_pipe7_idx4) is
+
+cosmic_pe7_pwl_pipe7_q4 <= signed(unsigned(cosmic_pe7_pwl_pipe7_prod4(33-1 downto 16)));
+cosmic_pe7_pwl_pipe7_rb4 <= cosmic_pe7_pwl_pipe7_prod4((16 - 1));
+
+cosmic_pe7_pwl_pipe7_sext30_fill: process (cosmic_pe7_pwl_pipe7_q4) is
 begin
-    case to_integer(cosmic_pe7_pwl_pipe7_idx4) is
-        when 0 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000000000010110";
-        when 1 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000000000011100";
-        when 2 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000000000100100";
-        when 3 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000000000101111";
-        when 4 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000000000111100";
-        when 5 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000000001001101";
-        when 6 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000000001100010";
-        when 7 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000000001111110";
-        when 8 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000000010100010";
-        when 9 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000000011010000";
-        when 10 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000000100001011";
-        when 11 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000000101010110";
-        when 12 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000000110110111";
-        when 13 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000001000110010";
-        when 14 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000001011010000";
-        when 15 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000001110011010";
-        when 16 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000010010011011";
-        when 17 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000010111100010";
-        when 18 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000011110000001";
-        when 19 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000100110001110";
-        when 20 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000110000100100";
-        when 21 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000000111101100010";
-        when 22 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000001001101101011";
-        when 23 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000001100001101001";
-        when 24 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000001111010000100";
-        when 25 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000010010111100110";
-        when 26 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000010111010110011";
-        when 27 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000011100100000011";
-        when 28 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000100010011011001";
-        when 29 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000101001000100001";
-        when 30 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000110000010100111";
-        when 31 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000000111000000010101";
-        when 32 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001000111111101011";
-        when 34 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001001111101011001";
-        when 35 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001010110111011111";
-        when 36 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001011101100100111";
-        when 37 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001100011011111101";
-        when 38 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001101000101001101";
-        when 39 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001101101000011010";
-        when 40 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001110000101111100";
-        when 41 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001110011110010111";
-        when 42 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001110110010010101";
-        when 43 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111000010011110";
-        when 44 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111001111011100";
-        when 45 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111011001110010";
-        when 46 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111100001111111";
-        when 47 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111101000011110";
-        when 48 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111101101100101";
-        when 49 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111110001100110";
-        when 50 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111110100110000";
-        when 51 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111110111001110";
-        when 52 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111111001001001";
-        when 53 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111111010101010";
-        when 54 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111111011110101";
-        when 55 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111111100110000";
-        when 56 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111111101011110";
-        when 57 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111111110000010";
-        when 58 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111111110011110";
-        when 59 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111111110110011";
-        when 60 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111111111000100";
-        when 61 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111111111010001";
-        when 62 => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111111111011100";
-        when others => cosmic_pe7_pwl_pipe7_base4 <= "00000000000000001111111111100100";
-    end case;
-end process cosmic_pe7_pwl_pipe7_p4rom;
-
-
-cosmic_pe7_pwl_pipe7_sumv <= (resize(cosmic_pe7_pwl_pipe7_base4, 33) + cosmic_pe7_pwl_pipe7_rnd4);
-
-
-cosmic_pe7_pwl_pipe7_sat38_hi <= unsigned(cosmic_pe7_pwl_pipe7_sumv(33-1 downto (32 - 1)));
-
-
-cosmic_pe7_pwl_pipe7_sat38_hin <= (not cosmic_pe7_pwl_pipe7_sat38_hi);
-
-
-cosmic_pe7_pwl_pipe7_sat38_nsign <= stdl((not bool(cosmic_pe7_pwl_pipe7_sumv((33 - 1)))));
-
-cosmic_pe7_pwl_pipe7_sat38_clamp: process (cosmic_pe7_pwl_pipe7_sat38_fill, cosmic_pe7_pwl_pipe7_sat38_hi, cosmic_pe7_pwl_pipe7_sumv, cosmic_pe7_pwl_pipe7_sat38_hin) is
-begin
-    if ((cosmic_pe7_pwl_pipe7_sat38_hi = 0) or (cosmic_pe7_pwl_pipe7_sat38_hin = 0)) then
-        cosmic_pe7_pwl_pipe7_ys <= signed(unsigned(cosmic_pe7_pwl_pipe7_sumv(32-1 downto 0)));
+    if bool(cosmic_pe7_pwl_pipe7_q4((17 - 1))) then
+        cosmic_pe7_pwl_pipe7_sext30_sgn <= to_unsigned(65535, 16);
     else
-        cosmic_pe7_pwl_pipe7_ys <= signed(unsigned'(cosmic_pe7_pwl_pipe7_sumv((33 - 1)) & cosmic_pe7_pwl_pipe7_sat38_fill));
+        cosmic_pe7_pwl_pipe7_sext30_sgn <= to_unsigned(0, 16);
     end if;
-end process cosmic_pe7_pwl_pipe7_sat38_clamp;
+end process cosmic_pe7_pwl_pipe7_sext30_fill;
 
-cosmic_pe7_pwl_pipe7_p4romh: process (cosmic_pe7_pwl_pipe7_idx4) is
-begin
-    case to_integer(cosmic_pe7_pwl_pipe7_idx4) is
-        when 0 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111111111101010";
-        when 1 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111111111100100";
-        when 2 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111111111011100";
-        when 3 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111111111010001";
-        when 4 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111111111000100";
-        when 5 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111111110110011";
-        when 6 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111111110011110";
-        when 7 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111111110000010";
-        when 8 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111111101011110";
-        when 9 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111111100110000";
-        when 10 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111111011110101";
-        when 11 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111111010101010";
-        when 12 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111111001001001";
-        when 13 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111110111001110";
-        when 14 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111110100110000";
-        when 15 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111110001100110";
-        when 16 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111101101100101";
-        when 17 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111101000011110";
-        when 18 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111100001111111";
-        when 19 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111011001110010";
-        when 20 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111001111011100";
-        when 21 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001111000010011110";
-        when 22 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001110110010010101";
-        when 23 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001110011110010111";
-        when 24 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001110000101111100";
-        when 25 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001101101000011010";
-        when 26 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001101000101001101";
-        when 27 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001100011011111101";
-        when 28 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001011101100100111";
-        when 29 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001010110111011111";
-        when 30 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001001111101011001";
-        when 31 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001000111111101011";
-        when 32 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000001000000000000000";
-        when 33 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000111000000010101";
-        when 34 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000110000010100111";
-        when 35 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000101001000100001";
-        when 36 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000100010011011001";
-        when 37 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000011100100000011";
-        when 38 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000010111010110011";
-        when 39 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000010010111100110";
-        when 40 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000001111010000100";
-        when 41 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000001100001101001";
-        when 42 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000001001101101011";
-        when 43 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000111101100010";
-        when 44 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000110000100100";
-        when 45 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000100110001110";
-        when 46 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000011110000001";
-        when 47 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000010111100010";
-        when 48 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000010010011011";
-        when 49 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000001110011010";
-        when 50 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000001011010000";
-        when 51 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000001000110010";
-        when 52 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000000110110111";
-        when 53 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000000101010110";
-        when 54 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000000100001011";
-        when 55 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000000011010000";
-        when 56 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000000010100010";
-        when 57 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000000001111110";
-        when 58 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000000001100010";
-        when 59 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000000001001101";
-        when 60 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000000000111100";
-        when 61 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000000000101111";
-        when 62 => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000000000100100";
-        when others => cosmic_pe7_pwl_pipe7_limh <= "00000000000000000000000000011100";
-    end case;
-end process cosmic_pe7_pwl_pipe7_p4romh;
 
-cosmic_pe7_pwl_pipe7_p4roml: process (cosmic_pe7_pwl_pipe7_idx4) is
-begin
-    case to_integer(cosmic_pe7_pwl_pipe7_idx4) is
-        when 0 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111111111101010";
-        when 1 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111111111100100";
-        when 2 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111111111011100";
-        when 3 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111111111010001";
-        when 4 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111111111000100";
-        when 5 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111111110110011";
-        when 6 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111111110011110";
-        when 7 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111111110000010";
-        when 8 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111111101011110";
-        when 9 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111111100110000";
-        when 10 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111111011110101";
-        when 11 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111111010101010";
-        when 12 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111111001001001";
-        when 13 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111110111001110";
-        when 14 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111110100110000";
-        when 15 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111110001100110";
-        when 16 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111101101100101";
-        when 17 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111101000011110";
-        when 18 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111100001111111";
-        when 19 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111011001110010";
-        when 20 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111001111011100";
-        when 21 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111111000010011110";
-        when 22 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111110110010010101";
-        when 23 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111110011110010111";
-        when 24 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111110000101111100";
-        when 25 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111101101000011010";
-        when 26 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111101000101001101";
-        when 27 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111100011011111101";
-        when 28 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111011101100100111";
-        when 29 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111010110111011111";
-        when 30 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111001111101011001";
-        when 31 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111000111111101011";
-        when 32 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111111000000000000000";
-        when 33 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110111000000010101";
-        when 34 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110110000010100111";
-        when 35 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110101001000100001";
-        when 36 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110100010011011001";
-        when 37 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110011100100000011";
-        when 38 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110010111010110011";
-        when 39 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110010010111100110";
-        when 40 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110001111010000100";
-        when 41 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110001100001101001";
-        when 42 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110001001101101011";
-        when 43 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000111101100010";
-        when 44 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000110000100100";
-        when 45 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000100110001110";
-        when 46 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000011110000001";
-        when 47 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000010111100010";
-        when 48 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000010010011011";
-        when 49 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000001110011010";
-        when 50 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000001011010000";
-        when 51 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000001000110010";
-        when 52 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000000110110111";
-        when 53 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000000101010110";
-        when 54 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000000100001011";
-        when 55 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000000011010000";
-        when 56 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000000010100010";
-        when 57 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000000001111110";
-        when 58 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000000001100010";
-        when 59 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000000001001101";
-        when 60 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000000000111100";
-        when 61 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000000000101111";
-        when 62 => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000000000100100";
-        when others => cosmic_pe7_pwl_pipe7_liml <= "11111111111111110000000000011100";
-    end case;
-end process cosmic_pe7_pwl_pipe7_p4roml;
+cosmic_pe7_pwl_pipe7_qe <= signed(unsigned'(cosmic_pe7_pwl_pipe7_sext30_sgn & unsigned(cosmic_pe7_pwl_pipe7_q4)));
 
-cosmic_pe7_pwl_pipe7_outc: process (cosmic_pe7_pwl_pipe7_limh, cosmic_pe7_pwl_pipe7_liml, cosmic_pe7_pwl_pipe7_rnd4, cosmic_pe7_pwl_pipe7_ys) is
-begin
-    if (cosmic_pe7_pwl_pipe7_rnd4 > cosmic_pe7_pwl_pipe7_limh) then
-        cosmic_pe7_y_sig <= to_signed(65536, 32);
-    elsif (cosmic_pe7_pwl_pipe7_rnd4 < cosmic_pe7_pwl_pipe7_liml) then
-        cosmic_pe7_y_sig <= to_signed(0, 32);
-    else
-        cosmic_pe7_y_sig <= cosmic_pe7_pwl_pipe7_ys;
-    end if;
-end process cosmic_pe7_pwl_pipe7_outc;
+
+cosmic_pe7_pwl_pipe7_ta <= signed(unsigned'(cosmic_pe7_pwl_pipe7_base4((32 - 1)) & unsigned(cosmic_pe7_pwl_pipe7_base4) & cosmic_pe7_pwl_pipe7_rb4));
+cosmic_pe7_pwl_pipe7_tb <= signed(unsigned'(unsigned(cosmic_pe7_pwl_pipe7_qe) & cosmic_pe7_pwl_pipe7_rb4));
+
+
+cosmic_pe7_pwl_pipe7_t4 <= (cosmic_pe7_pwl_pipe7_ta + cosmic_pe7_pwl_pipe7_tb);
+
+
+cosmic_pe7_pwl_pipe7_unused <= unsigned'(cosmic_pe7_pwl_pipe7_t4((32 + 1)) & unsigned(cosmic_pe7_pwl_pipe7_prod4((16 - 1)-1 downto 0)) & cosmic_pe7_pwl_pipe7_t4(0));
+
+
+cosmic_pe7_y_sig <= signed(unsigned(cosmic_pe7_pwl_pipe7_t4((32 + 1)-1 downto 1)));
 
 cosmic_pe7_pipe: process (clk) is
 begin
@@ -20767,17 +19095,17 @@ begin
     end if;
 end process cosmic_pe7_pipe;
 
-cosmic_pe7_sext23_fill: process (cosmic_pe7_mul2_csa7_p) is
+cosmic_pe7_sext31_fill: process (cosmic_pe7_mul2_csa7_p) is
 begin
     if bool(cosmic_pe7_mul2_csa7_p((64 - 1))) then
-        cosmic_pe7_sext23_sgn <= to_unsigned(255, 8);
+        cosmic_pe7_sext31_sgn <= to_unsigned(255, 8);
     else
-        cosmic_pe7_sext23_sgn <= to_unsigned(0, 8);
+        cosmic_pe7_sext31_sgn <= to_unsigned(0, 8);
     end if;
-end process cosmic_pe7_sext23_fill;
+end process cosmic_pe7_sext31_fill;
 
 
-cosmic_pe7_sext23_xe <= signed(unsigned'(cosmic_pe7_sext23_sgn & unsigned(cosmic_pe7_mul2_csa7_p)));
+cosmic_pe7_sext31_xe <= signed(unsigned'(cosmic_pe7_sext31_sgn & unsigned(cosmic_pe7_mul2_csa7_p)));
 
 cosmic_pe7_acc_csel7_gate: process (cosmic_pe7_clr6, cosmic_pe7_acc) is
 begin
@@ -20790,9 +19118,9 @@ end process cosmic_pe7_acc_csel7_gate;
 
 
 cosmic_pe7_acc_csel7_al <= unsigned(cosmic_pe7_acc_csel7_ai(36-1 downto 0));
-cosmic_pe7_acc_csel7_pl <= unsigned(cosmic_pe7_sext23_xe(36-1 downto 0));
+cosmic_pe7_acc_csel7_pl <= unsigned(cosmic_pe7_sext31_xe(36-1 downto 0));
 cosmic_pe7_acc_csel7_ah <= signed(unsigned(cosmic_pe7_acc_csel7_ai(72-1 downto 36)));
-cosmic_pe7_acc_csel7_ph <= signed(unsigned(cosmic_pe7_sext23_xe(72-1 downto 36)));
+cosmic_pe7_acc_csel7_ph <= signed(unsigned(cosmic_pe7_sext31_xe(72-1 downto 36)));
 
 
 cosmic_pe7_acc_csel7_slo <= (resize(cosmic_pe7_acc_csel7_al, 37) + cosmic_pe7_acc_csel7_pl);
@@ -20812,66 +19140,66 @@ end process cosmic_pe7_acc_csel7_pick;
 cosmic_pe7_acc_csel7_full <= signed(unsigned'(unsigned(cosmic_pe7_acc_csel7_hs) & cosmic_pe7_acc_csel7_slo(36-1 downto 0)));
 
 
-cosmic_pe7_acc_csel7_sat39_hi <= unsigned(cosmic_pe7_acc_csel7_full(73-1 downto (72 - 1)));
+cosmic_pe7_acc_csel7_sat23_hi <= unsigned(cosmic_pe7_acc_csel7_full(73-1 downto (72 - 1)));
 
 
-cosmic_pe7_acc_csel7_sat39_hin <= (not cosmic_pe7_acc_csel7_sat39_hi);
+cosmic_pe7_acc_csel7_sat23_hin <= (not cosmic_pe7_acc_csel7_sat23_hi);
 
 
-cosmic_pe7_acc_csel7_sat39_nsign <= stdl((not bool(cosmic_pe7_acc_csel7_full((73 - 1)))));
+cosmic_pe7_acc_csel7_sat23_nsign <= stdl((not bool(cosmic_pe7_acc_csel7_full((73 - 1)))));
 
-cosmic_pe7_acc_csel7_sat39_clamp: process (cosmic_pe7_acc_csel7_sat39_fill, cosmic_pe7_acc_csel7_sat39_hi, cosmic_pe7_acc_csel7_full, cosmic_pe7_acc_csel7_sat39_hin) is
+cosmic_pe7_acc_csel7_sat23_clamp: process (cosmic_pe7_acc_csel7_sat23_fill, cosmic_pe7_acc_csel7_sat23_hi, cosmic_pe7_acc_csel7_full, cosmic_pe7_acc_csel7_sat23_hin) is
 begin
-    if ((cosmic_pe7_acc_csel7_sat39_hi = 0) or (cosmic_pe7_acc_csel7_sat39_hin = 0)) then
+    if ((cosmic_pe7_acc_csel7_sat23_hi = 0) or (cosmic_pe7_acc_csel7_sat23_hin = 0)) then
         cosmic_pe7_acc_new <= signed(unsigned(cosmic_pe7_acc_csel7_full(72-1 downto 0)));
     else
-        cosmic_pe7_acc_new <= signed(unsigned'(cosmic_pe7_acc_csel7_full((73 - 1)) & cosmic_pe7_acc_csel7_sat39_fill));
+        cosmic_pe7_acc_new <= signed(unsigned'(cosmic_pe7_acc_csel7_full((73 - 1)) & cosmic_pe7_acc_csel7_sat23_fill));
     end if;
-end process cosmic_pe7_acc_csel7_sat39_clamp;
+end process cosmic_pe7_acc_csel7_sat23_clamp;
 
 
-cosmic_pe7_round_sat_fast22_lo <= unsigned(cosmic_pe7_mul2_csa7_p((16 + 32)-1 downto 16));
-cosmic_pe7_round_sat_fast22_rb <= to_unsigned(cosmic_pe7_mul2_csa7_p((16 - 1)), 1);
-cosmic_pe7_round_sat_fast22_hi <= unsigned(cosmic_pe7_mul2_csa7_p(64-1 downto (16 + 32)));
-cosmic_pe7_round_sat_fast22_neg <= cosmic_pe7_mul2_csa7_p((64 - 1));
-cosmic_pe7_round_sat_fast22_nneg <= stdl((not bool(cosmic_pe7_mul2_csa7_p((64 - 1)))));
+cosmic_pe7_round_sat_fast14_lo <= unsigned(cosmic_pe7_mul2_csa7_p((16 + 32)-1 downto 16));
+cosmic_pe7_round_sat_fast14_rb <= to_unsigned(cosmic_pe7_mul2_csa7_p((16 - 1)), 1);
+cosmic_pe7_round_sat_fast14_hi <= unsigned(cosmic_pe7_mul2_csa7_p(64-1 downto (16 + 32)));
+cosmic_pe7_round_sat_fast14_neg <= cosmic_pe7_mul2_csa7_p((64 - 1));
+cosmic_pe7_round_sat_fast14_nneg <= stdl((not bool(cosmic_pe7_mul2_csa7_p((64 - 1)))));
 
 
-cosmic_pe7_round_sat_fast22_hin <= (not cosmic_pe7_round_sat_fast22_hi);
+cosmic_pe7_round_sat_fast14_hin <= (not cosmic_pe7_round_sat_fast14_hi);
 
 
-cosmic_pe7_round_sat_fast22_s <= (resize(cosmic_pe7_round_sat_fast22_lo, 33) + cosmic_pe7_round_sat_fast22_rb);
+cosmic_pe7_round_sat_fast14_s <= (resize(cosmic_pe7_round_sat_fast14_lo, 33) + cosmic_pe7_round_sat_fast14_rb);
 
-cosmic_pe7_round_sat_fast22_outc: process (cosmic_pe7_round_sat_fast22_s, cosmic_pe7_round_sat_fast22_hin, cosmic_pe7_round_sat_fast22_hi, cosmic_pe7_round_sat_fast22_neg, cosmic_pe7_round_sat_fast22_fill) is
+cosmic_pe7_round_sat_fast14_outc: process (cosmic_pe7_round_sat_fast14_s, cosmic_pe7_round_sat_fast14_hin, cosmic_pe7_round_sat_fast14_hi, cosmic_pe7_round_sat_fast14_neg, cosmic_pe7_round_sat_fast14_fill) is
 begin
-    if ((bool(cosmic_pe7_round_sat_fast22_s(32)) and (cosmic_pe7_round_sat_fast22_hin = 0)) or ((not bool(cosmic_pe7_round_sat_fast22_s(32))) and (((cosmic_pe7_round_sat_fast22_hi = 0) and (not bool(cosmic_pe7_round_sat_fast22_s((32 - 1))))) or ((cosmic_pe7_round_sat_fast22_hin = 0) and bool(cosmic_pe7_round_sat_fast22_s((32 - 1))))))) then
-        cosmic_pe7_mul_s <= signed(cosmic_pe7_round_sat_fast22_s(32-1 downto 0));
+    if ((bool(cosmic_pe7_round_sat_fast14_s(32)) and (cosmic_pe7_round_sat_fast14_hin = 0)) or ((not bool(cosmic_pe7_round_sat_fast14_s(32))) and (((cosmic_pe7_round_sat_fast14_hi = 0) and (not bool(cosmic_pe7_round_sat_fast14_s((32 - 1))))) or ((cosmic_pe7_round_sat_fast14_hin = 0) and bool(cosmic_pe7_round_sat_fast14_s((32 - 1))))))) then
+        cosmic_pe7_mul_s <= signed(cosmic_pe7_round_sat_fast14_s(32-1 downto 0));
     else
-        cosmic_pe7_mul_s <= signed(unsigned'(cosmic_pe7_round_sat_fast22_neg & cosmic_pe7_round_sat_fast22_fill));
+        cosmic_pe7_mul_s <= signed(unsigned'(cosmic_pe7_round_sat_fast14_neg & cosmic_pe7_round_sat_fast14_fill));
     end if;
-end process cosmic_pe7_round_sat_fast22_outc;
+end process cosmic_pe7_round_sat_fast14_outc;
 
 
-cosmic_pe7_round_sat_fast23_lo <= unsigned(cosmic_pe7_acc((16 + 32)-1 downto 16));
-cosmic_pe7_round_sat_fast23_rb <= to_unsigned(cosmic_pe7_acc((16 - 1)), 1);
-cosmic_pe7_round_sat_fast23_hi <= unsigned(cosmic_pe7_acc(72-1 downto (16 + 32)));
-cosmic_pe7_round_sat_fast23_neg <= cosmic_pe7_acc((72 - 1));
-cosmic_pe7_round_sat_fast23_nneg <= stdl((not bool(cosmic_pe7_acc((72 - 1)))));
+cosmic_pe7_round_sat_fast15_lo <= unsigned(cosmic_pe7_acc((16 + 32)-1 downto 16));
+cosmic_pe7_round_sat_fast15_rb <= to_unsigned(cosmic_pe7_acc((16 - 1)), 1);
+cosmic_pe7_round_sat_fast15_hi <= unsigned(cosmic_pe7_acc(72-1 downto (16 + 32)));
+cosmic_pe7_round_sat_fast15_neg <= cosmic_pe7_acc((72 - 1));
+cosmic_pe7_round_sat_fast15_nneg <= stdl((not bool(cosmic_pe7_acc((72 - 1)))));
 
 
-cosmic_pe7_round_sat_fast23_hin <= (not cosmic_pe7_round_sat_fast23_hi);
+cosmic_pe7_round_sat_fast15_hin <= (not cosmic_pe7_round_sat_fast15_hi);
 
 
-cosmic_pe7_round_sat_fast23_s <= (resize(cosmic_pe7_round_sat_fast23_lo, 33) + cosmic_pe7_round_sat_fast23_rb);
+cosmic_pe7_round_sat_fast15_s <= (resize(cosmic_pe7_round_sat_fast15_lo, 33) + cosmic_pe7_round_sat_fast15_rb);
 
-cosmic_pe7_round_sat_fast23_outc: process (cosmic_pe7_round_sat_fast23_s, cosmic_pe7_round_sat_fast23_hin, cosmic_pe7_round_sat_fast23_hi, cosmic_pe7_round_sat_fast23_neg, cosmic_pe7_round_sat_fast23_fill) is
+cosmic_pe7_round_sat_fast15_outc: process (cosmic_pe7_round_sat_fast15_s, cosmic_pe7_round_sat_fast15_hin, cosmic_pe7_round_sat_fast15_hi, cosmic_pe7_round_sat_fast15_neg, cosmic_pe7_round_sat_fast15_fill) is
 begin
-    if ((bool(cosmic_pe7_round_sat_fast23_s(32)) and (cosmic_pe7_round_sat_fast23_hin = 0)) or ((not bool(cosmic_pe7_round_sat_fast23_s(32))) and (((cosmic_pe7_round_sat_fast23_hi = 0) and (not bool(cosmic_pe7_round_sat_fast23_s((32 - 1))))) or ((cosmic_pe7_round_sat_fast23_hin = 0) and bool(cosmic_pe7_round_sat_fast23_s((32 - 1))))))) then
-        cosmic_pe7_y_gau <= signed(cosmic_pe7_round_sat_fast23_s(32-1 downto 0));
+    if ((bool(cosmic_pe7_round_sat_fast15_s(32)) and (cosmic_pe7_round_sat_fast15_hin = 0)) or ((not bool(cosmic_pe7_round_sat_fast15_s(32))) and (((cosmic_pe7_round_sat_fast15_hi = 0) and (not bool(cosmic_pe7_round_sat_fast15_s((32 - 1))))) or ((cosmic_pe7_round_sat_fast15_hin = 0) and bool(cosmic_pe7_round_sat_fast15_s((32 - 1))))))) then
+        cosmic_pe7_y_gau <= signed(cosmic_pe7_round_sat_fast15_s(32-1 downto 0));
     else
-        cosmic_pe7_y_gau <= signed(unsigned'(cosmic_pe7_round_sat_fast23_neg & cosmic_pe7_round_sat_fast23_fill));
+        cosmic_pe7_y_gau <= signed(unsigned'(cosmic_pe7_round_sat_fast15_neg & cosmic_pe7_round_sat_fast15_fill));
     end if;
-end process cosmic_pe7_round_sat_fast23_outc;
+end process cosmic_pe7_round_sat_fast15_outc;
 
 cosmic_pe7_r7mux: process (cosmic_pe7_r6, cosmic_pe7_mul_s, cosmic_pe7_mu6) is
 begin
@@ -21459,17 +19787,17 @@ begin
     end if;
 end process or_link11_c;
 
-add_link0_sext24_fill: process (add_link0_xs) is
+add_link0_sext32_fill: process (add_link0_xs) is
 begin
     if bool(add_link0_xs((32 - 1))) then
-        add_link0_sext24_sgn <= to_unsigned(3, 2);
+        add_link0_sext32_sgn <= to_unsigned(3, 2);
     else
-        add_link0_sext24_sgn <= to_unsigned(0, 2);
+        add_link0_sext32_sgn <= to_unsigned(0, 2);
     end if;
-end process add_link0_sext24_fill;
+end process add_link0_sext32_fill;
 
 
-add_link0_xe <= signed(unsigned'(add_link0_sext24_sgn & unsigned(add_link0_xs)));
+add_link0_xe <= signed(unsigned'(add_link0_sext32_sgn & unsigned(add_link0_xs)));
 
 
 add_link0_xs <= signed(or_link11_out);
@@ -21525,17 +19853,17 @@ begin
     end if;
 end process or_link15_c;
 
-add_link1_sext25_fill: process (add_link1_xs) is
+add_link1_sext33_fill: process (add_link1_xs) is
 begin
     if bool(add_link1_xs((32 - 1))) then
-        add_link1_sext25_sgn <= to_unsigned(3, 2);
+        add_link1_sext33_sgn <= to_unsigned(3, 2);
     else
-        add_link1_sext25_sgn <= to_unsigned(0, 2);
+        add_link1_sext33_sgn <= to_unsigned(0, 2);
     end if;
-end process add_link1_sext25_fill;
+end process add_link1_sext33_fill;
 
 
-add_link1_xe <= signed(unsigned'(add_link1_sext25_sgn & unsigned(add_link1_xs)));
+add_link1_xe <= signed(unsigned'(add_link1_sext33_sgn & unsigned(add_link1_xs)));
 
 
 add_link1_xs <= signed(or_link15_out);
@@ -21544,22 +19872,22 @@ add_link1_xs <= signed(or_link15_out);
 agg_sum <= (add_link0_out + add_link1_xe);
 
 
-sat40_hi <= unsigned(agg_sum(34-1 downto (32 - 1)));
+sat24_hi <= unsigned(agg_sum(34-1 downto (32 - 1)));
 
 
-sat40_hin <= (not sat40_hi);
+sat24_hin <= (not sat24_hi);
 
 
-sat40_nsign <= stdl((not bool(agg_sum((34 - 1)))));
+sat24_nsign <= stdl((not bool(agg_sum((34 - 1)))));
 
-sat40_clamp: process (sat40_fill, sat40_hi, agg_sum, sat40_hin) is
+sat24_clamp: process (sat24_fill, sat24_hi, agg_sum, sat24_hin) is
 begin
-    if ((sat40_hi = 0) or (sat40_hin = 0)) then
+    if ((sat24_hi = 0) or (sat24_hin = 0)) then
         agg_sat <= signed(unsigned(agg_sum(32-1 downto 0)));
     else
-        agg_sat <= signed(unsigned'(agg_sum((34 - 1)) & sat40_fill));
+        agg_sat <= signed(unsigned'(agg_sum((34 - 1)) & sat24_fill));
     end if;
-end process sat40_clamp;
+end process sat24_clamp;
 
 aggres: process (agg_sat, agg_sum_op, agg_avg) is
 begin
@@ -21746,47 +20074,47 @@ slice_of1_y <= tree_rd0_word((2 + 1)-1 downto 2);
 bit_of4_y <= slice_of1_y(0);
 
 
-fold_link0_sat41_hi <= unsigned(fold_link0_s1(33-1 downto (32 - 1)));
+fold_link0_sat25_hi <= unsigned(fold_link0_s1(33-1 downto (32 - 1)));
 
 
-fold_link0_sat41_hin <= (not fold_link0_sat41_hi);
+fold_link0_sat25_hin <= (not fold_link0_sat25_hi);
 
 
-fold_link0_sat41_nsign <= stdl((not bool(fold_link0_s1((33 - 1)))));
+fold_link0_sat25_nsign <= stdl((not bool(fold_link0_s1((33 - 1)))));
 
-fold_link0_sat41_clamp: process (fold_link0_sat41_fill, fold_link0_sat41_hi, fold_link0_s1, fold_link0_sat41_hin) is
+fold_link0_sat25_clamp: process (fold_link0_sat25_fill, fold_link0_sat25_hi, fold_link0_s1, fold_link0_sat25_hin) is
 begin
-    if ((fold_link0_sat41_hi = 0) or (fold_link0_sat41_hin = 0)) then
+    if ((fold_link0_sat25_hi = 0) or (fold_link0_sat25_hin = 0)) then
         fold_link0_sa <= signed(unsigned(fold_link0_s1(32-1 downto 0)));
     else
-        fold_link0_sa <= signed(unsigned'(fold_link0_s1((33 - 1)) & fold_link0_sat41_fill));
+        fold_link0_sa <= signed(unsigned'(fold_link0_s1((33 - 1)) & fold_link0_sat25_fill));
     end if;
-end process fold_link0_sat41_clamp;
+end process fold_link0_sat25_clamp;
 
 
-fold_link0_round_sat8_t <= shift_right(fold_link0_p2, 16);
-fold_link0_round_sat8_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & fold_link0_p2((16 - 1))));
+fold_link0_round_sat0_t <= shift_right(fold_link0_p2, 16);
+fold_link0_round_sat0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & fold_link0_p2((16 - 1))));
 
 
-fold_link0_round_sat8_r <= (fold_link0_round_sat8_t + fold_link0_round_sat8_rb);
+fold_link0_round_sat0_r <= (fold_link0_round_sat0_t + fold_link0_round_sat0_rb);
 
 
-fold_link0_round_sat8_sat42_hi <= unsigned(fold_link0_round_sat8_r(65-1 downto (32 - 1)));
+fold_link0_round_sat0_sat26_hi <= unsigned(fold_link0_round_sat0_r(65-1 downto (32 - 1)));
 
 
-fold_link0_round_sat8_sat42_hin <= (not fold_link0_round_sat8_sat42_hi);
+fold_link0_round_sat0_sat26_hin <= (not fold_link0_round_sat0_sat26_hi);
 
 
-fold_link0_round_sat8_sat42_nsign <= stdl((not bool(fold_link0_round_sat8_r((65 - 1)))));
+fold_link0_round_sat0_sat26_nsign <= stdl((not bool(fold_link0_round_sat0_r((65 - 1)))));
 
-fold_link0_round_sat8_sat42_clamp: process (fold_link0_round_sat8_sat42_fill, fold_link0_round_sat8_sat42_hi, fold_link0_round_sat8_r, fold_link0_round_sat8_sat42_hin) is
+fold_link0_round_sat0_sat26_clamp: process (fold_link0_round_sat0_sat26_fill, fold_link0_round_sat0_sat26_hi, fold_link0_round_sat0_r, fold_link0_round_sat0_sat26_hin) is
 begin
-    if ((fold_link0_round_sat8_sat42_hi = 0) or (fold_link0_round_sat8_sat42_hin = 0)) then
-        fold_link0_sm <= signed(unsigned(fold_link0_round_sat8_r(32-1 downto 0)));
+    if ((fold_link0_round_sat0_sat26_hi = 0) or (fold_link0_round_sat0_sat26_hin = 0)) then
+        fold_link0_sm <= signed(unsigned(fold_link0_round_sat0_r(32-1 downto 0)));
     else
-        fold_link0_sm <= signed(unsigned'(fold_link0_round_sat8_r((65 - 1)) & fold_link0_round_sat8_sat42_fill));
+        fold_link0_sm <= signed(unsigned'(fold_link0_round_sat0_r((65 - 1)) & fold_link0_round_sat0_sat26_fill));
     end if;
-end process fold_link0_round_sat8_sat42_clamp;
+end process fold_link0_round_sat0_sat26_clamp;
 
 
 fold_link0_a <= signed(fold_link0_prev_x);
@@ -21854,47 +20182,47 @@ slice_of3_y <= tree_rd1_word((2 + 1)-1 downto 2);
 bit_of5_y <= slice_of3_y(0);
 
 
-fold_link1_sat43_hi <= unsigned(fold_link1_s1(33-1 downto (32 - 1)));
+fold_link1_sat27_hi <= unsigned(fold_link1_s1(33-1 downto (32 - 1)));
 
 
-fold_link1_sat43_hin <= (not fold_link1_sat43_hi);
+fold_link1_sat27_hin <= (not fold_link1_sat27_hi);
 
 
-fold_link1_sat43_nsign <= stdl((not bool(fold_link1_s1((33 - 1)))));
+fold_link1_sat27_nsign <= stdl((not bool(fold_link1_s1((33 - 1)))));
 
-fold_link1_sat43_clamp: process (fold_link1_sat43_fill, fold_link1_sat43_hi, fold_link1_s1, fold_link1_sat43_hin) is
+fold_link1_sat27_clamp: process (fold_link1_sat27_fill, fold_link1_sat27_hi, fold_link1_s1, fold_link1_sat27_hin) is
 begin
-    if ((fold_link1_sat43_hi = 0) or (fold_link1_sat43_hin = 0)) then
+    if ((fold_link1_sat27_hi = 0) or (fold_link1_sat27_hin = 0)) then
         fold_link1_sa <= signed(unsigned(fold_link1_s1(32-1 downto 0)));
     else
-        fold_link1_sa <= signed(unsigned'(fold_link1_s1((33 - 1)) & fold_link1_sat43_fill));
+        fold_link1_sa <= signed(unsigned'(fold_link1_s1((33 - 1)) & fold_link1_sat27_fill));
     end if;
-end process fold_link1_sat43_clamp;
+end process fold_link1_sat27_clamp;
 
 
-fold_link1_round_sat9_t <= shift_right(fold_link1_p2, 16);
-fold_link1_round_sat9_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & fold_link1_p2((16 - 1))));
+fold_link1_round_sat1_t <= shift_right(fold_link1_p2, 16);
+fold_link1_round_sat1_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & fold_link1_p2((16 - 1))));
 
 
-fold_link1_round_sat9_r <= (fold_link1_round_sat9_t + fold_link1_round_sat9_rb);
+fold_link1_round_sat1_r <= (fold_link1_round_sat1_t + fold_link1_round_sat1_rb);
 
 
-fold_link1_round_sat9_sat44_hi <= unsigned(fold_link1_round_sat9_r(65-1 downto (32 - 1)));
+fold_link1_round_sat1_sat28_hi <= unsigned(fold_link1_round_sat1_r(65-1 downto (32 - 1)));
 
 
-fold_link1_round_sat9_sat44_hin <= (not fold_link1_round_sat9_sat44_hi);
+fold_link1_round_sat1_sat28_hin <= (not fold_link1_round_sat1_sat28_hi);
 
 
-fold_link1_round_sat9_sat44_nsign <= stdl((not bool(fold_link1_round_sat9_r((65 - 1)))));
+fold_link1_round_sat1_sat28_nsign <= stdl((not bool(fold_link1_round_sat1_r((65 - 1)))));
 
-fold_link1_round_sat9_sat44_clamp: process (fold_link1_round_sat9_sat44_fill, fold_link1_round_sat9_sat44_hi, fold_link1_round_sat9_r, fold_link1_round_sat9_sat44_hin) is
+fold_link1_round_sat1_sat28_clamp: process (fold_link1_round_sat1_sat28_fill, fold_link1_round_sat1_sat28_hi, fold_link1_round_sat1_r, fold_link1_round_sat1_sat28_hin) is
 begin
-    if ((fold_link1_round_sat9_sat44_hi = 0) or (fold_link1_round_sat9_sat44_hin = 0)) then
-        fold_link1_sm <= signed(unsigned(fold_link1_round_sat9_r(32-1 downto 0)));
+    if ((fold_link1_round_sat1_sat28_hi = 0) or (fold_link1_round_sat1_sat28_hin = 0)) then
+        fold_link1_sm <= signed(unsigned(fold_link1_round_sat1_r(32-1 downto 0)));
     else
-        fold_link1_sm <= signed(unsigned'(fold_link1_round_sat9_r((65 - 1)) & fold_link1_round_sat9_sat44_fill));
+        fold_link1_sm <= signed(unsigned'(fold_link1_round_sat1_r((65 - 1)) & fold_link1_round_sat1_sat28_fill));
     end if;
-end process fold_link1_round_sat9_sat44_clamp;
+end process fold_link1_round_sat1_sat28_clamp;
 
 
 fold_link1_a <= signed(fold_link1_prev_x);

@@ -180,9 +180,9 @@ reg signed [31:0] r7n;
 reg signed [31:0] mul_s;
 reg signed [31:0] r6;
 reg signed [31:0] r8n;
-reg signed [31:0] y_sig;
-reg signed [31:0] y_gau;
-reg signed [31:0] y_rec;
+wire signed [31:0] y_sig;
+wire signed [31:0] y_gau;
+wire signed [31:0] y_rec;
 wire signed [31:0] y_log;
 reg signed [31:0] mac_s;
 reg signed [31:0] r7;
@@ -305,114 +305,108 @@ wire [47:0] mul2_csa0_xc;
 wire [47:0] mul2_csa0_hsum;
 reg [14:0] mul2_csa0_sext0_sgn;
 reg [14:0] mul2_csa0_sext1_sgn;
+reg signed [31:0] pwl_pipe0_base2;
+reg signed [31:0] pwl_pipe0_base3;
 reg signed [31:0] pwl_pipe0_base4;
-wire [5:0] pwl_pipe0_idx2;
-reg [5:0] pwl_pipe0_idx3;
-reg [5:0] pwl_pipe0_idx4;
-reg signed [31:0] pwl_pipe0_limh;
-reg signed [31:0] pwl_pipe0_liml;
-wire signed [14:0] pwl_pipe0_off2;
-reg signed [32:0] pwl_pipe0_prod3;
-reg signed [31:0] pwl_pipe0_rnd4;
-reg signed [31:0] pwl_pipe0_rnd_c;
+reg pwl_pipe0_ge1;
+reg [5:0] pwl_pipe0_idx_b;
+reg [5:0] pwl_pipe0_idx_s;
+reg pwl_pipe0_lt1;
+reg [13:0] pwl_pipe0_off2;
+reg [13:0] pwl_pipe0_off3;
+wire signed [14:0] pwl_pipe0_off3s;
+reg signed [32:0] pwl_pipe0_prod4;
+wire signed [16:0] pwl_pipe0_q4;
+wire signed [32:0] pwl_pipe0_qe;
+wire pwl_pipe0_rb4;
 reg signed [14:0] pwl_pipe0_slope2;
-wire signed [32:0] pwl_pipe0_sumv;
-reg [19:0] pwl_pipe0_u1;
-reg [19:0] pwl_pipe0_u_c;
-reg signed [31:0] pwl_pipe0_ys;
+reg signed [14:0] pwl_pipe0_slope3;
+reg signed [14:0] pwl_pipe0_slope_r;
+wire signed [33:0] pwl_pipe0_t4;
+wire signed [33:0] pwl_pipe0_ta;
+wire signed [33:0] pwl_pipe0_tb;
 wire signed [32:0] pwl_pipe0_zl;
-wire signed [32:0] pwl_pipe0_round_sat_fast0_round_sat0_r;
-wire signed [32:0] pwl_pipe0_round_sat_fast0_round_sat0_rb;
-wire signed [32:0] pwl_pipe0_round_sat_fast0_round_sat0_t;
-wire [30:0] pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill;
-wire [1:0] pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi;
-wire [1:0] pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin;
-wire pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-wire [30:0] pwl_pipe0_sat3_fill;
-wire [1:0] pwl_pipe0_sat3_hi;
-wire [1:0] pwl_pipe0_sat3_hin;
-wire pwl_pipe0_sat3_nsign;
+reg [19:0] pwl_pipe0_zl1;
+wire [12:0] pwl_pipe0_zl_unused;
+wire [16:0] pwl_pipe0_unused;
+reg [15:0] pwl_pipe0_sext2_sgn;
+reg signed [31:0] pwl_pipe1_base2;
+reg signed [31:0] pwl_pipe1_base3;
 reg signed [31:0] pwl_pipe1_base4;
-wire [6:0] pwl_pipe1_idx2;
-reg [6:0] pwl_pipe1_idx3;
-reg [6:0] pwl_pipe1_idx4;
-reg signed [31:0] pwl_pipe1_limh;
-reg signed [31:0] pwl_pipe1_liml;
-wire signed [12:0] pwl_pipe1_off2;
-reg signed [32:0] pwl_pipe1_prod3;
-reg signed [31:0] pwl_pipe1_rnd4;
-reg signed [31:0] pwl_pipe1_rnd_c;
+reg pwl_pipe1_ge1;
+reg [6:0] pwl_pipe1_idx_b;
+reg [6:0] pwl_pipe1_idx_s;
+reg pwl_pipe1_lt1;
+reg [11:0] pwl_pipe1_off2;
+reg [11:0] pwl_pipe1_off3;
+wire signed [12:0] pwl_pipe1_off3s;
+reg signed [32:0] pwl_pipe1_prod4;
+wire signed [16:0] pwl_pipe1_q4;
+wire signed [32:0] pwl_pipe1_qe;
+wire pwl_pipe1_rb4;
 reg signed [16:0] pwl_pipe1_slope2;
-wire signed [32:0] pwl_pipe1_sumv;
-reg [18:0] pwl_pipe1_u1;
-reg [18:0] pwl_pipe1_u_c;
-reg signed [31:0] pwl_pipe1_ys;
+reg signed [16:0] pwl_pipe1_slope3;
+reg signed [16:0] pwl_pipe1_slope_r;
+wire signed [33:0] pwl_pipe1_t4;
+wire signed [33:0] pwl_pipe1_ta;
+wire signed [33:0] pwl_pipe1_tb;
 wire signed [32:0] pwl_pipe1_zl;
-wire signed [32:0] pwl_pipe1_round_sat_fast1_round_sat1_r;
-wire signed [32:0] pwl_pipe1_round_sat_fast1_round_sat1_rb;
-wire signed [32:0] pwl_pipe1_round_sat_fast1_round_sat1_t;
-wire [30:0] pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill;
-wire [1:0] pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi;
-wire [1:0] pwl_pipe1_round_sat_fast1_round_sat1_sat4_hin;
-wire pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-wire [30:0] pwl_pipe1_sat5_fill;
-wire [1:0] pwl_pipe1_sat5_hi;
-wire [1:0] pwl_pipe1_sat5_hin;
-wire pwl_pipe1_sat5_nsign;
+reg [18:0] pwl_pipe1_zl1;
+wire [13:0] pwl_pipe1_zl_unused;
+wire [16:0] pwl_pipe1_unused;
+reg [15:0] pwl_pipe1_sext3_sgn;
+reg signed [31:0] pwl_pipe2_base2;
+reg signed [31:0] pwl_pipe2_base3;
 reg signed [31:0] pwl_pipe2_base4;
-wire [7:0] pwl_pipe2_idx2;
-reg [7:0] pwl_pipe2_idx3;
-reg [7:0] pwl_pipe2_idx4;
-reg signed [31:0] pwl_pipe2_limh;
-reg signed [31:0] pwl_pipe2_liml;
-wire signed [12:0] pwl_pipe2_off2;
-reg signed [32:0] pwl_pipe2_prod3;
-reg signed [31:0] pwl_pipe2_rnd4;
-reg signed [31:0] pwl_pipe2_rnd_c;
+reg pwl_pipe2_ge1;
+reg [7:0] pwl_pipe2_idx_b;
+reg [7:0] pwl_pipe2_idx_s;
+reg pwl_pipe2_lt1;
+reg [11:0] pwl_pipe2_off2;
+reg [11:0] pwl_pipe2_off3;
+wire signed [12:0] pwl_pipe2_off3s;
+reg signed [32:0] pwl_pipe2_prod4;
+wire signed [16:0] pwl_pipe2_q4;
+wire signed [32:0] pwl_pipe2_qe;
+wire pwl_pipe2_rb4;
 reg signed [16:0] pwl_pipe2_slope2;
-wire signed [32:0] pwl_pipe2_sumv;
-reg [19:0] pwl_pipe2_u1;
-reg [19:0] pwl_pipe2_u_c;
-reg signed [31:0] pwl_pipe2_ys;
+reg signed [16:0] pwl_pipe2_slope3;
+reg signed [16:0] pwl_pipe2_slope_r;
+wire signed [33:0] pwl_pipe2_t4;
+wire signed [33:0] pwl_pipe2_ta;
+wire signed [33:0] pwl_pipe2_tb;
 wire signed [32:0] pwl_pipe2_zl;
-wire signed [32:0] pwl_pipe2_round_sat_fast2_round_sat2_r;
-wire signed [32:0] pwl_pipe2_round_sat_fast2_round_sat2_rb;
-wire signed [32:0] pwl_pipe2_round_sat_fast2_round_sat2_t;
-wire [30:0] pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill;
-wire [1:0] pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi;
-wire [1:0] pwl_pipe2_round_sat_fast2_round_sat2_sat6_hin;
-wire pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-wire [30:0] pwl_pipe2_sat7_fill;
-wire [1:0] pwl_pipe2_sat7_hi;
-wire [1:0] pwl_pipe2_sat7_hin;
-wire pwl_pipe2_sat7_nsign;
+reg [19:0] pwl_pipe2_zl1;
+wire [12:0] pwl_pipe2_zl_unused;
+wire [16:0] pwl_pipe2_unused;
+reg [15:0] pwl_pipe2_sext4_sgn;
+reg signed [31:0] pwl_pipe3_base2;
+reg signed [31:0] pwl_pipe3_base3;
 reg signed [31:0] pwl_pipe3_base4;
-wire [7:0] pwl_pipe3_idx2;
-reg [7:0] pwl_pipe3_idx3;
-reg [7:0] pwl_pipe3_idx4;
-wire signed [12:0] pwl_pipe3_off2;
-reg signed [32:0] pwl_pipe3_prod3;
-reg signed [31:0] pwl_pipe3_rnd4;
-reg signed [31:0] pwl_pipe3_rnd_c;
+reg pwl_pipe3_ge1;
+reg [7:0] pwl_pipe3_idx_b;
+reg [7:0] pwl_pipe3_idx_s;
+reg pwl_pipe3_lt1;
+reg [11:0] pwl_pipe3_off2;
+reg [11:0] pwl_pipe3_off3;
+wire signed [12:0] pwl_pipe3_off3s;
+reg signed [32:0] pwl_pipe3_prod4;
+wire signed [16:0] pwl_pipe3_q4;
+wire signed [32:0] pwl_pipe3_qe;
+wire pwl_pipe3_rb4;
 reg signed [17:0] pwl_pipe3_slope2;
-wire signed [32:0] pwl_pipe3_sumv;
-reg [19:0] pwl_pipe3_u1;
-reg [19:0] pwl_pipe3_u_c;
-reg signed [31:0] pwl_pipe3_ys;
+reg signed [17:0] pwl_pipe3_slope3;
+reg signed [17:0] pwl_pipe3_slope_r;
+wire signed [33:0] pwl_pipe3_t4;
+wire signed [33:0] pwl_pipe3_ta;
+wire signed [33:0] pwl_pipe3_tb;
 wire signed [32:0] pwl_pipe3_zl;
-wire signed [32:0] pwl_pipe3_round_sat_fast3_round_sat3_r;
-wire signed [32:0] pwl_pipe3_round_sat_fast3_round_sat3_rb;
-wire signed [32:0] pwl_pipe3_round_sat_fast3_round_sat3_t;
-wire [30:0] pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill;
-wire [1:0] pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi;
-wire [1:0] pwl_pipe3_round_sat_fast3_round_sat3_sat8_hin;
-wire pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-wire [30:0] pwl_pipe3_sat9_fill;
-wire [1:0] pwl_pipe3_sat9_hi;
-wire [1:0] pwl_pipe3_sat9_hin;
-wire pwl_pipe3_sat9_nsign;
-wire signed [71:0] sext2_xe;
-reg [7:0] sext2_sgn;
+reg [19:0] pwl_pipe3_zl1;
+wire [12:0] pwl_pipe3_zl_unused;
+wire [16:0] pwl_pipe3_unused;
+reg [15:0] pwl_pipe3_sext5_sgn;
+wire signed [71:0] sext6_xe;
+reg [7:0] sext6_sgn;
 wire signed [35:0] acc_csel0_ah;
 reg signed [71:0] acc_csel0_ai;
 wire [35:0] acc_csel0_al;
@@ -423,26 +417,26 @@ wire signed [35:0] acc_csel0_ph;
 wire [35:0] acc_csel0_pl;
 wire [36:0] acc_csel0_slo;
 wire signed [37:0] acc_csel0_t1;
-wire [70:0] acc_csel0_sat10_fill;
-wire [1:0] acc_csel0_sat10_hi;
-wire [1:0] acc_csel0_sat10_hin;
-wire acc_csel0_sat10_nsign;
-wire [30:0] round_sat_fast4_fill;
-wire [15:0] round_sat_fast4_hi;
-wire [15:0] round_sat_fast4_hin;
-wire [31:0] round_sat_fast4_lo;
-wire round_sat_fast4_neg;
-wire round_sat_fast4_nneg;
-wire [0:0] round_sat_fast4_rb;
-wire [32:0] round_sat_fast4_s;
-wire [30:0] round_sat_fast5_fill;
-wire [23:0] round_sat_fast5_hi;
-wire [23:0] round_sat_fast5_hin;
-wire [31:0] round_sat_fast5_lo;
-wire round_sat_fast5_neg;
-wire round_sat_fast5_nneg;
-wire [0:0] round_sat_fast5_rb;
-wire [32:0] round_sat_fast5_s;
+wire [70:0] acc_csel0_sat2_fill;
+wire [1:0] acc_csel0_sat2_hi;
+wire [1:0] acc_csel0_sat2_hin;
+wire acc_csel0_sat2_nsign;
+wire [30:0] round_sat_fast0_fill;
+wire [15:0] round_sat_fast0_hi;
+wire [15:0] round_sat_fast0_hin;
+wire [31:0] round_sat_fast0_lo;
+wire round_sat_fast0_neg;
+wire round_sat_fast0_nneg;
+wire [0:0] round_sat_fast0_rb;
+wire [32:0] round_sat_fast0_s;
+wire [30:0] round_sat_fast1_fill;
+wire [23:0] round_sat_fast1_hi;
+wire [23:0] round_sat_fast1_hin;
+wire [31:0] round_sat_fast1_lo;
+wire round_sat_fast1_neg;
+wire round_sat_fast1_nneg;
+wire [0:0] round_sat_fast1_rb;
+wire [32:0] round_sat_fast1_s;
 reg [47:0] ram_1r1w0_mem [0:1024-1];
 reg [31:0] ram_1r1w1_mem [0:256-1];
 reg [31:0] ram_1r1w2_mem [0:256-1];
@@ -510,387 +504,139 @@ assign sat1_fill[3] = sat1_nsign;
 assign sat1_fill[2] = sat1_nsign;
 assign sat1_fill[1] = sat1_nsign;
 assign sat1_fill[0] = sat1_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[30] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[29] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[28] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[27] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[26] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[25] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[24] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[23] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[22] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[21] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[20] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[19] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[18] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[17] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[16] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[15] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[14] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[13] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[12] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[11] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[10] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[9] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[8] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[7] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[6] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[5] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[4] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[3] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[2] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[1] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill[0] = pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign;
-assign pwl_pipe0_sat3_fill[30] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[29] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[28] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[27] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[26] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[25] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[24] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[23] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[22] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[21] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[20] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[19] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[18] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[17] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[16] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[15] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[14] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[13] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[12] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[11] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[10] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[9] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[8] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[7] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[6] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[5] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[4] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[3] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[2] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[1] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe0_sat3_fill[0] = pwl_pipe0_sat3_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[30] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[29] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[28] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[27] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[26] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[25] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[24] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[23] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[22] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[21] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[20] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[19] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[18] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[17] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[16] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[15] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[14] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[13] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[12] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[11] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[10] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[9] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[8] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[7] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[6] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[5] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[4] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[3] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[2] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[1] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill[0] = pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign;
-assign pwl_pipe1_sat5_fill[30] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[29] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[28] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[27] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[26] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[25] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[24] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[23] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[22] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[21] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[20] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[19] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[18] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[17] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[16] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[15] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[14] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[13] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[12] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[11] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[10] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[9] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[8] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[7] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[6] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[5] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[4] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[3] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[2] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[1] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe1_sat5_fill[0] = pwl_pipe1_sat5_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[30] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[29] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[28] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[27] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[26] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[25] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[24] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[23] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[22] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[21] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[20] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[19] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[18] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[17] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[16] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[15] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[14] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[13] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[12] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[11] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[10] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[9] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[8] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[7] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[6] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[5] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[4] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[3] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[2] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[1] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill[0] = pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign;
-assign pwl_pipe2_sat7_fill[30] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[29] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[28] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[27] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[26] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[25] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[24] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[23] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[22] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[21] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[20] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[19] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[18] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[17] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[16] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[15] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[14] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[13] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[12] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[11] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[10] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[9] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[8] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[7] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[6] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[5] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[4] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[3] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[2] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[1] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe2_sat7_fill[0] = pwl_pipe2_sat7_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[30] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[29] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[28] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[27] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[26] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[25] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[24] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[23] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[22] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[21] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[20] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[19] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[18] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[17] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[16] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[15] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[14] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[13] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[12] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[11] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[10] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[9] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[8] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[7] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[6] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[5] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[4] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[3] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[2] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[1] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill[0] = pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign;
-assign pwl_pipe3_sat9_fill[30] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[29] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[28] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[27] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[26] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[25] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[24] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[23] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[22] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[21] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[20] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[19] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[18] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[17] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[16] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[15] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[14] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[13] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[12] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[11] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[10] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[9] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[8] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[7] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[6] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[5] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[4] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[3] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[2] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[1] = pwl_pipe3_sat9_nsign;
-assign pwl_pipe3_sat9_fill[0] = pwl_pipe3_sat9_nsign;
-assign acc_csel0_sat10_fill[70] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[69] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[68] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[67] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[66] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[65] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[64] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[63] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[62] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[61] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[60] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[59] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[58] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[57] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[56] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[55] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[54] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[53] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[52] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[51] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[50] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[49] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[48] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[47] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[46] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[45] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[44] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[43] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[42] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[41] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[40] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[39] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[38] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[37] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[36] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[35] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[34] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[33] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[32] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[31] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[30] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[29] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[28] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[27] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[26] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[25] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[24] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[23] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[22] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[21] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[20] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[19] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[18] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[17] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[16] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[15] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[14] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[13] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[12] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[11] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[10] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[9] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[8] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[7] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[6] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[5] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[4] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[3] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[2] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[1] = acc_csel0_sat10_nsign;
-assign acc_csel0_sat10_fill[0] = acc_csel0_sat10_nsign;
-assign round_sat_fast4_fill[30] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[29] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[28] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[27] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[26] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[25] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[24] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[23] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[22] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[21] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[20] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[19] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[18] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[17] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[16] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[15] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[14] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[13] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[12] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[11] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[10] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[9] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[8] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[7] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[6] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[5] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[4] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[3] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[2] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[1] = round_sat_fast4_nneg;
-assign round_sat_fast4_fill[0] = round_sat_fast4_nneg;
-assign round_sat_fast5_fill[30] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[29] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[28] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[27] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[26] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[25] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[24] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[23] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[22] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[21] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[20] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[19] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[18] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[17] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[16] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[15] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[14] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[13] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[12] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[11] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[10] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[9] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[8] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[7] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[6] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[5] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[4] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[3] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[2] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[1] = round_sat_fast5_nneg;
-assign round_sat_fast5_fill[0] = round_sat_fast5_nneg;
+assign acc_csel0_sat2_fill[70] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[69] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[68] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[67] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[66] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[65] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[64] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[63] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[62] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[61] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[60] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[59] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[58] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[57] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[56] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[55] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[54] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[53] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[52] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[51] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[50] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[49] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[48] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[47] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[46] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[45] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[44] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[43] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[42] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[41] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[40] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[39] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[38] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[37] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[36] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[35] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[34] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[33] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[32] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[31] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[30] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[29] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[28] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[27] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[26] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[25] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[24] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[23] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[22] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[21] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[20] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[19] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[18] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[17] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[16] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[15] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[14] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[13] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[12] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[11] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[10] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[9] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[8] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[7] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[6] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[5] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[4] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[3] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[2] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[1] = acc_csel0_sat2_nsign;
+assign acc_csel0_sat2_fill[0] = acc_csel0_sat2_nsign;
+assign round_sat_fast0_fill[30] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[29] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[28] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[27] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[26] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[25] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[24] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[23] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[22] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[21] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[20] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[19] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[18] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[17] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[16] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[15] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[14] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[13] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[12] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[11] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[10] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[9] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[8] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[7] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[6] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[5] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[4] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[3] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[2] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[1] = round_sat_fast0_nneg;
+assign round_sat_fast0_fill[0] = round_sat_fast0_nneg;
+assign round_sat_fast1_fill[30] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[29] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[28] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[27] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[26] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[25] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[24] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[23] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[22] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[21] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[20] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[19] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[18] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[17] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[16] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[15] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[14] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[13] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[12] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[11] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[10] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[9] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[8] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[7] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[6] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[5] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[4] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[3] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[2] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[1] = round_sat_fast1_nneg;
+assign round_sat_fast1_fill[0] = round_sat_fast1_nneg;
 
 
 always @(posedge clk) begin: ram_1r1w0_ram
@@ -1788,2883 +1534,1924 @@ end
 assign pwl_pipe0_zl = (fa + 524288);
 
 
-always @(pwl_pipe0_zl, fa) begin: pwl_pipe0_clampz
-    if ((fa >= 524288)) begin
-        pwl_pipe0_u_c = 1048575;
-    end
-    else if ((fa < (-524288))) begin
-        pwl_pipe0_u_c = 0;
-    end
-    else begin
-        pwl_pipe0_u_c = pwl_pipe0_zl[20-1:0];
-    end
-end
+
+assign pwl_pipe0_zl_unused = pwl_pipe0_zl[(32 + 1)-1:20];
 
 
 always @(posedge clk) begin: pwl_pipe0_p1
     if (rst == 1) begin
-        pwl_pipe0_u1 <= 0;
+        pwl_pipe0_ge1 <= 0;
+        pwl_pipe0_lt1 <= 0;
+        pwl_pipe0_zl1 <= 0;
     end
     else begin
-        pwl_pipe0_u1 <= pwl_pipe0_u_c;
+        pwl_pipe0_zl1 <= pwl_pipe0_zl[20-1:0];
+        pwl_pipe0_ge1 <= (fa >= 524288);
+        pwl_pipe0_lt1 <= (fa < (-524288));
     end
 end
 
 
+always @(pwl_pipe0_ge1, pwl_pipe0_zl1, pwl_pipe0_lt1) begin: pwl_pipe0_clampz
+    if (pwl_pipe0_ge1) begin
+        pwl_pipe0_idx_s = 63;
+        pwl_pipe0_idx_b = 63;
+        pwl_pipe0_off2 = 16383;
+    end
+    else if (pwl_pipe0_lt1) begin
+        pwl_pipe0_idx_s = pwl_pipe0_zl1[20-1:14];
+        pwl_pipe0_idx_b = 0;
+        pwl_pipe0_off2 = pwl_pipe0_zl1[14-1:0];
+    end
+    else begin
+        pwl_pipe0_idx_s = pwl_pipe0_zl1[20-1:14];
+        pwl_pipe0_idx_b = pwl_pipe0_zl1[20-1:14];
+        pwl_pipe0_off2 = pwl_pipe0_zl1[14-1:0];
+    end
+end
 
-assign pwl_pipe0_idx2 = pwl_pipe0_u1[20-1:14];
-assign pwl_pipe0_off2 = $signed({1'h0, pwl_pipe0_u1[14-1:0]});
 
-
-always @(pwl_pipe0_idx2) begin: pwl_pipe0_p2rom
-    case (pwl_pipe0_idx2)
-        0: pwl_pipe0_slope2 = 25;
-        1: pwl_pipe0_slope2 = 32;
-        2: pwl_pipe0_slope2 = 41;
-        3: pwl_pipe0_slope2 = 53;
-        4: pwl_pipe0_slope2 = 68;
-        5: pwl_pipe0_slope2 = 87;
-        6: pwl_pipe0_slope2 = 112;
-        7: pwl_pipe0_slope2 = 143;
-        8: pwl_pipe0_slope2 = 184;
-        9: pwl_pipe0_slope2 = 235;
-        10: pwl_pipe0_slope2 = 301;
-        11: pwl_pipe0_slope2 = 386;
-        12: pwl_pipe0_slope2 = 494;
-        13: pwl_pipe0_slope2 = 632;
-        14: pwl_pipe0_slope2 = 807;
-        15: pwl_pipe0_slope2 = 1028;
-        16: pwl_pipe0_slope2 = 1308;
-        17: pwl_pipe0_slope2 = 1661;
-        18: pwl_pipe0_slope2 = 2101;
-        19: pwl_pipe0_slope2 = 2647;
-        20: pwl_pipe0_slope2 = 3319;
-        21: pwl_pipe0_slope2 = 4134;
-        22: pwl_pipe0_slope2 = 5110;
-        23: pwl_pipe0_slope2 = 6253;
-        24: pwl_pipe0_slope2 = 7561;
-        25: pwl_pipe0_slope2 = 9012;
-        26: pwl_pipe0_slope2 = 10558;
-        27: pwl_pipe0_slope2 = 12122;
-        28: pwl_pipe0_slope2 = 13600;
-        29: pwl_pipe0_slope2 = 14869;
-        30: pwl_pipe0_slope2 = 15803;
-        31: pwl_pipe0_slope2 = 16299;
-        32: pwl_pipe0_slope2 = 16299;
-        33: pwl_pipe0_slope2 = 15803;
-        34: pwl_pipe0_slope2 = 14869;
-        35: pwl_pipe0_slope2 = 13600;
-        36: pwl_pipe0_slope2 = 12122;
-        37: pwl_pipe0_slope2 = 10558;
-        38: pwl_pipe0_slope2 = 9012;
-        39: pwl_pipe0_slope2 = 7561;
-        40: pwl_pipe0_slope2 = 6253;
-        41: pwl_pipe0_slope2 = 5110;
-        42: pwl_pipe0_slope2 = 4134;
-        43: pwl_pipe0_slope2 = 3319;
-        44: pwl_pipe0_slope2 = 2647;
-        45: pwl_pipe0_slope2 = 2101;
-        46: pwl_pipe0_slope2 = 1661;
-        47: pwl_pipe0_slope2 = 1308;
-        48: pwl_pipe0_slope2 = 1028;
-        49: pwl_pipe0_slope2 = 807;
-        50: pwl_pipe0_slope2 = 632;
-        51: pwl_pipe0_slope2 = 494;
-        52: pwl_pipe0_slope2 = 386;
-        53: pwl_pipe0_slope2 = 301;
-        54: pwl_pipe0_slope2 = 235;
-        55: pwl_pipe0_slope2 = 184;
-        56: pwl_pipe0_slope2 = 143;
-        57: pwl_pipe0_slope2 = 112;
-        58: pwl_pipe0_slope2 = 87;
-        59: pwl_pipe0_slope2 = 68;
-        60: pwl_pipe0_slope2 = 53;
-        61: pwl_pipe0_slope2 = 41;
-        62: pwl_pipe0_slope2 = 32;
-        default: pwl_pipe0_slope2 = 25;
+always @(pwl_pipe0_idx_s) begin: pwl_pipe0_p2rom
+    case (pwl_pipe0_idx_s)
+        0: pwl_pipe0_slope_r = 25;
+        1: pwl_pipe0_slope_r = 32;
+        2: pwl_pipe0_slope_r = 41;
+        3: pwl_pipe0_slope_r = 53;
+        4: pwl_pipe0_slope_r = 68;
+        5: pwl_pipe0_slope_r = 87;
+        6: pwl_pipe0_slope_r = 112;
+        7: pwl_pipe0_slope_r = 143;
+        8: pwl_pipe0_slope_r = 184;
+        9: pwl_pipe0_slope_r = 235;
+        10: pwl_pipe0_slope_r = 301;
+        11: pwl_pipe0_slope_r = 386;
+        12: pwl_pipe0_slope_r = 494;
+        13: pwl_pipe0_slope_r = 632;
+        14: pwl_pipe0_slope_r = 807;
+        15: pwl_pipe0_slope_r = 1028;
+        16: pwl_pipe0_slope_r = 1308;
+        17: pwl_pipe0_slope_r = 1661;
+        18: pwl_pipe0_slope_r = 2101;
+        19: pwl_pipe0_slope_r = 2647;
+        20: pwl_pipe0_slope_r = 3319;
+        21: pwl_pipe0_slope_r = 4134;
+        22: pwl_pipe0_slope_r = 5110;
+        23: pwl_pipe0_slope_r = 6253;
+        24: pwl_pipe0_slope_r = 7561;
+        25: pwl_pipe0_slope_r = 9012;
+        26: pwl_pipe0_slope_r = 10558;
+        27: pwl_pipe0_slope_r = 12122;
+        28: pwl_pipe0_slope_r = 13600;
+        29: pwl_pipe0_slope_r = 14869;
+        30: pwl_pipe0_slope_r = 15803;
+        31: pwl_pipe0_slope_r = 16299;
+        32: pwl_pipe0_slope_r = 16299;
+        33: pwl_pipe0_slope_r = 15803;
+        34: pwl_pipe0_slope_r = 14869;
+        35: pwl_pipe0_slope_r = 13600;
+        36: pwl_pipe0_slope_r = 12122;
+        37: pwl_pipe0_slope_r = 10558;
+        38: pwl_pipe0_slope_r = 9012;
+        39: pwl_pipe0_slope_r = 7561;
+        40: pwl_pipe0_slope_r = 6253;
+        41: pwl_pipe0_slope_r = 5110;
+        42: pwl_pipe0_slope_r = 4134;
+        43: pwl_pipe0_slope_r = 3319;
+        44: pwl_pipe0_slope_r = 2647;
+        45: pwl_pipe0_slope_r = 2101;
+        46: pwl_pipe0_slope_r = 1661;
+        47: pwl_pipe0_slope_r = 1308;
+        48: pwl_pipe0_slope_r = 1028;
+        49: pwl_pipe0_slope_r = 807;
+        50: pwl_pipe0_slope_r = 632;
+        51: pwl_pipe0_slope_r = 494;
+        52: pwl_pipe0_slope_r = 386;
+        53: pwl_pipe0_slope_r = 301;
+        54: pwl_pipe0_slope_r = 235;
+        55: pwl_pipe0_slope_r = 184;
+        56: pwl_pipe0_slope_r = 143;
+        57: pwl_pipe0_slope_r = 112;
+        58: pwl_pipe0_slope_r = 87;
+        59: pwl_pipe0_slope_r = 68;
+        60: pwl_pipe0_slope_r = 53;
+        61: pwl_pipe0_slope_r = 41;
+        62: pwl_pipe0_slope_r = 32;
+        default: pwl_pipe0_slope_r = 25;
     endcase
+end
+
+
+always @(pwl_pipe0_idx_b) begin: pwl_pipe0_p2romb
+    case (pwl_pipe0_idx_b)
+        0: pwl_pipe0_base2 = 22;
+        1: pwl_pipe0_base2 = 28;
+        2: pwl_pipe0_base2 = 36;
+        3: pwl_pipe0_base2 = 47;
+        4: pwl_pipe0_base2 = 60;
+        5: pwl_pipe0_base2 = 77;
+        6: pwl_pipe0_base2 = 98;
+        7: pwl_pipe0_base2 = 126;
+        8: pwl_pipe0_base2 = 162;
+        9: pwl_pipe0_base2 = 208;
+        10: pwl_pipe0_base2 = 267;
+        11: pwl_pipe0_base2 = 342;
+        12: pwl_pipe0_base2 = 439;
+        13: pwl_pipe0_base2 = 562;
+        14: pwl_pipe0_base2 = 720;
+        15: pwl_pipe0_base2 = 922;
+        16: pwl_pipe0_base2 = 1179;
+        17: pwl_pipe0_base2 = 1506;
+        18: pwl_pipe0_base2 = 1921;
+        19: pwl_pipe0_base2 = 2446;
+        20: pwl_pipe0_base2 = 3108;
+        21: pwl_pipe0_base2 = 3938;
+        22: pwl_pipe0_base2 = 4971;
+        23: pwl_pipe0_base2 = 6249;
+        24: pwl_pipe0_base2 = 7812;
+        25: pwl_pipe0_base2 = 9702;
+        26: pwl_pipe0_base2 = 11955;
+        27: pwl_pipe0_base2 = 14595;
+        28: pwl_pipe0_base2 = 17625;
+        29: pwl_pipe0_base2 = 21025;
+        30: pwl_pipe0_base2 = 24743;
+        31: pwl_pipe0_base2 = 28693;
+        32: pwl_pipe0_base2 = 32768;
+        33: pwl_pipe0_base2 = 36843;
+        34: pwl_pipe0_base2 = 40793;
+        35: pwl_pipe0_base2 = 44511;
+        36: pwl_pipe0_base2 = 47911;
+        37: pwl_pipe0_base2 = 50941;
+        38: pwl_pipe0_base2 = 53581;
+        39: pwl_pipe0_base2 = 55834;
+        40: pwl_pipe0_base2 = 57724;
+        41: pwl_pipe0_base2 = 59287;
+        42: pwl_pipe0_base2 = 60565;
+        43: pwl_pipe0_base2 = 61598;
+        44: pwl_pipe0_base2 = 62428;
+        45: pwl_pipe0_base2 = 63090;
+        46: pwl_pipe0_base2 = 63615;
+        47: pwl_pipe0_base2 = 64030;
+        48: pwl_pipe0_base2 = 64357;
+        49: pwl_pipe0_base2 = 64614;
+        50: pwl_pipe0_base2 = 64816;
+        51: pwl_pipe0_base2 = 64974;
+        52: pwl_pipe0_base2 = 65097;
+        53: pwl_pipe0_base2 = 65194;
+        54: pwl_pipe0_base2 = 65269;
+        55: pwl_pipe0_base2 = 65328;
+        56: pwl_pipe0_base2 = 65374;
+        57: pwl_pipe0_base2 = 65410;
+        58: pwl_pipe0_base2 = 65438;
+        59: pwl_pipe0_base2 = 65459;
+        60: pwl_pipe0_base2 = 65476;
+        61: pwl_pipe0_base2 = 65489;
+        62: pwl_pipe0_base2 = 65500;
+        default: pwl_pipe0_base2 = 65508;
+    endcase
+end
+
+
+always @(pwl_pipe0_slope_r, pwl_pipe0_lt1) begin: pwl_pipe0_p2z
+    if (pwl_pipe0_lt1) begin
+        pwl_pipe0_slope2 = 0;
+    end
+    else begin
+        pwl_pipe0_slope2 = pwl_pipe0_slope_r;
+    end
 end
 
 
 always @(posedge clk) begin: pwl_pipe0_p2
     if (rst == 1) begin
-        pwl_pipe0_idx3 <= 0;
-        pwl_pipe0_prod3 <= 0;
+        pwl_pipe0_base3 <= 0;
+        pwl_pipe0_slope3 <= 0;
+        pwl_pipe0_off3 <= 0;
     end
     else begin
-        pwl_pipe0_prod3 <= (pwl_pipe0_slope2 * pwl_pipe0_off2);
-        pwl_pipe0_idx3 <= pwl_pipe0_idx2;
+        pwl_pipe0_slope3 <= pwl_pipe0_slope2;
+        pwl_pipe0_off3 <= pwl_pipe0_off2;
+        pwl_pipe0_base3 <= pwl_pipe0_base2;
     end
 end
 
 
 
-assign pwl_pipe0_round_sat_fast0_round_sat0_t = $signed(pwl_pipe0_prod3 >>> 16);
-assign pwl_pipe0_round_sat_fast0_round_sat0_rb = $signed({32'h0, pwl_pipe0_prod3[(16 - 1)]});
-
-
-
-assign pwl_pipe0_round_sat_fast0_round_sat0_r = (pwl_pipe0_round_sat_fast0_round_sat0_t + pwl_pipe0_round_sat_fast0_round_sat0_rb);
-
-
-
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi = pwl_pipe0_round_sat_fast0_round_sat0_r[33-1:(32 - 1)];
-
-
-
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin = (~pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi);
-
-
-
-assign pwl_pipe0_round_sat_fast0_round_sat0_sat2_nsign = (!pwl_pipe0_round_sat_fast0_round_sat0_r[(33 - 1)]);
-
-
-always @(pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill, pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi, pwl_pipe0_round_sat_fast0_round_sat0_r, pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin) begin: pwl_pipe0_round_sat_fast0_round_sat0_sat2_clamp
-    if (((pwl_pipe0_round_sat_fast0_round_sat0_sat2_hi == 0) || (pwl_pipe0_round_sat_fast0_round_sat0_sat2_hin == 0))) begin
-        pwl_pipe0_rnd_c = $signed(pwl_pipe0_round_sat_fast0_round_sat0_r[32-1:0]);
-    end
-    else begin
-        pwl_pipe0_rnd_c = $signed({pwl_pipe0_round_sat_fast0_round_sat0_r[(33 - 1)], pwl_pipe0_round_sat_fast0_round_sat0_sat2_fill});
-    end
-end
+assign pwl_pipe0_off3s = $signed({1'h0, pwl_pipe0_off3});
 
 
 always @(posedge clk) begin: pwl_pipe0_p3
     if (rst == 1) begin
-        pwl_pipe0_rnd4 <= 0;
-        pwl_pipe0_idx4 <= 0;
+        pwl_pipe0_base4 <= 0;
+        pwl_pipe0_prod4 <= 0;
     end
     else begin
-        pwl_pipe0_rnd4 <= pwl_pipe0_rnd_c;
-        pwl_pipe0_idx4 <= pwl_pipe0_idx3;
+        pwl_pipe0_prod4 <= (pwl_pipe0_slope3 * pwl_pipe0_off3s);
+        pwl_pipe0_base4 <= pwl_pipe0_base3;
     end
 end
 
 
-always @(pwl_pipe0_idx4) begin: pwl_pipe0_p4rom
-    case (pwl_pipe0_idx4)
-        0: pwl_pipe0_base4 = 22;
-        1: pwl_pipe0_base4 = 28;
-        2: pwl_pipe0_base4 = 36;
-        3: pwl_pipe0_base4 = 47;
-        4: pwl_pipe0_base4 = 60;
-        5: pwl_pipe0_base4 = 77;
-        6: pwl_pipe0_base4 = 98;
-        7: pwl_pipe0_base4 = 126;
-        8: pwl_pipe0_base4 = 162;
-        9: pwl_pipe0_base4 = 208;
-        10: pwl_pipe0_base4 = 267;
-        11: pwl_pipe0_base4 = 342;
-        12: pwl_pipe0_base4 = 439;
-        13: pwl_pipe0_base4 = 562;
-        14: pwl_pipe0_base4 = 720;
-        15: pwl_pipe0_base4 = 922;
-        16: pwl_pipe0_base4 = 1179;
-        17: pwl_pipe0_base4 = 1506;
-        18: pwl_pipe0_base4 = 1921;
-        19: pwl_pipe0_base4 = 2446;
-        20: pwl_pipe0_base4 = 3108;
-        21: pwl_pipe0_base4 = 3938;
-        22: pwl_pipe0_base4 = 4971;
-        23: pwl_pipe0_base4 = 6249;
-        24: pwl_pipe0_base4 = 7812;
-        25: pwl_pipe0_base4 = 9702;
-        26: pwl_pipe0_base4 = 11955;
-        27: pwl_pipe0_base4 = 14595;
-        28: pwl_pipe0_base4 = 17625;
-        29: pwl_pipe0_base4 = 21025;
-        30: pwl_pipe0_base4 = 24743;
-        31: pwl_pipe0_base4 = 28693;
-        32: pwl_pipe0_base4 = 32768;
-        33: pwl_pipe0_base4 = 36843;
-        34: pwl_pipe0_base4 = 40793;
-        35: pwl_pipe0_base4 = 44511;
-        36: pwl_pipe0_base4 = 47911;
-        37: pwl_pipe0_base4 = 50941;
-        38: pwl_pipe0_base4 = 53581;
-        39: pwl_pipe0_base4 = 55834;
-        40: pwl_pipe0_base4 = 57724;
-        41: pwl_pipe0_base4 = 59287;
-        42: pwl_pipe0_base4 = 60565;
-        43: pwl_pipe0_base4 = 61598;
-        44: pwl_pipe0_base4 = 62428;
-        45: pwl_pipe0_base4 = 63090;
-        46: pwl_pipe0_base4 = 63615;
-        47: pwl_pipe0_base4 = 64030;
-        48: pwl_pipe0_base4 = 64357;
-        49: pwl_pipe0_base4 = 64614;
-        50: pwl_pipe0_base4 = 64816;
-        51: pwl_pipe0_base4 = 64974;
-        52: pwl_pipe0_base4 = 65097;
-        53: pwl_pipe0_base4 = 65194;
-        54: pwl_pipe0_base4 = 65269;
-        55: pwl_pipe0_base4 = 65328;
-        56: pwl_pipe0_base4 = 65374;
-        57: pwl_pipe0_base4 = 65410;
-        58: pwl_pipe0_base4 = 65438;
-        59: pwl_pipe0_base4 = 65459;
-        60: pwl_pipe0_base4 = 65476;
-        61: pwl_pipe0_base4 = 65489;
-        62: pwl_pipe0_base4 = 65500;
-        default: pwl_pipe0_base4 = 65508;
-    endcase
-end
+
+assign pwl_pipe0_q4 = $signed(pwl_pipe0_prod4[33-1:16]);
+assign pwl_pipe0_rb4 = pwl_pipe0_prod4[(16 - 1)];
 
 
-
-assign pwl_pipe0_sumv = (pwl_pipe0_base4 + pwl_pipe0_rnd4);
-
-
-
-assign pwl_pipe0_sat3_hi = pwl_pipe0_sumv[33-1:(32 - 1)];
-
-
-
-assign pwl_pipe0_sat3_hin = (~pwl_pipe0_sat3_hi);
-
-
-
-assign pwl_pipe0_sat3_nsign = (!pwl_pipe0_sumv[(33 - 1)]);
-
-
-always @(pwl_pipe0_sat3_fill, pwl_pipe0_sat3_hi, pwl_pipe0_sumv, pwl_pipe0_sat3_hin) begin: pwl_pipe0_sat3_clamp
-    if (((pwl_pipe0_sat3_hi == 0) || (pwl_pipe0_sat3_hin == 0))) begin
-        pwl_pipe0_ys = $signed(pwl_pipe0_sumv[32-1:0]);
+always @(pwl_pipe0_q4) begin: pwl_pipe0_sext2_fill
+    if (pwl_pipe0_q4[(17 - 1)]) begin
+        pwl_pipe0_sext2_sgn = 65535;
     end
     else begin
-        pwl_pipe0_ys = $signed({pwl_pipe0_sumv[(33 - 1)], pwl_pipe0_sat3_fill});
+        pwl_pipe0_sext2_sgn = 0;
     end
 end
 
 
-always @(pwl_pipe0_idx4) begin: pwl_pipe0_p4romh
-    case (pwl_pipe0_idx4)
-        0: pwl_pipe0_limh = 65514;
-        1: pwl_pipe0_limh = 65508;
-        2: pwl_pipe0_limh = 65500;
-        3: pwl_pipe0_limh = 65489;
-        4: pwl_pipe0_limh = 65476;
-        5: pwl_pipe0_limh = 65459;
-        6: pwl_pipe0_limh = 65438;
-        7: pwl_pipe0_limh = 65410;
-        8: pwl_pipe0_limh = 65374;
-        9: pwl_pipe0_limh = 65328;
-        10: pwl_pipe0_limh = 65269;
-        11: pwl_pipe0_limh = 65194;
-        12: pwl_pipe0_limh = 65097;
-        13: pwl_pipe0_limh = 64974;
-        14: pwl_pipe0_limh = 64816;
-        15: pwl_pipe0_limh = 64614;
-        16: pwl_pipe0_limh = 64357;
-        17: pwl_pipe0_limh = 64030;
-        18: pwl_pipe0_limh = 63615;
-        19: pwl_pipe0_limh = 63090;
-        20: pwl_pipe0_limh = 62428;
-        21: pwl_pipe0_limh = 61598;
-        22: pwl_pipe0_limh = 60565;
-        23: pwl_pipe0_limh = 59287;
-        24: pwl_pipe0_limh = 57724;
-        25: pwl_pipe0_limh = 55834;
-        26: pwl_pipe0_limh = 53581;
-        27: pwl_pipe0_limh = 50941;
-        28: pwl_pipe0_limh = 47911;
-        29: pwl_pipe0_limh = 44511;
-        30: pwl_pipe0_limh = 40793;
-        31: pwl_pipe0_limh = 36843;
-        32: pwl_pipe0_limh = 32768;
-        33: pwl_pipe0_limh = 28693;
-        34: pwl_pipe0_limh = 24743;
-        35: pwl_pipe0_limh = 21025;
-        36: pwl_pipe0_limh = 17625;
-        37: pwl_pipe0_limh = 14595;
-        38: pwl_pipe0_limh = 11955;
-        39: pwl_pipe0_limh = 9702;
-        40: pwl_pipe0_limh = 7812;
-        41: pwl_pipe0_limh = 6249;
-        42: pwl_pipe0_limh = 4971;
-        43: pwl_pipe0_limh = 3938;
-        44: pwl_pipe0_limh = 3108;
-        45: pwl_pipe0_limh = 2446;
-        46: pwl_pipe0_limh = 1921;
-        47: pwl_pipe0_limh = 1506;
-        48: pwl_pipe0_limh = 1179;
-        49: pwl_pipe0_limh = 922;
-        50: pwl_pipe0_limh = 720;
-        51: pwl_pipe0_limh = 562;
-        52: pwl_pipe0_limh = 439;
-        53: pwl_pipe0_limh = 342;
-        54: pwl_pipe0_limh = 267;
-        55: pwl_pipe0_limh = 208;
-        56: pwl_pipe0_limh = 162;
-        57: pwl_pipe0_limh = 126;
-        58: pwl_pipe0_limh = 98;
-        59: pwl_pipe0_limh = 77;
-        60: pwl_pipe0_limh = 60;
-        61: pwl_pipe0_limh = 47;
-        62: pwl_pipe0_limh = 36;
-        default: pwl_pipe0_limh = 28;
-    endcase
-end
+
+assign pwl_pipe0_qe = $signed({pwl_pipe0_sext2_sgn, pwl_pipe0_q4});
 
 
-always @(pwl_pipe0_idx4) begin: pwl_pipe0_p4roml
-    case (pwl_pipe0_idx4)
-        0: pwl_pipe0_liml = (-22);
-        1: pwl_pipe0_liml = (-28);
-        2: pwl_pipe0_liml = (-36);
-        3: pwl_pipe0_liml = (-47);
-        4: pwl_pipe0_liml = (-60);
-        5: pwl_pipe0_liml = (-77);
-        6: pwl_pipe0_liml = (-98);
-        7: pwl_pipe0_liml = (-126);
-        8: pwl_pipe0_liml = (-162);
-        9: pwl_pipe0_liml = (-208);
-        10: pwl_pipe0_liml = (-267);
-        11: pwl_pipe0_liml = (-342);
-        12: pwl_pipe0_liml = (-439);
-        13: pwl_pipe0_liml = (-562);
-        14: pwl_pipe0_liml = (-720);
-        15: pwl_pipe0_liml = (-922);
-        16: pwl_pipe0_liml = (-1179);
-        17: pwl_pipe0_liml = (-1506);
-        18: pwl_pipe0_liml = (-1921);
-        19: pwl_pipe0_liml = (-2446);
-        20: pwl_pipe0_liml = (-3108);
-        21: pwl_pipe0_liml = (-3938);
-        22: pwl_pipe0_liml = (-4971);
-        23: pwl_pipe0_liml = (-6249);
-        24: pwl_pipe0_liml = (-7812);
-        25: pwl_pipe0_liml = (-9702);
-        26: pwl_pipe0_liml = (-11955);
-        27: pwl_pipe0_liml = (-14595);
-        28: pwl_pipe0_liml = (-17625);
-        29: pwl_pipe0_liml = (-21025);
-        30: pwl_pipe0_liml = (-24743);
-        31: pwl_pipe0_liml = (-28693);
-        32: pwl_pipe0_liml = (-32768);
-        33: pwl_pipe0_liml = (-36843);
-        34: pwl_pipe0_liml = (-40793);
-        35: pwl_pipe0_liml = (-44511);
-        36: pwl_pipe0_liml = (-47911);
-        37: pwl_pipe0_liml = (-50941);
-        38: pwl_pipe0_liml = (-53581);
-        39: pwl_pipe0_liml = (-55834);
-        40: pwl_pipe0_liml = (-57724);
-        41: pwl_pipe0_liml = (-59287);
-        42: pwl_pipe0_liml = (-60565);
-        43: pwl_pipe0_liml = (-61598);
-        44: pwl_pipe0_liml = (-62428);
-        45: pwl_pipe0_liml = (-63090);
-        46: pwl_pipe0_liml = (-63615);
-        47: pwl_pipe0_liml = (-64030);
-        48: pwl_pipe0_liml = (-64357);
-        49: pwl_pipe0_liml = (-64614);
-        50: pwl_pipe0_liml = (-64816);
-        51: pwl_pipe0_liml = (-64974);
-        52: pwl_pipe0_liml = (-65097);
-        53: pwl_pipe0_liml = (-65194);
-        54: pwl_pipe0_liml = (-65269);
-        55: pwl_pipe0_liml = (-65328);
-        56: pwl_pipe0_liml = (-65374);
-        57: pwl_pipe0_liml = (-65410);
-        58: pwl_pipe0_liml = (-65438);
-        59: pwl_pipe0_liml = (-65459);
-        60: pwl_pipe0_liml = (-65476);
-        61: pwl_pipe0_liml = (-65489);
-        62: pwl_pipe0_liml = (-65500);
-        default: pwl_pipe0_liml = (-65508);
-    endcase
-end
+
+assign pwl_pipe0_ta = $signed({pwl_pipe0_base4[(32 - 1)], pwl_pipe0_base4, pwl_pipe0_rb4});
+assign pwl_pipe0_tb = $signed({pwl_pipe0_qe, pwl_pipe0_rb4});
 
 
-always @(pwl_pipe0_limh, pwl_pipe0_liml, pwl_pipe0_rnd4, pwl_pipe0_ys) begin: pwl_pipe0_outc
-    if ((pwl_pipe0_rnd4 > pwl_pipe0_limh)) begin
-        y_sig = 65536;
-    end
-    else if ((pwl_pipe0_rnd4 < pwl_pipe0_liml)) begin
-        y_sig = 0;
-    end
-    else begin
-        y_sig = pwl_pipe0_ys;
-    end
-end
+
+assign pwl_pipe0_t4 = (pwl_pipe0_ta + pwl_pipe0_tb);
+
+
+
+assign pwl_pipe0_unused = {pwl_pipe0_t4[(32 + 1)], pwl_pipe0_prod4[(16 - 1)-1:0], pwl_pipe0_t4[0]};
+
+
+
+assign y_sig = $signed(pwl_pipe0_t4[(32 + 1)-1:1]);
 
 
 
 assign pwl_pipe1_zl = (fa + 262144);
 
 
-always @(pwl_pipe1_zl, fa) begin: pwl_pipe1_clampz
-    if ((fa >= 262144)) begin
-        pwl_pipe1_u_c = 524287;
-    end
-    else if ((fa < (-262144))) begin
-        pwl_pipe1_u_c = 0;
-    end
-    else begin
-        pwl_pipe1_u_c = pwl_pipe1_zl[19-1:0];
-    end
-end
+
+assign pwl_pipe1_zl_unused = pwl_pipe1_zl[(32 + 1)-1:19];
 
 
 always @(posedge clk) begin: pwl_pipe1_p1
     if (rst == 1) begin
-        pwl_pipe1_u1 <= 0;
+        pwl_pipe1_ge1 <= 0;
+        pwl_pipe1_lt1 <= 0;
+        pwl_pipe1_zl1 <= 0;
     end
     else begin
-        pwl_pipe1_u1 <= pwl_pipe1_u_c;
+        pwl_pipe1_zl1 <= pwl_pipe1_zl[19-1:0];
+        pwl_pipe1_ge1 <= (fa >= 262144);
+        pwl_pipe1_lt1 <= (fa < (-262144));
     end
 end
 
 
+always @(pwl_pipe1_ge1, pwl_pipe1_zl1, pwl_pipe1_lt1) begin: pwl_pipe1_clampz
+    if (pwl_pipe1_ge1) begin
+        pwl_pipe1_idx_s = 127;
+        pwl_pipe1_idx_b = 127;
+        pwl_pipe1_off2 = 4095;
+    end
+    else if (pwl_pipe1_lt1) begin
+        pwl_pipe1_idx_s = pwl_pipe1_zl1[19-1:12];
+        pwl_pipe1_idx_b = 0;
+        pwl_pipe1_off2 = pwl_pipe1_zl1[12-1:0];
+    end
+    else begin
+        pwl_pipe1_idx_s = pwl_pipe1_zl1[19-1:12];
+        pwl_pipe1_idx_b = pwl_pipe1_zl1[19-1:12];
+        pwl_pipe1_off2 = pwl_pipe1_zl1[12-1:0];
+    end
+end
 
-assign pwl_pipe1_idx2 = pwl_pipe1_u1[19-1:12];
-assign pwl_pipe1_off2 = $signed({1'h0, pwl_pipe1_u1[12-1:0]});
 
-
-always @(pwl_pipe1_idx2) begin: pwl_pipe1_p2rom
-    case (pwl_pipe1_idx2)
-        0: pwl_pipe1_slope2 = 99;
-        1: pwl_pipe1_slope2 = 125;
-        2: pwl_pipe1_slope2 = 156;
-        3: pwl_pipe1_slope2 = 195;
-        4: pwl_pipe1_slope2 = 242;
-        5: pwl_pipe1_slope2 = 300;
-        6: pwl_pipe1_slope2 = 370;
-        7: pwl_pipe1_slope2 = 454;
-        8: pwl_pipe1_slope2 = 555;
-        9: pwl_pipe1_slope2 = 676;
-        10: pwl_pipe1_slope2 = 819;
-        11: pwl_pipe1_slope2 = 989;
-        12: pwl_pipe1_slope2 = 1188;
-        13: pwl_pipe1_slope2 = 1422;
-        14: pwl_pipe1_slope2 = 1695;
-        15: pwl_pipe1_slope2 = 2010;
-        16: pwl_pipe1_slope2 = 2375;
-        17: pwl_pipe1_slope2 = 2793;
-        18: pwl_pipe1_slope2 = 3271;
-        19: pwl_pipe1_slope2 = 3814;
-        20: pwl_pipe1_slope2 = 4427;
-        21: pwl_pipe1_slope2 = 5116;
-        22: pwl_pipe1_slope2 = 5886;
-        23: pwl_pipe1_slope2 = 6741;
-        24: pwl_pipe1_slope2 = 7686;
-        25: pwl_pipe1_slope2 = 8724;
-        26: pwl_pipe1_slope2 = 9857;
-        27: pwl_pipe1_slope2 = 11085;
-        28: pwl_pipe1_slope2 = 12409;
-        29: pwl_pipe1_slope2 = 13826;
-        30: pwl_pipe1_slope2 = 15331;
-        31: pwl_pipe1_slope2 = 16919;
-        32: pwl_pipe1_slope2 = 18581;
-        33: pwl_pipe1_slope2 = 20307;
-        34: pwl_pipe1_slope2 = 22082;
-        35: pwl_pipe1_slope2 = 23891;
-        36: pwl_pipe1_slope2 = 25717;
-        37: pwl_pipe1_slope2 = 27537;
-        38: pwl_pipe1_slope2 = 29330;
-        39: pwl_pipe1_slope2 = 31069;
-        40: pwl_pipe1_slope2 = 32729;
-        41: pwl_pipe1_slope2 = 34281;
-        42: pwl_pipe1_slope2 = 35696;
-        43: pwl_pipe1_slope2 = 36944;
-        44: pwl_pipe1_slope2 = 37997;
-        45: pwl_pipe1_slope2 = 38825;
-        46: pwl_pipe1_slope2 = 39400;
-        47: pwl_pipe1_slope2 = 39699;
-        48: pwl_pipe1_slope2 = 39697;
-        49: pwl_pipe1_slope2 = 39376;
-        50: pwl_pipe1_slope2 = 38721;
-        51: pwl_pipe1_slope2 = 37719;
-        52: pwl_pipe1_slope2 = 36367;
-        53: pwl_pipe1_slope2 = 34662;
-        54: pwl_pipe1_slope2 = 32609;
-        55: pwl_pipe1_slope2 = 30221;
-        56: pwl_pipe1_slope2 = 27511;
-        57: pwl_pipe1_slope2 = 24504;
-        58: pwl_pipe1_slope2 = 21226;
-        59: pwl_pipe1_slope2 = 17709;
-        60: pwl_pipe1_slope2 = 13990;
-        61: pwl_pipe1_slope2 = 10111;
-        62: pwl_pipe1_slope2 = 6114;
-        63: pwl_pipe1_slope2 = 2046;
-        64: pwl_pipe1_slope2 = (-2046);
-        65: pwl_pipe1_slope2 = (-6114);
-        66: pwl_pipe1_slope2 = (-10111);
-        67: pwl_pipe1_slope2 = (-13990);
-        68: pwl_pipe1_slope2 = (-17709);
-        69: pwl_pipe1_slope2 = (-21226);
-        70: pwl_pipe1_slope2 = (-24504);
-        71: pwl_pipe1_slope2 = (-27511);
-        72: pwl_pipe1_slope2 = (-30221);
-        73: pwl_pipe1_slope2 = (-32609);
-        74: pwl_pipe1_slope2 = (-34662);
-        75: pwl_pipe1_slope2 = (-36367);
-        76: pwl_pipe1_slope2 = (-37719);
-        77: pwl_pipe1_slope2 = (-38721);
-        78: pwl_pipe1_slope2 = (-39376);
-        79: pwl_pipe1_slope2 = (-39697);
-        80: pwl_pipe1_slope2 = (-39699);
-        81: pwl_pipe1_slope2 = (-39400);
-        82: pwl_pipe1_slope2 = (-38825);
-        83: pwl_pipe1_slope2 = (-37997);
-        84: pwl_pipe1_slope2 = (-36944);
-        85: pwl_pipe1_slope2 = (-35696);
-        86: pwl_pipe1_slope2 = (-34281);
-        87: pwl_pipe1_slope2 = (-32729);
-        88: pwl_pipe1_slope2 = (-31069);
-        89: pwl_pipe1_slope2 = (-29330);
-        90: pwl_pipe1_slope2 = (-27537);
-        91: pwl_pipe1_slope2 = (-25717);
-        92: pwl_pipe1_slope2 = (-23891);
-        93: pwl_pipe1_slope2 = (-22082);
-        94: pwl_pipe1_slope2 = (-20307);
-        95: pwl_pipe1_slope2 = (-18581);
-        96: pwl_pipe1_slope2 = (-16919);
-        97: pwl_pipe1_slope2 = (-15331);
-        98: pwl_pipe1_slope2 = (-13826);
-        99: pwl_pipe1_slope2 = (-12409);
-        100: pwl_pipe1_slope2 = (-11085);
-        101: pwl_pipe1_slope2 = (-9857);
-        102: pwl_pipe1_slope2 = (-8724);
-        103: pwl_pipe1_slope2 = (-7686);
-        104: pwl_pipe1_slope2 = (-6741);
-        105: pwl_pipe1_slope2 = (-5886);
-        106: pwl_pipe1_slope2 = (-5116);
-        107: pwl_pipe1_slope2 = (-4427);
-        108: pwl_pipe1_slope2 = (-3814);
-        109: pwl_pipe1_slope2 = (-3271);
-        110: pwl_pipe1_slope2 = (-2793);
-        111: pwl_pipe1_slope2 = (-2375);
-        112: pwl_pipe1_slope2 = (-2010);
-        113: pwl_pipe1_slope2 = (-1695);
-        114: pwl_pipe1_slope2 = (-1422);
-        115: pwl_pipe1_slope2 = (-1188);
-        116: pwl_pipe1_slope2 = (-989);
-        117: pwl_pipe1_slope2 = (-819);
-        118: pwl_pipe1_slope2 = (-676);
-        119: pwl_pipe1_slope2 = (-555);
-        120: pwl_pipe1_slope2 = (-454);
-        121: pwl_pipe1_slope2 = (-370);
-        122: pwl_pipe1_slope2 = (-300);
-        123: pwl_pipe1_slope2 = (-242);
-        124: pwl_pipe1_slope2 = (-195);
-        125: pwl_pipe1_slope2 = (-156);
-        126: pwl_pipe1_slope2 = (-125);
-        default: pwl_pipe1_slope2 = (-99);
+always @(pwl_pipe1_idx_s) begin: pwl_pipe1_p2rom
+    case (pwl_pipe1_idx_s)
+        0: pwl_pipe1_slope_r = 99;
+        1: pwl_pipe1_slope_r = 125;
+        2: pwl_pipe1_slope_r = 156;
+        3: pwl_pipe1_slope_r = 195;
+        4: pwl_pipe1_slope_r = 242;
+        5: pwl_pipe1_slope_r = 300;
+        6: pwl_pipe1_slope_r = 370;
+        7: pwl_pipe1_slope_r = 454;
+        8: pwl_pipe1_slope_r = 555;
+        9: pwl_pipe1_slope_r = 676;
+        10: pwl_pipe1_slope_r = 819;
+        11: pwl_pipe1_slope_r = 989;
+        12: pwl_pipe1_slope_r = 1188;
+        13: pwl_pipe1_slope_r = 1422;
+        14: pwl_pipe1_slope_r = 1695;
+        15: pwl_pipe1_slope_r = 2010;
+        16: pwl_pipe1_slope_r = 2375;
+        17: pwl_pipe1_slope_r = 2793;
+        18: pwl_pipe1_slope_r = 3271;
+        19: pwl_pipe1_slope_r = 3814;
+        20: pwl_pipe1_slope_r = 4427;
+        21: pwl_pipe1_slope_r = 5116;
+        22: pwl_pipe1_slope_r = 5886;
+        23: pwl_pipe1_slope_r = 6741;
+        24: pwl_pipe1_slope_r = 7686;
+        25: pwl_pipe1_slope_r = 8724;
+        26: pwl_pipe1_slope_r = 9857;
+        27: pwl_pipe1_slope_r = 11085;
+        28: pwl_pipe1_slope_r = 12409;
+        29: pwl_pipe1_slope_r = 13826;
+        30: pwl_pipe1_slope_r = 15331;
+        31: pwl_pipe1_slope_r = 16919;
+        32: pwl_pipe1_slope_r = 18581;
+        33: pwl_pipe1_slope_r = 20307;
+        34: pwl_pipe1_slope_r = 22082;
+        35: pwl_pipe1_slope_r = 23891;
+        36: pwl_pipe1_slope_r = 25717;
+        37: pwl_pipe1_slope_r = 27537;
+        38: pwl_pipe1_slope_r = 29330;
+        39: pwl_pipe1_slope_r = 31069;
+        40: pwl_pipe1_slope_r = 32729;
+        41: pwl_pipe1_slope_r = 34281;
+        42: pwl_pipe1_slope_r = 35696;
+        43: pwl_pipe1_slope_r = 36944;
+        44: pwl_pipe1_slope_r = 37997;
+        45: pwl_pipe1_slope_r = 38825;
+        46: pwl_pipe1_slope_r = 39400;
+        47: pwl_pipe1_slope_r = 39699;
+        48: pwl_pipe1_slope_r = 39697;
+        49: pwl_pipe1_slope_r = 39376;
+        50: pwl_pipe1_slope_r = 38721;
+        51: pwl_pipe1_slope_r = 37719;
+        52: pwl_pipe1_slope_r = 36367;
+        53: pwl_pipe1_slope_r = 34662;
+        54: pwl_pipe1_slope_r = 32609;
+        55: pwl_pipe1_slope_r = 30221;
+        56: pwl_pipe1_slope_r = 27511;
+        57: pwl_pipe1_slope_r = 24504;
+        58: pwl_pipe1_slope_r = 21226;
+        59: pwl_pipe1_slope_r = 17709;
+        60: pwl_pipe1_slope_r = 13990;
+        61: pwl_pipe1_slope_r = 10111;
+        62: pwl_pipe1_slope_r = 6114;
+        63: pwl_pipe1_slope_r = 2046;
+        64: pwl_pipe1_slope_r = (-2046);
+        65: pwl_pipe1_slope_r = (-6114);
+        66: pwl_pipe1_slope_r = (-10111);
+        67: pwl_pipe1_slope_r = (-13990);
+        68: pwl_pipe1_slope_r = (-17709);
+        69: pwl_pipe1_slope_r = (-21226);
+        70: pwl_pipe1_slope_r = (-24504);
+        71: pwl_pipe1_slope_r = (-27511);
+        72: pwl_pipe1_slope_r = (-30221);
+        73: pwl_pipe1_slope_r = (-32609);
+        74: pwl_pipe1_slope_r = (-34662);
+        75: pwl_pipe1_slope_r = (-36367);
+        76: pwl_pipe1_slope_r = (-37719);
+        77: pwl_pipe1_slope_r = (-38721);
+        78: pwl_pipe1_slope_r = (-39376);
+        79: pwl_pipe1_slope_r = (-39697);
+        80: pwl_pipe1_slope_r = (-39699);
+        81: pwl_pipe1_slope_r = (-39400);
+        82: pwl_pipe1_slope_r = (-38825);
+        83: pwl_pipe1_slope_r = (-37997);
+        84: pwl_pipe1_slope_r = (-36944);
+        85: pwl_pipe1_slope_r = (-35696);
+        86: pwl_pipe1_slope_r = (-34281);
+        87: pwl_pipe1_slope_r = (-32729);
+        88: pwl_pipe1_slope_r = (-31069);
+        89: pwl_pipe1_slope_r = (-29330);
+        90: pwl_pipe1_slope_r = (-27537);
+        91: pwl_pipe1_slope_r = (-25717);
+        92: pwl_pipe1_slope_r = (-23891);
+        93: pwl_pipe1_slope_r = (-22082);
+        94: pwl_pipe1_slope_r = (-20307);
+        95: pwl_pipe1_slope_r = (-18581);
+        96: pwl_pipe1_slope_r = (-16919);
+        97: pwl_pipe1_slope_r = (-15331);
+        98: pwl_pipe1_slope_r = (-13826);
+        99: pwl_pipe1_slope_r = (-12409);
+        100: pwl_pipe1_slope_r = (-11085);
+        101: pwl_pipe1_slope_r = (-9857);
+        102: pwl_pipe1_slope_r = (-8724);
+        103: pwl_pipe1_slope_r = (-7686);
+        104: pwl_pipe1_slope_r = (-6741);
+        105: pwl_pipe1_slope_r = (-5886);
+        106: pwl_pipe1_slope_r = (-5116);
+        107: pwl_pipe1_slope_r = (-4427);
+        108: pwl_pipe1_slope_r = (-3814);
+        109: pwl_pipe1_slope_r = (-3271);
+        110: pwl_pipe1_slope_r = (-2793);
+        111: pwl_pipe1_slope_r = (-2375);
+        112: pwl_pipe1_slope_r = (-2010);
+        113: pwl_pipe1_slope_r = (-1695);
+        114: pwl_pipe1_slope_r = (-1422);
+        115: pwl_pipe1_slope_r = (-1188);
+        116: pwl_pipe1_slope_r = (-989);
+        117: pwl_pipe1_slope_r = (-819);
+        118: pwl_pipe1_slope_r = (-676);
+        119: pwl_pipe1_slope_r = (-555);
+        120: pwl_pipe1_slope_r = (-454);
+        121: pwl_pipe1_slope_r = (-370);
+        122: pwl_pipe1_slope_r = (-300);
+        123: pwl_pipe1_slope_r = (-242);
+        124: pwl_pipe1_slope_r = (-195);
+        125: pwl_pipe1_slope_r = (-156);
+        126: pwl_pipe1_slope_r = (-125);
+        default: pwl_pipe1_slope_r = (-99);
     endcase
+end
+
+
+always @(pwl_pipe1_idx_b) begin: pwl_pipe1_p2romb
+    case (pwl_pipe1_idx_b)
+        0: pwl_pipe1_base2 = 22;
+        1: pwl_pipe1_base2 = 28;
+        2: pwl_pipe1_base2 = 36;
+        3: pwl_pipe1_base2 = 46;
+        4: pwl_pipe1_base2 = 58;
+        5: pwl_pipe1_base2 = 73;
+        6: pwl_pipe1_base2 = 92;
+        7: pwl_pipe1_base2 = 115;
+        8: pwl_pipe1_base2 = 143;
+        9: pwl_pipe1_base2 = 178;
+        10: pwl_pipe1_base2 = 220;
+        11: pwl_pipe1_base2 = 272;
+        12: pwl_pipe1_base2 = 333;
+        13: pwl_pipe1_base2 = 408;
+        14: pwl_pipe1_base2 = 496;
+        15: pwl_pipe1_base2 = 602;
+        16: pwl_pipe1_base2 = 728;
+        17: pwl_pipe1_base2 = 876;
+        18: pwl_pipe1_base2 = 1051;
+        19: pwl_pipe1_base2 = 1255;
+        20: pwl_pipe1_base2 = 1494;
+        21: pwl_pipe1_base2 = 1771;
+        22: pwl_pipe1_base2 = 2090;
+        23: pwl_pipe1_base2 = 2458;
+        24: pwl_pipe1_base2 = 2879;
+        25: pwl_pipe1_base2 = 3360;
+        26: pwl_pipe1_base2 = 3905;
+        27: pwl_pipe1_base2 = 4521;
+        28: pwl_pipe1_base2 = 5214;
+        29: pwl_pipe1_base2 = 5990;
+        30: pwl_pipe1_base2 = 6854;
+        31: pwl_pipe1_base2 = 7812;
+        32: pwl_pipe1_base2 = 8869;
+        33: pwl_pipe1_base2 = 10031;
+        34: pwl_pipe1_base2 = 11300;
+        35: pwl_pipe1_base2 = 12680;
+        36: pwl_pipe1_base2 = 14173;
+        37: pwl_pipe1_base2 = 15780;
+        38: pwl_pipe1_base2 = 17502;
+        39: pwl_pipe1_base2 = 19335;
+        40: pwl_pipe1_base2 = 21276;
+        41: pwl_pipe1_base2 = 23322;
+        42: pwl_pipe1_base2 = 25465;
+        43: pwl_pipe1_base2 = 27696;
+        44: pwl_pipe1_base2 = 30005;
+        45: pwl_pipe1_base2 = 32379;
+        46: pwl_pipe1_base2 = 34806;
+        47: pwl_pipe1_base2 = 37268;
+        48: pwl_pipe1_base2 = 39750;
+        49: pwl_pipe1_base2 = 42231;
+        50: pwl_pipe1_base2 = 44692;
+        51: pwl_pipe1_base2 = 47112;
+        52: pwl_pipe1_base2 = 49469;
+        53: pwl_pipe1_base2 = 51742;
+        54: pwl_pipe1_base2 = 53908;
+        55: pwl_pipe1_base2 = 55947;
+        56: pwl_pipe1_base2 = 57835;
+        57: pwl_pipe1_base2 = 59555;
+        58: pwl_pipe1_base2 = 61086;
+        59: pwl_pipe1_base2 = 62413;
+        60: pwl_pipe1_base2 = 63520;
+        61: pwl_pipe1_base2 = 64394;
+        62: pwl_pipe1_base2 = 65026;
+        63: pwl_pipe1_base2 = 65408;
+        64: pwl_pipe1_base2 = 65536;
+        65: pwl_pipe1_base2 = 65408;
+        66: pwl_pipe1_base2 = 65026;
+        67: pwl_pipe1_base2 = 64394;
+        68: pwl_pipe1_base2 = 63520;
+        69: pwl_pipe1_base2 = 62413;
+        70: pwl_pipe1_base2 = 61086;
+        71: pwl_pipe1_base2 = 59555;
+        72: pwl_pipe1_base2 = 57835;
+        73: pwl_pipe1_base2 = 55947;
+        74: pwl_pipe1_base2 = 53908;
+        75: pwl_pipe1_base2 = 51742;
+        76: pwl_pipe1_base2 = 49469;
+        77: pwl_pipe1_base2 = 47112;
+        78: pwl_pipe1_base2 = 44692;
+        79: pwl_pipe1_base2 = 42231;
+        80: pwl_pipe1_base2 = 39750;
+        81: pwl_pipe1_base2 = 37268;
+        82: pwl_pipe1_base2 = 34806;
+        83: pwl_pipe1_base2 = 32379;
+        84: pwl_pipe1_base2 = 30005;
+        85: pwl_pipe1_base2 = 27696;
+        86: pwl_pipe1_base2 = 25465;
+        87: pwl_pipe1_base2 = 23322;
+        88: pwl_pipe1_base2 = 21276;
+        89: pwl_pipe1_base2 = 19335;
+        90: pwl_pipe1_base2 = 17502;
+        91: pwl_pipe1_base2 = 15780;
+        92: pwl_pipe1_base2 = 14173;
+        93: pwl_pipe1_base2 = 12680;
+        94: pwl_pipe1_base2 = 11300;
+        95: pwl_pipe1_base2 = 10031;
+        96: pwl_pipe1_base2 = 8869;
+        97: pwl_pipe1_base2 = 7812;
+        98: pwl_pipe1_base2 = 6854;
+        99: pwl_pipe1_base2 = 5990;
+        100: pwl_pipe1_base2 = 5214;
+        101: pwl_pipe1_base2 = 4521;
+        102: pwl_pipe1_base2 = 3905;
+        103: pwl_pipe1_base2 = 3360;
+        104: pwl_pipe1_base2 = 2879;
+        105: pwl_pipe1_base2 = 2458;
+        106: pwl_pipe1_base2 = 2090;
+        107: pwl_pipe1_base2 = 1771;
+        108: pwl_pipe1_base2 = 1494;
+        109: pwl_pipe1_base2 = 1255;
+        110: pwl_pipe1_base2 = 1051;
+        111: pwl_pipe1_base2 = 876;
+        112: pwl_pipe1_base2 = 728;
+        113: pwl_pipe1_base2 = 602;
+        114: pwl_pipe1_base2 = 496;
+        115: pwl_pipe1_base2 = 408;
+        116: pwl_pipe1_base2 = 333;
+        117: pwl_pipe1_base2 = 272;
+        118: pwl_pipe1_base2 = 220;
+        119: pwl_pipe1_base2 = 178;
+        120: pwl_pipe1_base2 = 143;
+        121: pwl_pipe1_base2 = 115;
+        122: pwl_pipe1_base2 = 92;
+        123: pwl_pipe1_base2 = 73;
+        124: pwl_pipe1_base2 = 58;
+        125: pwl_pipe1_base2 = 46;
+        126: pwl_pipe1_base2 = 36;
+        default: pwl_pipe1_base2 = 28;
+    endcase
+end
+
+
+always @(pwl_pipe1_slope_r, pwl_pipe1_lt1) begin: pwl_pipe1_p2z
+    if (pwl_pipe1_lt1) begin
+        pwl_pipe1_slope2 = 0;
+    end
+    else begin
+        pwl_pipe1_slope2 = pwl_pipe1_slope_r;
+    end
 end
 
 
 always @(posedge clk) begin: pwl_pipe1_p2
     if (rst == 1) begin
-        pwl_pipe1_idx3 <= 0;
-        pwl_pipe1_prod3 <= 0;
+        pwl_pipe1_base3 <= 0;
+        pwl_pipe1_slope3 <= 0;
+        pwl_pipe1_off3 <= 0;
     end
     else begin
-        pwl_pipe1_prod3 <= (pwl_pipe1_slope2 * pwl_pipe1_off2);
-        pwl_pipe1_idx3 <= pwl_pipe1_idx2;
+        pwl_pipe1_slope3 <= pwl_pipe1_slope2;
+        pwl_pipe1_off3 <= pwl_pipe1_off2;
+        pwl_pipe1_base3 <= pwl_pipe1_base2;
     end
 end
 
 
 
-assign pwl_pipe1_round_sat_fast1_round_sat1_t = $signed(pwl_pipe1_prod3 >>> 16);
-assign pwl_pipe1_round_sat_fast1_round_sat1_rb = $signed({32'h0, pwl_pipe1_prod3[(16 - 1)]});
-
-
-
-assign pwl_pipe1_round_sat_fast1_round_sat1_r = (pwl_pipe1_round_sat_fast1_round_sat1_t + pwl_pipe1_round_sat_fast1_round_sat1_rb);
-
-
-
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi = pwl_pipe1_round_sat_fast1_round_sat1_r[33-1:(32 - 1)];
-
-
-
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_hin = (~pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi);
-
-
-
-assign pwl_pipe1_round_sat_fast1_round_sat1_sat4_nsign = (!pwl_pipe1_round_sat_fast1_round_sat1_r[(33 - 1)]);
-
-
-always @(pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill, pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi, pwl_pipe1_round_sat_fast1_round_sat1_r, pwl_pipe1_round_sat_fast1_round_sat1_sat4_hin) begin: pwl_pipe1_round_sat_fast1_round_sat1_sat4_clamp
-    if (((pwl_pipe1_round_sat_fast1_round_sat1_sat4_hi == 0) || (pwl_pipe1_round_sat_fast1_round_sat1_sat4_hin == 0))) begin
-        pwl_pipe1_rnd_c = $signed(pwl_pipe1_round_sat_fast1_round_sat1_r[32-1:0]);
-    end
-    else begin
-        pwl_pipe1_rnd_c = $signed({pwl_pipe1_round_sat_fast1_round_sat1_r[(33 - 1)], pwl_pipe1_round_sat_fast1_round_sat1_sat4_fill});
-    end
-end
+assign pwl_pipe1_off3s = $signed({1'h0, pwl_pipe1_off3});
 
 
 always @(posedge clk) begin: pwl_pipe1_p3
     if (rst == 1) begin
-        pwl_pipe1_rnd4 <= 0;
-        pwl_pipe1_idx4 <= 0;
+        pwl_pipe1_base4 <= 0;
+        pwl_pipe1_prod4 <= 0;
     end
     else begin
-        pwl_pipe1_rnd4 <= pwl_pipe1_rnd_c;
-        pwl_pipe1_idx4 <= pwl_pipe1_idx3;
+        pwl_pipe1_prod4 <= (pwl_pipe1_slope3 * pwl_pipe1_off3s);
+        pwl_pipe1_base4 <= pwl_pipe1_base3;
     end
 end
 
 
-always @(pwl_pipe1_idx4) begin: pwl_pipe1_p4rom
-    case (pwl_pipe1_idx4)
-        0: pwl_pipe1_base4 = 22;
-        1: pwl_pipe1_base4 = 28;
-        2: pwl_pipe1_base4 = 36;
-        3: pwl_pipe1_base4 = 46;
-        4: pwl_pipe1_base4 = 58;
-        5: pwl_pipe1_base4 = 73;
-        6: pwl_pipe1_base4 = 92;
-        7: pwl_pipe1_base4 = 115;
-        8: pwl_pipe1_base4 = 143;
-        9: pwl_pipe1_base4 = 178;
-        10: pwl_pipe1_base4 = 220;
-        11: pwl_pipe1_base4 = 272;
-        12: pwl_pipe1_base4 = 333;
-        13: pwl_pipe1_base4 = 408;
-        14: pwl_pipe1_base4 = 496;
-        15: pwl_pipe1_base4 = 602;
-        16: pwl_pipe1_base4 = 728;
-        17: pwl_pipe1_base4 = 876;
-        18: pwl_pipe1_base4 = 1051;
-        19: pwl_pipe1_base4 = 1255;
-        20: pwl_pipe1_base4 = 1494;
-        21: pwl_pipe1_base4 = 1771;
-        22: pwl_pipe1_base4 = 2090;
-        23: pwl_pipe1_base4 = 2458;
-        24: pwl_pipe1_base4 = 2879;
-        25: pwl_pipe1_base4 = 3360;
-        26: pwl_pipe1_base4 = 3905;
-        27: pwl_pipe1_base4 = 4521;
-        28: pwl_pipe1_base4 = 5214;
-        29: pwl_pipe1_base4 = 5990;
-        30: pwl_pipe1_base4 = 6854;
-        31: pwl_pipe1_base4 = 7812;
-        32: pwl_pipe1_base4 = 8869;
-        33: pwl_pipe1_base4 = 10031;
-        34: pwl_pipe1_base4 = 11300;
-        35: pwl_pipe1_base4 = 12680;
-        36: pwl_pipe1_base4 = 14173;
-        37: pwl_pipe1_base4 = 15780;
-        38: pwl_pipe1_base4 = 17502;
-        39: pwl_pipe1_base4 = 19335;
-        40: pwl_pipe1_base4 = 21276;
-        41: pwl_pipe1_base4 = 23322;
-        42: pwl_pipe1_base4 = 25465;
-        43: pwl_pipe1_base4 = 27696;
-        44: pwl_pipe1_base4 = 30005;
-        45: pwl_pipe1_base4 = 32379;
-        46: pwl_pipe1_base4 = 34806;
-        47: pwl_pipe1_base4 = 37268;
-        48: pwl_pipe1_base4 = 39750;
-        49: pwl_pipe1_base4 = 42231;
-        50: pwl_pipe1_base4 = 44692;
-        51: pwl_pipe1_base4 = 47112;
-        52: pwl_pipe1_base4 = 49469;
-        53: pwl_pipe1_base4 = 51742;
-        54: pwl_pipe1_base4 = 53908;
-        55: pwl_pipe1_base4 = 55947;
-        56: pwl_pipe1_base4 = 57835;
-        57: pwl_pipe1_base4 = 59555;
-        58: pwl_pipe1_base4 = 61086;
-        59: pwl_pipe1_base4 = 62413;
-        60: pwl_pipe1_base4 = 63520;
-        61: pwl_pipe1_base4 = 64394;
-        62: pwl_pipe1_base4 = 65026;
-        63: pwl_pipe1_base4 = 65408;
-        64: pwl_pipe1_base4 = 65536;
-        65: pwl_pipe1_base4 = 65408;
-        66: pwl_pipe1_base4 = 65026;
-        67: pwl_pipe1_base4 = 64394;
-        68: pwl_pipe1_base4 = 63520;
-        69: pwl_pipe1_base4 = 62413;
-        70: pwl_pipe1_base4 = 61086;
-        71: pwl_pipe1_base4 = 59555;
-        72: pwl_pipe1_base4 = 57835;
-        73: pwl_pipe1_base4 = 55947;
-        74: pwl_pipe1_base4 = 53908;
-        75: pwl_pipe1_base4 = 51742;
-        76: pwl_pipe1_base4 = 49469;
-        77: pwl_pipe1_base4 = 47112;
-        78: pwl_pipe1_base4 = 44692;
-        79: pwl_pipe1_base4 = 42231;
-        80: pwl_pipe1_base4 = 39750;
-        81: pwl_pipe1_base4 = 37268;
-        82: pwl_pipe1_base4 = 34806;
-        83: pwl_pipe1_base4 = 32379;
-        84: pwl_pipe1_base4 = 30005;
-        85: pwl_pipe1_base4 = 27696;
-        86: pwl_pipe1_base4 = 25465;
-        87: pwl_pipe1_base4 = 23322;
-        88: pwl_pipe1_base4 = 21276;
-        89: pwl_pipe1_base4 = 19335;
-        90: pwl_pipe1_base4 = 17502;
-        91: pwl_pipe1_base4 = 15780;
-        92: pwl_pipe1_base4 = 14173;
-        93: pwl_pipe1_base4 = 12680;
-        94: pwl_pipe1_base4 = 11300;
-        95: pwl_pipe1_base4 = 10031;
-        96: pwl_pipe1_base4 = 8869;
-        97: pwl_pipe1_base4 = 7812;
-        98: pwl_pipe1_base4 = 6854;
-        99: pwl_pipe1_base4 = 5990;
-        100: pwl_pipe1_base4 = 5214;
-        101: pwl_pipe1_base4 = 4521;
-        102: pwl_pipe1_base4 = 3905;
-        103: pwl_pipe1_base4 = 3360;
-        104: pwl_pipe1_base4 = 2879;
-        105: pwl_pipe1_base4 = 2458;
-        106: pwl_pipe1_base4 = 2090;
-        107: pwl_pipe1_base4 = 1771;
-        108: pwl_pipe1_base4 = 1494;
-        109: pwl_pipe1_base4 = 1255;
-        110: pwl_pipe1_base4 = 1051;
-        111: pwl_pipe1_base4 = 876;
-        112: pwl_pipe1_base4 = 728;
-        113: pwl_pipe1_base4 = 602;
-        114: pwl_pipe1_base4 = 496;
-        115: pwl_pipe1_base4 = 408;
-        116: pwl_pipe1_base4 = 333;
-        117: pwl_pipe1_base4 = 272;
-        118: pwl_pipe1_base4 = 220;
-        119: pwl_pipe1_base4 = 178;
-        120: pwl_pipe1_base4 = 143;
-        121: pwl_pipe1_base4 = 115;
-        122: pwl_pipe1_base4 = 92;
-        123: pwl_pipe1_base4 = 73;
-        124: pwl_pipe1_base4 = 58;
-        125: pwl_pipe1_base4 = 46;
-        126: pwl_pipe1_base4 = 36;
-        default: pwl_pipe1_base4 = 28;
-    endcase
-end
+
+assign pwl_pipe1_q4 = $signed(pwl_pipe1_prod4[33-1:16]);
+assign pwl_pipe1_rb4 = pwl_pipe1_prod4[(16 - 1)];
 
 
-
-assign pwl_pipe1_sumv = (pwl_pipe1_base4 + pwl_pipe1_rnd4);
-
-
-
-assign pwl_pipe1_sat5_hi = pwl_pipe1_sumv[33-1:(32 - 1)];
-
-
-
-assign pwl_pipe1_sat5_hin = (~pwl_pipe1_sat5_hi);
-
-
-
-assign pwl_pipe1_sat5_nsign = (!pwl_pipe1_sumv[(33 - 1)]);
-
-
-always @(pwl_pipe1_sat5_fill, pwl_pipe1_sat5_hi, pwl_pipe1_sumv, pwl_pipe1_sat5_hin) begin: pwl_pipe1_sat5_clamp
-    if (((pwl_pipe1_sat5_hi == 0) || (pwl_pipe1_sat5_hin == 0))) begin
-        pwl_pipe1_ys = $signed(pwl_pipe1_sumv[32-1:0]);
+always @(pwl_pipe1_q4) begin: pwl_pipe1_sext3_fill
+    if (pwl_pipe1_q4[(17 - 1)]) begin
+        pwl_pipe1_sext3_sgn = 65535;
     end
     else begin
-        pwl_pipe1_ys = $signed({pwl_pipe1_sumv[(33 - 1)], pwl_pipe1_sat5_fill});
+        pwl_pipe1_sext3_sgn = 0;
     end
 end
 
 
-always @(pwl_pipe1_idx4) begin: pwl_pipe1_p4romh
-    case (pwl_pipe1_idx4)
-        0: pwl_pipe1_limh = 65514;
-        1: pwl_pipe1_limh = 65508;
-        2: pwl_pipe1_limh = 65500;
-        3: pwl_pipe1_limh = 65490;
-        4: pwl_pipe1_limh = 65478;
-        5: pwl_pipe1_limh = 65463;
-        6: pwl_pipe1_limh = 65444;
-        7: pwl_pipe1_limh = 65421;
-        8: pwl_pipe1_limh = 65393;
-        9: pwl_pipe1_limh = 65358;
-        10: pwl_pipe1_limh = 65316;
-        11: pwl_pipe1_limh = 65264;
-        12: pwl_pipe1_limh = 65203;
-        13: pwl_pipe1_limh = 65128;
-        14: pwl_pipe1_limh = 65040;
-        15: pwl_pipe1_limh = 64934;
-        16: pwl_pipe1_limh = 64808;
-        17: pwl_pipe1_limh = 64660;
-        18: pwl_pipe1_limh = 64485;
-        19: pwl_pipe1_limh = 64281;
-        20: pwl_pipe1_limh = 64042;
-        21: pwl_pipe1_limh = 63765;
-        22: pwl_pipe1_limh = 63446;
-        23: pwl_pipe1_limh = 63078;
-        24: pwl_pipe1_limh = 62657;
-        25: pwl_pipe1_limh = 62176;
-        26: pwl_pipe1_limh = 61631;
-        27: pwl_pipe1_limh = 61015;
-        28: pwl_pipe1_limh = 60322;
-        29: pwl_pipe1_limh = 59546;
-        30: pwl_pipe1_limh = 58682;
-        31: pwl_pipe1_limh = 57724;
-        32: pwl_pipe1_limh = 56667;
-        33: pwl_pipe1_limh = 55505;
-        34: pwl_pipe1_limh = 54236;
-        35: pwl_pipe1_limh = 52856;
-        36: pwl_pipe1_limh = 51363;
-        37: pwl_pipe1_limh = 49756;
-        38: pwl_pipe1_limh = 48034;
-        39: pwl_pipe1_limh = 46201;
-        40: pwl_pipe1_limh = 44260;
-        41: pwl_pipe1_limh = 42214;
-        42: pwl_pipe1_limh = 40071;
-        43: pwl_pipe1_limh = 37840;
-        44: pwl_pipe1_limh = 35531;
-        45: pwl_pipe1_limh = 33157;
-        46: pwl_pipe1_limh = 30730;
-        47: pwl_pipe1_limh = 28268;
-        48: pwl_pipe1_limh = 25786;
-        49: pwl_pipe1_limh = 23305;
-        50: pwl_pipe1_limh = 20844;
-        51: pwl_pipe1_limh = 18424;
-        52: pwl_pipe1_limh = 16067;
-        53: pwl_pipe1_limh = 13794;
-        54: pwl_pipe1_limh = 11628;
-        55: pwl_pipe1_limh = 9589;
-        56: pwl_pipe1_limh = 7701;
-        57: pwl_pipe1_limh = 5981;
-        58: pwl_pipe1_limh = 4450;
-        59: pwl_pipe1_limh = 3123;
-        60: pwl_pipe1_limh = 2016;
-        61: pwl_pipe1_limh = 1142;
-        62: pwl_pipe1_limh = 510;
-        63: pwl_pipe1_limh = 128;
-        64: pwl_pipe1_limh = 0;
-        65: pwl_pipe1_limh = 128;
-        66: pwl_pipe1_limh = 510;
-        67: pwl_pipe1_limh = 1142;
-        68: pwl_pipe1_limh = 2016;
-        69: pwl_pipe1_limh = 3123;
-        70: pwl_pipe1_limh = 4450;
-        71: pwl_pipe1_limh = 5981;
-        72: pwl_pipe1_limh = 7701;
-        73: pwl_pipe1_limh = 9589;
-        74: pwl_pipe1_limh = 11628;
-        75: pwl_pipe1_limh = 13794;
-        76: pwl_pipe1_limh = 16067;
-        77: pwl_pipe1_limh = 18424;
-        78: pwl_pipe1_limh = 20844;
-        79: pwl_pipe1_limh = 23305;
-        80: pwl_pipe1_limh = 25786;
-        81: pwl_pipe1_limh = 28268;
-        82: pwl_pipe1_limh = 30730;
-        83: pwl_pipe1_limh = 33157;
-        84: pwl_pipe1_limh = 35531;
-        85: pwl_pipe1_limh = 37840;
-        86: pwl_pipe1_limh = 40071;
-        87: pwl_pipe1_limh = 42214;
-        88: pwl_pipe1_limh = 44260;
-        89: pwl_pipe1_limh = 46201;
-        90: pwl_pipe1_limh = 48034;
-        91: pwl_pipe1_limh = 49756;
-        92: pwl_pipe1_limh = 51363;
-        93: pwl_pipe1_limh = 52856;
-        94: pwl_pipe1_limh = 54236;
-        95: pwl_pipe1_limh = 55505;
-        96: pwl_pipe1_limh = 56667;
-        97: pwl_pipe1_limh = 57724;
-        98: pwl_pipe1_limh = 58682;
-        99: pwl_pipe1_limh = 59546;
-        100: pwl_pipe1_limh = 60322;
-        101: pwl_pipe1_limh = 61015;
-        102: pwl_pipe1_limh = 61631;
-        103: pwl_pipe1_limh = 62176;
-        104: pwl_pipe1_limh = 62657;
-        105: pwl_pipe1_limh = 63078;
-        106: pwl_pipe1_limh = 63446;
-        107: pwl_pipe1_limh = 63765;
-        108: pwl_pipe1_limh = 64042;
-        109: pwl_pipe1_limh = 64281;
-        110: pwl_pipe1_limh = 64485;
-        111: pwl_pipe1_limh = 64660;
-        112: pwl_pipe1_limh = 64808;
-        113: pwl_pipe1_limh = 64934;
-        114: pwl_pipe1_limh = 65040;
-        115: pwl_pipe1_limh = 65128;
-        116: pwl_pipe1_limh = 65203;
-        117: pwl_pipe1_limh = 65264;
-        118: pwl_pipe1_limh = 65316;
-        119: pwl_pipe1_limh = 65358;
-        120: pwl_pipe1_limh = 65393;
-        121: pwl_pipe1_limh = 65421;
-        122: pwl_pipe1_limh = 65444;
-        123: pwl_pipe1_limh = 65463;
-        124: pwl_pipe1_limh = 65478;
-        125: pwl_pipe1_limh = 65490;
-        126: pwl_pipe1_limh = 65500;
-        default: pwl_pipe1_limh = 65508;
-    endcase
-end
+
+assign pwl_pipe1_qe = $signed({pwl_pipe1_sext3_sgn, pwl_pipe1_q4});
 
 
-always @(pwl_pipe1_idx4) begin: pwl_pipe1_p4roml
-    case (pwl_pipe1_idx4)
-        0: pwl_pipe1_liml = (-22);
-        1: pwl_pipe1_liml = (-28);
-        2: pwl_pipe1_liml = (-36);
-        3: pwl_pipe1_liml = (-46);
-        4: pwl_pipe1_liml = (-58);
-        5: pwl_pipe1_liml = (-73);
-        6: pwl_pipe1_liml = (-92);
-        7: pwl_pipe1_liml = (-115);
-        8: pwl_pipe1_liml = (-143);
-        9: pwl_pipe1_liml = (-178);
-        10: pwl_pipe1_liml = (-220);
-        11: pwl_pipe1_liml = (-272);
-        12: pwl_pipe1_liml = (-333);
-        13: pwl_pipe1_liml = (-408);
-        14: pwl_pipe1_liml = (-496);
-        15: pwl_pipe1_liml = (-602);
-        16: pwl_pipe1_liml = (-728);
-        17: pwl_pipe1_liml = (-876);
-        18: pwl_pipe1_liml = (-1051);
-        19: pwl_pipe1_liml = (-1255);
-        20: pwl_pipe1_liml = (-1494);
-        21: pwl_pipe1_liml = (-1771);
-        22: pwl_pipe1_liml = (-2090);
-        23: pwl_pipe1_liml = (-2458);
-        24: pwl_pipe1_liml = (-2879);
-        25: pwl_pipe1_liml = (-3360);
-        26: pwl_pipe1_liml = (-3905);
-        27: pwl_pipe1_liml = (-4521);
-        28: pwl_pipe1_liml = (-5214);
-        29: pwl_pipe1_liml = (-5990);
-        30: pwl_pipe1_liml = (-6854);
-        31: pwl_pipe1_liml = (-7812);
-        32: pwl_pipe1_liml = (-8869);
-        33: pwl_pipe1_liml = (-10031);
-        34: pwl_pipe1_liml = (-11300);
-        35: pwl_pipe1_liml = (-12680);
-        36: pwl_pipe1_liml = (-14173);
-        37: pwl_pipe1_liml = (-15780);
-        38: pwl_pipe1_liml = (-17502);
-        39: pwl_pipe1_liml = (-19335);
-        40: pwl_pipe1_liml = (-21276);
-        41: pwl_pipe1_liml = (-23322);
-        42: pwl_pipe1_liml = (-25465);
-        43: pwl_pipe1_liml = (-27696);
-        44: pwl_pipe1_liml = (-30005);
-        45: pwl_pipe1_liml = (-32379);
-        46: pwl_pipe1_liml = (-34806);
-        47: pwl_pipe1_liml = (-37268);
-        48: pwl_pipe1_liml = (-39750);
-        49: pwl_pipe1_liml = (-42231);
-        50: pwl_pipe1_liml = (-44692);
-        51: pwl_pipe1_liml = (-47112);
-        52: pwl_pipe1_liml = (-49469);
-        53: pwl_pipe1_liml = (-51742);
-        54: pwl_pipe1_liml = (-53908);
-        55: pwl_pipe1_liml = (-55947);
-        56: pwl_pipe1_liml = (-57835);
-        57: pwl_pipe1_liml = (-59555);
-        58: pwl_pipe1_liml = (-61086);
-        59: pwl_pipe1_liml = (-62413);
-        60: pwl_pipe1_liml = (-63520);
-        61: pwl_pipe1_liml = (-64394);
-        62: pwl_pipe1_liml = (-65026);
-        63: pwl_pipe1_liml = (-65408);
-        64: pwl_pipe1_liml = (-65536);
-        65: pwl_pipe1_liml = (-65408);
-        66: pwl_pipe1_liml = (-65026);
-        67: pwl_pipe1_liml = (-64394);
-        68: pwl_pipe1_liml = (-63520);
-        69: pwl_pipe1_liml = (-62413);
-        70: pwl_pipe1_liml = (-61086);
-        71: pwl_pipe1_liml = (-59555);
-        72: pwl_pipe1_liml = (-57835);
-        73: pwl_pipe1_liml = (-55947);
-        74: pwl_pipe1_liml = (-53908);
-        75: pwl_pipe1_liml = (-51742);
-        76: pwl_pipe1_liml = (-49469);
-        77: pwl_pipe1_liml = (-47112);
-        78: pwl_pipe1_liml = (-44692);
-        79: pwl_pipe1_liml = (-42231);
-        80: pwl_pipe1_liml = (-39750);
-        81: pwl_pipe1_liml = (-37268);
-        82: pwl_pipe1_liml = (-34806);
-        83: pwl_pipe1_liml = (-32379);
-        84: pwl_pipe1_liml = (-30005);
-        85: pwl_pipe1_liml = (-27696);
-        86: pwl_pipe1_liml = (-25465);
-        87: pwl_pipe1_liml = (-23322);
-        88: pwl_pipe1_liml = (-21276);
-        89: pwl_pipe1_liml = (-19335);
-        90: pwl_pipe1_liml = (-17502);
-        91: pwl_pipe1_liml = (-15780);
-        92: pwl_pipe1_liml = (-14173);
-        93: pwl_pipe1_liml = (-12680);
-        94: pwl_pipe1_liml = (-11300);
-        95: pwl_pipe1_liml = (-10031);
-        96: pwl_pipe1_liml = (-8869);
-        97: pwl_pipe1_liml = (-7812);
-        98: pwl_pipe1_liml = (-6854);
-        99: pwl_pipe1_liml = (-5990);
-        100: pwl_pipe1_liml = (-5214);
-        101: pwl_pipe1_liml = (-4521);
-        102: pwl_pipe1_liml = (-3905);
-        103: pwl_pipe1_liml = (-3360);
-        104: pwl_pipe1_liml = (-2879);
-        105: pwl_pipe1_liml = (-2458);
-        106: pwl_pipe1_liml = (-2090);
-        107: pwl_pipe1_liml = (-1771);
-        108: pwl_pipe1_liml = (-1494);
-        109: pwl_pipe1_liml = (-1255);
-        110: pwl_pipe1_liml = (-1051);
-        111: pwl_pipe1_liml = (-876);
-        112: pwl_pipe1_liml = (-728);
-        113: pwl_pipe1_liml = (-602);
-        114: pwl_pipe1_liml = (-496);
-        115: pwl_pipe1_liml = (-408);
-        116: pwl_pipe1_liml = (-333);
-        117: pwl_pipe1_liml = (-272);
-        118: pwl_pipe1_liml = (-220);
-        119: pwl_pipe1_liml = (-178);
-        120: pwl_pipe1_liml = (-143);
-        121: pwl_pipe1_liml = (-115);
-        122: pwl_pipe1_liml = (-92);
-        123: pwl_pipe1_liml = (-73);
-        124: pwl_pipe1_liml = (-58);
-        125: pwl_pipe1_liml = (-46);
-        126: pwl_pipe1_liml = (-36);
-        default: pwl_pipe1_liml = (-28);
-    endcase
-end
+
+assign pwl_pipe1_ta = $signed({pwl_pipe1_base4[(32 - 1)], pwl_pipe1_base4, pwl_pipe1_rb4});
+assign pwl_pipe1_tb = $signed({pwl_pipe1_qe, pwl_pipe1_rb4});
 
 
-always @(pwl_pipe1_limh, pwl_pipe1_liml, pwl_pipe1_rnd4, pwl_pipe1_ys) begin: pwl_pipe1_outc
-    if ((pwl_pipe1_rnd4 > pwl_pipe1_limh)) begin
-        y_gau = 65536;
-    end
-    else if ((pwl_pipe1_rnd4 < pwl_pipe1_liml)) begin
-        y_gau = 0;
-    end
-    else begin
-        y_gau = pwl_pipe1_ys;
-    end
-end
+
+assign pwl_pipe1_t4 = (pwl_pipe1_ta + pwl_pipe1_tb);
+
+
+
+assign pwl_pipe1_unused = {pwl_pipe1_t4[(32 + 1)], pwl_pipe1_prod4[(16 - 1)-1:0], pwl_pipe1_t4[0]};
+
+
+
+assign y_gau = $signed(pwl_pipe1_t4[(32 + 1)-1:1]);
 
 
 
 assign pwl_pipe2_zl = (fa - 65536);
 
 
-always @(pwl_pipe2_zl, fa) begin: pwl_pipe2_clampz
-    if ((fa >= 1114112)) begin
-        pwl_pipe2_u_c = 1048575;
-    end
-    else if ((fa < 65536)) begin
-        pwl_pipe2_u_c = 0;
-    end
-    else begin
-        pwl_pipe2_u_c = pwl_pipe2_zl[20-1:0];
-    end
-end
+
+assign pwl_pipe2_zl_unused = pwl_pipe2_zl[(32 + 1)-1:20];
 
 
 always @(posedge clk) begin: pwl_pipe2_p1
     if (rst == 1) begin
-        pwl_pipe2_u1 <= 0;
+        pwl_pipe2_ge1 <= 0;
+        pwl_pipe2_lt1 <= 0;
+        pwl_pipe2_zl1 <= 0;
     end
     else begin
-        pwl_pipe2_u1 <= pwl_pipe2_u_c;
+        pwl_pipe2_zl1 <= pwl_pipe2_zl[20-1:0];
+        pwl_pipe2_ge1 <= (fa >= 1114112);
+        pwl_pipe2_lt1 <= (fa < 65536);
     end
 end
 
 
+always @(pwl_pipe2_ge1, pwl_pipe2_zl1, pwl_pipe2_lt1) begin: pwl_pipe2_clampz
+    if (pwl_pipe2_ge1) begin
+        pwl_pipe2_idx_s = 255;
+        pwl_pipe2_idx_b = 255;
+        pwl_pipe2_off2 = 4095;
+    end
+    else if (pwl_pipe2_lt1) begin
+        pwl_pipe2_idx_s = pwl_pipe2_zl1[20-1:12];
+        pwl_pipe2_idx_b = 0;
+        pwl_pipe2_off2 = pwl_pipe2_zl1[12-1:0];
+    end
+    else begin
+        pwl_pipe2_idx_s = pwl_pipe2_zl1[20-1:12];
+        pwl_pipe2_idx_b = pwl_pipe2_zl1[20-1:12];
+        pwl_pipe2_off2 = pwl_pipe2_zl1[12-1:0];
+    end
+end
 
-assign pwl_pipe2_idx2 = pwl_pipe2_u1[20-1:12];
-assign pwl_pipe2_off2 = $signed({1'h0, pwl_pipe2_u1[12-1:0]});
 
-
-always @(pwl_pipe2_idx2) begin: pwl_pipe2_p2rom
-    case (pwl_pipe2_idx2)
-        0: pwl_pipe2_slope2 = (-61681);
-        1: pwl_pipe2_slope2 = (-54828);
-        2: pwl_pipe2_slope2 = (-49056);
-        3: pwl_pipe2_slope2 = (-44151);
-        4: pwl_pipe2_slope2 = (-39946);
-        5: pwl_pipe2_slope2 = (-36314);
-        6: pwl_pipe2_slope2 = (-33157);
-        7: pwl_pipe2_slope2 = (-30394);
-        8: pwl_pipe2_slope2 = (-27962);
-        9: pwl_pipe2_slope2 = (-25811);
-        10: pwl_pipe2_slope2 = (-23899);
-        11: pwl_pipe2_slope2 = (-22192);
-        12: pwl_pipe2_slope2 = (-20662);
-        13: pwl_pipe2_slope2 = (-19284);
-        14: pwl_pipe2_slope2 = (-18040);
-        15: pwl_pipe2_slope2 = (-16913);
-        16: pwl_pipe2_slope2 = (-15888);
-        17: pwl_pipe2_slope2 = (-14953);
-        18: pwl_pipe2_slope2 = (-14099);
-        19: pwl_pipe2_slope2 = (-13315);
-        20: pwl_pipe2_slope2 = (-12596);
-        21: pwl_pipe2_slope2 = (-11933);
-        22: pwl_pipe2_slope2 = (-11321);
-        23: pwl_pipe2_slope2 = (-10755);
-        24: pwl_pipe2_slope2 = (-10230);
-        25: pwl_pipe2_slope2 = (-9743);
-        26: pwl_pipe2_slope2 = (-9290);
-        27: pwl_pipe2_slope2 = (-8867);
-        28: pwl_pipe2_slope2 = (-8473);
-        29: pwl_pipe2_slope2 = (-8105);
-        30: pwl_pipe2_slope2 = (-7760);
-        31: pwl_pipe2_slope2 = (-7437);
-        32: pwl_pipe2_slope2 = (-7133);
-        33: pwl_pipe2_slope2 = (-6848);
-        34: pwl_pipe2_slope2 = (-6579);
-        35: pwl_pipe2_slope2 = (-6326);
-        36: pwl_pipe2_slope2 = (-6088);
-        37: pwl_pipe2_slope2 = (-5862);
-        38: pwl_pipe2_slope2 = (-5649);
-        39: pwl_pipe2_slope2 = (-5447);
-        40: pwl_pipe2_slope2 = (-5256);
-        41: pwl_pipe2_slope2 = (-5075);
-        42: pwl_pipe2_slope2 = (-4903);
-        43: pwl_pipe2_slope2 = (-4739);
-        44: pwl_pipe2_slope2 = (-4584);
-        45: pwl_pipe2_slope2 = (-4436);
-        46: pwl_pipe2_slope2 = (-4295);
-        47: pwl_pipe2_slope2 = (-4161);
-        48: pwl_pipe2_slope2 = (-4033);
-        49: pwl_pipe2_slope2 = (-3911);
-        50: pwl_pipe2_slope2 = (-3794);
-        51: pwl_pipe2_slope2 = (-3682);
-        52: pwl_pipe2_slope2 = (-3576);
-        53: pwl_pipe2_slope2 = (-3474);
-        54: pwl_pipe2_slope2 = (-3376);
-        55: pwl_pipe2_slope2 = (-3282);
-        56: pwl_pipe2_slope2 = (-3192);
-        57: pwl_pipe2_slope2 = (-3106);
-        58: pwl_pipe2_slope2 = (-3023);
-        59: pwl_pipe2_slope2 = (-2943);
-        60: pwl_pipe2_slope2 = (-2867);
-        61: pwl_pipe2_slope2 = (-2793);
-        62: pwl_pipe2_slope2 = (-2723);
-        63: pwl_pipe2_slope2 = (-2655);
-        64: pwl_pipe2_slope2 = (-2589);
-        65: pwl_pipe2_slope2 = (-2526);
-        66: pwl_pipe2_slope2 = (-2465);
-        67: pwl_pipe2_slope2 = (-2406);
-        68: pwl_pipe2_slope2 = (-2350);
-        69: pwl_pipe2_slope2 = (-2295);
-        70: pwl_pipe2_slope2 = (-2242);
-        71: pwl_pipe2_slope2 = (-2191);
-        72: pwl_pipe2_slope2 = (-2142);
-        73: pwl_pipe2_slope2 = (-2095);
-        74: pwl_pipe2_slope2 = (-2049);
-        75: pwl_pipe2_slope2 = (-2004);
-        76: pwl_pipe2_slope2 = (-1961);
-        77: pwl_pipe2_slope2 = (-1919);
-        78: pwl_pipe2_slope2 = (-1879);
-        79: pwl_pipe2_slope2 = (-1840);
-        80: pwl_pipe2_slope2 = (-1802);
-        81: pwl_pipe2_slope2 = (-1765);
-        82: pwl_pipe2_slope2 = (-1729);
-        83: pwl_pipe2_slope2 = (-1695);
-        84: pwl_pipe2_slope2 = (-1661);
-        85: pwl_pipe2_slope2 = (-1629);
-        86: pwl_pipe2_slope2 = (-1597);
-        87: pwl_pipe2_slope2 = (-1566);
-        88: pwl_pipe2_slope2 = (-1536);
-        89: pwl_pipe2_slope2 = (-1507);
-        90: pwl_pipe2_slope2 = (-1479);
-        91: pwl_pipe2_slope2 = (-1452);
-        92: pwl_pipe2_slope2 = (-1425);
-        93: pwl_pipe2_slope2 = (-1399);
-        94: pwl_pipe2_slope2 = (-1374);
-        95: pwl_pipe2_slope2 = (-1350);
-        96: pwl_pipe2_slope2 = (-1326);
-        97: pwl_pipe2_slope2 = (-1302);
-        98: pwl_pipe2_slope2 = (-1280);
-        99: pwl_pipe2_slope2 = (-1258);
-        100: pwl_pipe2_slope2 = (-1236);
-        101: pwl_pipe2_slope2 = (-1215);
-        102: pwl_pipe2_slope2 = (-1195);
-        103: pwl_pipe2_slope2 = (-1175);
-        104: pwl_pipe2_slope2 = (-1155);
-        105: pwl_pipe2_slope2 = (-1137);
-        106: pwl_pipe2_slope2 = (-1118);
-        107: pwl_pipe2_slope2 = (-1100);
-        108: pwl_pipe2_slope2 = (-1082);
-        109: pwl_pipe2_slope2 = (-1065);
-        110: pwl_pipe2_slope2 = (-1048);
-        111: pwl_pipe2_slope2 = (-1032);
-        112: pwl_pipe2_slope2 = (-1016);
-        113: pwl_pipe2_slope2 = (-1000);
-        114: pwl_pipe2_slope2 = (-985);
-        115: pwl_pipe2_slope2 = (-970);
-        116: pwl_pipe2_slope2 = (-956);
-        117: pwl_pipe2_slope2 = (-941);
-        118: pwl_pipe2_slope2 = (-927);
-        119: pwl_pipe2_slope2 = (-914);
-        120: pwl_pipe2_slope2 = (-900);
-        121: pwl_pipe2_slope2 = (-887);
-        122: pwl_pipe2_slope2 = (-875);
-        123: pwl_pipe2_slope2 = (-862);
-        124: pwl_pipe2_slope2 = (-850);
-        125: pwl_pipe2_slope2 = (-838);
-        126: pwl_pipe2_slope2 = (-826);
-        127: pwl_pipe2_slope2 = (-815);
-        128: pwl_pipe2_slope2 = (-804);
-        129: pwl_pipe2_slope2 = (-792);
-        130: pwl_pipe2_slope2 = (-782);
-        131: pwl_pipe2_slope2 = (-771);
-        132: pwl_pipe2_slope2 = (-761);
-        133: pwl_pipe2_slope2 = (-751);
-        134: pwl_pipe2_slope2 = (-741);
-        135: pwl_pipe2_slope2 = (-731);
-        136: pwl_pipe2_slope2 = (-721);
-        137: pwl_pipe2_slope2 = (-712);
-        138: pwl_pipe2_slope2 = (-703);
-        139: pwl_pipe2_slope2 = (-694);
-        140: pwl_pipe2_slope2 = (-685);
-        141: pwl_pipe2_slope2 = (-676);
-        142: pwl_pipe2_slope2 = (-668);
-        143: pwl_pipe2_slope2 = (-659);
-        144: pwl_pipe2_slope2 = (-651);
-        145: pwl_pipe2_slope2 = (-643);
-        146: pwl_pipe2_slope2 = (-635);
-        147: pwl_pipe2_slope2 = (-628);
-        148: pwl_pipe2_slope2 = (-620);
-        149: pwl_pipe2_slope2 = (-613);
-        150: pwl_pipe2_slope2 = (-605);
-        151: pwl_pipe2_slope2 = (-598);
-        152: pwl_pipe2_slope2 = (-591);
-        153: pwl_pipe2_slope2 = (-584);
-        154: pwl_pipe2_slope2 = (-577);
-        155: pwl_pipe2_slope2 = (-570);
-        156: pwl_pipe2_slope2 = (-564);
-        157: pwl_pipe2_slope2 = (-557);
-        158: pwl_pipe2_slope2 = (-551);
-        159: pwl_pipe2_slope2 = (-545);
-        160: pwl_pipe2_slope2 = (-539);
-        161: pwl_pipe2_slope2 = (-533);
-        162: pwl_pipe2_slope2 = (-527);
-        163: pwl_pipe2_slope2 = (-521);
-        164: pwl_pipe2_slope2 = (-515);
-        165: pwl_pipe2_slope2 = (-509);
-        166: pwl_pipe2_slope2 = (-504);
-        167: pwl_pipe2_slope2 = (-498);
-        168: pwl_pipe2_slope2 = (-493);
-        169: pwl_pipe2_slope2 = (-488);
-        170: pwl_pipe2_slope2 = (-482);
-        171: pwl_pipe2_slope2 = (-477);
-        172: pwl_pipe2_slope2 = (-472);
-        173: pwl_pipe2_slope2 = (-467);
-        174: pwl_pipe2_slope2 = (-462);
-        175: pwl_pipe2_slope2 = (-457);
-        176: pwl_pipe2_slope2 = (-453);
-        177: pwl_pipe2_slope2 = (-448);
-        178: pwl_pipe2_slope2 = (-443);
-        179: pwl_pipe2_slope2 = (-439);
-        180: pwl_pipe2_slope2 = (-435);
-        181: pwl_pipe2_slope2 = (-430);
-        182: pwl_pipe2_slope2 = (-426);
-        183: pwl_pipe2_slope2 = (-422);
-        184: pwl_pipe2_slope2 = (-417);
-        185: pwl_pipe2_slope2 = (-413);
-        186: pwl_pipe2_slope2 = (-409);
-        187: pwl_pipe2_slope2 = (-405);
-        188: pwl_pipe2_slope2 = (-401);
-        189: pwl_pipe2_slope2 = (-397);
-        190: pwl_pipe2_slope2 = (-393);
-        191: pwl_pipe2_slope2 = (-390);
-        192: pwl_pipe2_slope2 = (-386);
-        193: pwl_pipe2_slope2 = (-382);
-        194: pwl_pipe2_slope2 = (-379);
-        195: pwl_pipe2_slope2 = (-375);
-        196: pwl_pipe2_slope2 = (-372);
-        197: pwl_pipe2_slope2 = (-368);
-        198: pwl_pipe2_slope2 = (-365);
-        199: pwl_pipe2_slope2 = (-361);
-        200: pwl_pipe2_slope2 = (-358);
-        201: pwl_pipe2_slope2 = (-355);
-        202: pwl_pipe2_slope2 = (-351);
-        203: pwl_pipe2_slope2 = (-348);
-        204: pwl_pipe2_slope2 = (-345);
-        205: pwl_pipe2_slope2 = (-342);
-        206: pwl_pipe2_slope2 = (-339);
-        207: pwl_pipe2_slope2 = (-336);
-        208: pwl_pipe2_slope2 = (-333);
-        209: pwl_pipe2_slope2 = (-330);
-        210: pwl_pipe2_slope2 = (-327);
-        211: pwl_pipe2_slope2 = (-324);
-        212: pwl_pipe2_slope2 = (-321);
-        213: pwl_pipe2_slope2 = (-319);
-        214: pwl_pipe2_slope2 = (-316);
-        215: pwl_pipe2_slope2 = (-313);
-        216: pwl_pipe2_slope2 = (-310);
-        217: pwl_pipe2_slope2 = (-308);
-        218: pwl_pipe2_slope2 = (-305);
-        219: pwl_pipe2_slope2 = (-303);
-        220: pwl_pipe2_slope2 = (-300);
-        221: pwl_pipe2_slope2 = (-297);
-        222: pwl_pipe2_slope2 = (-295);
-        223: pwl_pipe2_slope2 = (-292);
-        224: pwl_pipe2_slope2 = (-290);
-        225: pwl_pipe2_slope2 = (-288);
-        226: pwl_pipe2_slope2 = (-285);
-        227: pwl_pipe2_slope2 = (-283);
-        228: pwl_pipe2_slope2 = (-281);
-        229: pwl_pipe2_slope2 = (-278);
-        230: pwl_pipe2_slope2 = (-276);
-        231: pwl_pipe2_slope2 = (-274);
-        232: pwl_pipe2_slope2 = (-272);
-        233: pwl_pipe2_slope2 = (-270);
-        234: pwl_pipe2_slope2 = (-267);
-        235: pwl_pipe2_slope2 = (-265);
-        236: pwl_pipe2_slope2 = (-263);
-        237: pwl_pipe2_slope2 = (-261);
-        238: pwl_pipe2_slope2 = (-259);
-        239: pwl_pipe2_slope2 = (-257);
-        240: pwl_pipe2_slope2 = (-255);
-        241: pwl_pipe2_slope2 = (-253);
-        242: pwl_pipe2_slope2 = (-251);
-        243: pwl_pipe2_slope2 = (-249);
-        244: pwl_pipe2_slope2 = (-247);
-        245: pwl_pipe2_slope2 = (-245);
-        246: pwl_pipe2_slope2 = (-243);
-        247: pwl_pipe2_slope2 = (-242);
-        248: pwl_pipe2_slope2 = (-240);
-        249: pwl_pipe2_slope2 = (-238);
-        250: pwl_pipe2_slope2 = (-236);
-        251: pwl_pipe2_slope2 = (-234);
-        252: pwl_pipe2_slope2 = (-233);
-        253: pwl_pipe2_slope2 = (-231);
-        254: pwl_pipe2_slope2 = (-229);
-        default: pwl_pipe2_slope2 = (-228);
+always @(pwl_pipe2_idx_s) begin: pwl_pipe2_p2rom
+    case (pwl_pipe2_idx_s)
+        0: pwl_pipe2_slope_r = (-61681);
+        1: pwl_pipe2_slope_r = (-54828);
+        2: pwl_pipe2_slope_r = (-49056);
+        3: pwl_pipe2_slope_r = (-44151);
+        4: pwl_pipe2_slope_r = (-39946);
+        5: pwl_pipe2_slope_r = (-36314);
+        6: pwl_pipe2_slope_r = (-33157);
+        7: pwl_pipe2_slope_r = (-30394);
+        8: pwl_pipe2_slope_r = (-27962);
+        9: pwl_pipe2_slope_r = (-25811);
+        10: pwl_pipe2_slope_r = (-23899);
+        11: pwl_pipe2_slope_r = (-22192);
+        12: pwl_pipe2_slope_r = (-20662);
+        13: pwl_pipe2_slope_r = (-19284);
+        14: pwl_pipe2_slope_r = (-18040);
+        15: pwl_pipe2_slope_r = (-16913);
+        16: pwl_pipe2_slope_r = (-15888);
+        17: pwl_pipe2_slope_r = (-14953);
+        18: pwl_pipe2_slope_r = (-14099);
+        19: pwl_pipe2_slope_r = (-13315);
+        20: pwl_pipe2_slope_r = (-12596);
+        21: pwl_pipe2_slope_r = (-11933);
+        22: pwl_pipe2_slope_r = (-11321);
+        23: pwl_pipe2_slope_r = (-10755);
+        24: pwl_pipe2_slope_r = (-10230);
+        25: pwl_pipe2_slope_r = (-9743);
+        26: pwl_pipe2_slope_r = (-9290);
+        27: pwl_pipe2_slope_r = (-8867);
+        28: pwl_pipe2_slope_r = (-8473);
+        29: pwl_pipe2_slope_r = (-8105);
+        30: pwl_pipe2_slope_r = (-7760);
+        31: pwl_pipe2_slope_r = (-7437);
+        32: pwl_pipe2_slope_r = (-7133);
+        33: pwl_pipe2_slope_r = (-6848);
+        34: pwl_pipe2_slope_r = (-6579);
+        35: pwl_pipe2_slope_r = (-6326);
+        36: pwl_pipe2_slope_r = (-6088);
+        37: pwl_pipe2_slope_r = (-5862);
+        38: pwl_pipe2_slope_r = (-5649);
+        39: pwl_pipe2_slope_r = (-5447);
+        40: pwl_pipe2_slope_r = (-5256);
+        41: pwl_pipe2_slope_r = (-5075);
+        42: pwl_pipe2_slope_r = (-4903);
+        43: pwl_pipe2_slope_r = (-4739);
+        44: pwl_pipe2_slope_r = (-4584);
+        45: pwl_pipe2_slope_r = (-4436);
+        46: pwl_pipe2_slope_r = (-4295);
+        47: pwl_pipe2_slope_r = (-4161);
+        48: pwl_pipe2_slope_r = (-4033);
+        49: pwl_pipe2_slope_r = (-3911);
+        50: pwl_pipe2_slope_r = (-3794);
+        51: pwl_pipe2_slope_r = (-3682);
+        52: pwl_pipe2_slope_r = (-3576);
+        53: pwl_pipe2_slope_r = (-3474);
+        54: pwl_pipe2_slope_r = (-3376);
+        55: pwl_pipe2_slope_r = (-3282);
+        56: pwl_pipe2_slope_r = (-3192);
+        57: pwl_pipe2_slope_r = (-3106);
+        58: pwl_pipe2_slope_r = (-3023);
+        59: pwl_pipe2_slope_r = (-2943);
+        60: pwl_pipe2_slope_r = (-2867);
+        61: pwl_pipe2_slope_r = (-2793);
+        62: pwl_pipe2_slope_r = (-2723);
+        63: pwl_pipe2_slope_r = (-2655);
+        64: pwl_pipe2_slope_r = (-2589);
+        65: pwl_pipe2_slope_r = (-2526);
+        66: pwl_pipe2_slope_r = (-2465);
+        67: pwl_pipe2_slope_r = (-2406);
+        68: pwl_pipe2_slope_r = (-2350);
+        69: pwl_pipe2_slope_r = (-2295);
+        70: pwl_pipe2_slope_r = (-2242);
+        71: pwl_pipe2_slope_r = (-2191);
+        72: pwl_pipe2_slope_r = (-2142);
+        73: pwl_pipe2_slope_r = (-2095);
+        74: pwl_pipe2_slope_r = (-2049);
+        75: pwl_pipe2_slope_r = (-2004);
+        76: pwl_pipe2_slope_r = (-1961);
+        77: pwl_pipe2_slope_r = (-1919);
+        78: pwl_pipe2_slope_r = (-1879);
+        79: pwl_pipe2_slope_r = (-1840);
+        80: pwl_pipe2_slope_r = (-1802);
+        81: pwl_pipe2_slope_r = (-1765);
+        82: pwl_pipe2_slope_r = (-1729);
+        83: pwl_pipe2_slope_r = (-1695);
+        84: pwl_pipe2_slope_r = (-1661);
+        85: pwl_pipe2_slope_r = (-1629);
+        86: pwl_pipe2_slope_r = (-1597);
+        87: pwl_pipe2_slope_r = (-1566);
+        88: pwl_pipe2_slope_r = (-1536);
+        89: pwl_pipe2_slope_r = (-1507);
+        90: pwl_pipe2_slope_r = (-1479);
+        91: pwl_pipe2_slope_r = (-1452);
+        92: pwl_pipe2_slope_r = (-1425);
+        93: pwl_pipe2_slope_r = (-1399);
+        94: pwl_pipe2_slope_r = (-1374);
+        95: pwl_pipe2_slope_r = (-1350);
+        96: pwl_pipe2_slope_r = (-1326);
+        97: pwl_pipe2_slope_r = (-1302);
+        98: pwl_pipe2_slope_r = (-1280);
+        99: pwl_pipe2_slope_r = (-1258);
+        100: pwl_pipe2_slope_r = (-1236);
+        101: pwl_pipe2_slope_r = (-1215);
+        102: pwl_pipe2_slope_r = (-1195);
+        103: pwl_pipe2_slope_r = (-1175);
+        104: pwl_pipe2_slope_r = (-1155);
+        105: pwl_pipe2_slope_r = (-1137);
+        106: pwl_pipe2_slope_r = (-1118);
+        107: pwl_pipe2_slope_r = (-1100);
+        108: pwl_pipe2_slope_r = (-1082);
+        109: pwl_pipe2_slope_r = (-1065);
+        110: pwl_pipe2_slope_r = (-1048);
+        111: pwl_pipe2_slope_r = (-1032);
+        112: pwl_pipe2_slope_r = (-1016);
+        113: pwl_pipe2_slope_r = (-1000);
+        114: pwl_pipe2_slope_r = (-985);
+        115: pwl_pipe2_slope_r = (-970);
+        116: pwl_pipe2_slope_r = (-956);
+        117: pwl_pipe2_slope_r = (-941);
+        118: pwl_pipe2_slope_r = (-927);
+        119: pwl_pipe2_slope_r = (-914);
+        120: pwl_pipe2_slope_r = (-900);
+        121: pwl_pipe2_slope_r = (-887);
+        122: pwl_pipe2_slope_r = (-875);
+        123: pwl_pipe2_slope_r = (-862);
+        124: pwl_pipe2_slope_r = (-850);
+        125: pwl_pipe2_slope_r = (-838);
+        126: pwl_pipe2_slope_r = (-826);
+        127: pwl_pipe2_slope_r = (-815);
+        128: pwl_pipe2_slope_r = (-804);
+        129: pwl_pipe2_slope_r = (-792);
+        130: pwl_pipe2_slope_r = (-782);
+        131: pwl_pipe2_slope_r = (-771);
+        132: pwl_pipe2_slope_r = (-761);
+        133: pwl_pipe2_slope_r = (-751);
+        134: pwl_pipe2_slope_r = (-741);
+        135: pwl_pipe2_slope_r = (-731);
+        136: pwl_pipe2_slope_r = (-721);
+        137: pwl_pipe2_slope_r = (-712);
+        138: pwl_pipe2_slope_r = (-703);
+        139: pwl_pipe2_slope_r = (-694);
+        140: pwl_pipe2_slope_r = (-685);
+        141: pwl_pipe2_slope_r = (-676);
+        142: pwl_pipe2_slope_r = (-668);
+        143: pwl_pipe2_slope_r = (-659);
+        144: pwl_pipe2_slope_r = (-651);
+        145: pwl_pipe2_slope_r = (-643);
+        146: pwl_pipe2_slope_r = (-635);
+        147: pwl_pipe2_slope_r = (-628);
+        148: pwl_pipe2_slope_r = (-620);
+        149: pwl_pipe2_slope_r = (-613);
+        150: pwl_pipe2_slope_r = (-605);
+        151: pwl_pipe2_slope_r = (-598);
+        152: pwl_pipe2_slope_r = (-591);
+        153: pwl_pipe2_slope_r = (-584);
+        154: pwl_pipe2_slope_r = (-577);
+        155: pwl_pipe2_slope_r = (-570);
+        156: pwl_pipe2_slope_r = (-564);
+        157: pwl_pipe2_slope_r = (-557);
+        158: pwl_pipe2_slope_r = (-551);
+        159: pwl_pipe2_slope_r = (-545);
+        160: pwl_pipe2_slope_r = (-539);
+        161: pwl_pipe2_slope_r = (-533);
+        162: pwl_pipe2_slope_r = (-527);
+        163: pwl_pipe2_slope_r = (-521);
+        164: pwl_pipe2_slope_r = (-515);
+        165: pwl_pipe2_slope_r = (-509);
+        166: pwl_pipe2_slope_r = (-504);
+        167: pwl_pipe2_slope_r = (-498);
+        168: pwl_pipe2_slope_r = (-493);
+        169: pwl_pipe2_slope_r = (-488);
+        170: pwl_pipe2_slope_r = (-482);
+        171: pwl_pipe2_slope_r = (-477);
+        172: pwl_pipe2_slope_r = (-472);
+        173: pwl_pipe2_slope_r = (-467);
+        174: pwl_pipe2_slope_r = (-462);
+        175: pwl_pipe2_slope_r = (-457);
+        176: pwl_pipe2_slope_r = (-453);
+        177: pwl_pipe2_slope_r = (-448);
+        178: pwl_pipe2_slope_r = (-443);
+        179: pwl_pipe2_slope_r = (-439);
+        180: pwl_pipe2_slope_r = (-435);
+        181: pwl_pipe2_slope_r = (-430);
+        182: pwl_pipe2_slope_r = (-426);
+        183: pwl_pipe2_slope_r = (-422);
+        184: pwl_pipe2_slope_r = (-417);
+        185: pwl_pipe2_slope_r = (-413);
+        186: pwl_pipe2_slope_r = (-409);
+        187: pwl_pipe2_slope_r = (-405);
+        188: pwl_pipe2_slope_r = (-401);
+        189: pwl_pipe2_slope_r = (-397);
+        190: pwl_pipe2_slope_r = (-393);
+        191: pwl_pipe2_slope_r = (-390);
+        192: pwl_pipe2_slope_r = (-386);
+        193: pwl_pipe2_slope_r = (-382);
+        194: pwl_pipe2_slope_r = (-379);
+        195: pwl_pipe2_slope_r = (-375);
+        196: pwl_pipe2_slope_r = (-372);
+        197: pwl_pipe2_slope_r = (-368);
+        198: pwl_pipe2_slope_r = (-365);
+        199: pwl_pipe2_slope_r = (-361);
+        200: pwl_pipe2_slope_r = (-358);
+        201: pwl_pipe2_slope_r = (-355);
+        202: pwl_pipe2_slope_r = (-351);
+        203: pwl_pipe2_slope_r = (-348);
+        204: pwl_pipe2_slope_r = (-345);
+        205: pwl_pipe2_slope_r = (-342);
+        206: pwl_pipe2_slope_r = (-339);
+        207: pwl_pipe2_slope_r = (-336);
+        208: pwl_pipe2_slope_r = (-333);
+        209: pwl_pipe2_slope_r = (-330);
+        210: pwl_pipe2_slope_r = (-327);
+        211: pwl_pipe2_slope_r = (-324);
+        212: pwl_pipe2_slope_r = (-321);
+        213: pwl_pipe2_slope_r = (-319);
+        214: pwl_pipe2_slope_r = (-316);
+        215: pwl_pipe2_slope_r = (-313);
+        216: pwl_pipe2_slope_r = (-310);
+        217: pwl_pipe2_slope_r = (-308);
+        218: pwl_pipe2_slope_r = (-305);
+        219: pwl_pipe2_slope_r = (-303);
+        220: pwl_pipe2_slope_r = (-300);
+        221: pwl_pipe2_slope_r = (-297);
+        222: pwl_pipe2_slope_r = (-295);
+        223: pwl_pipe2_slope_r = (-292);
+        224: pwl_pipe2_slope_r = (-290);
+        225: pwl_pipe2_slope_r = (-288);
+        226: pwl_pipe2_slope_r = (-285);
+        227: pwl_pipe2_slope_r = (-283);
+        228: pwl_pipe2_slope_r = (-281);
+        229: pwl_pipe2_slope_r = (-278);
+        230: pwl_pipe2_slope_r = (-276);
+        231: pwl_pipe2_slope_r = (-274);
+        232: pwl_pipe2_slope_r = (-272);
+        233: pwl_pipe2_slope_r = (-270);
+        234: pwl_pipe2_slope_r = (-267);
+        235: pwl_pipe2_slope_r = (-265);
+        236: pwl_pipe2_slope_r = (-263);
+        237: pwl_pipe2_slope_r = (-261);
+        238: pwl_pipe2_slope_r = (-259);
+        239: pwl_pipe2_slope_r = (-257);
+        240: pwl_pipe2_slope_r = (-255);
+        241: pwl_pipe2_slope_r = (-253);
+        242: pwl_pipe2_slope_r = (-251);
+        243: pwl_pipe2_slope_r = (-249);
+        244: pwl_pipe2_slope_r = (-247);
+        245: pwl_pipe2_slope_r = (-245);
+        246: pwl_pipe2_slope_r = (-243);
+        247: pwl_pipe2_slope_r = (-242);
+        248: pwl_pipe2_slope_r = (-240);
+        249: pwl_pipe2_slope_r = (-238);
+        250: pwl_pipe2_slope_r = (-236);
+        251: pwl_pipe2_slope_r = (-234);
+        252: pwl_pipe2_slope_r = (-233);
+        253: pwl_pipe2_slope_r = (-231);
+        254: pwl_pipe2_slope_r = (-229);
+        default: pwl_pipe2_slope_r = (-228);
     endcase
+end
+
+
+always @(pwl_pipe2_idx_b) begin: pwl_pipe2_p2romb
+    case (pwl_pipe2_idx_b)
+        0: pwl_pipe2_base2 = 65536;
+        1: pwl_pipe2_base2 = 61681;
+        2: pwl_pipe2_base2 = 58254;
+        3: pwl_pipe2_base2 = 55188;
+        4: pwl_pipe2_base2 = 52429;
+        5: pwl_pipe2_base2 = 49932;
+        6: pwl_pipe2_base2 = 47663;
+        7: pwl_pipe2_base2 = 45590;
+        8: pwl_pipe2_base2 = 43691;
+        9: pwl_pipe2_base2 = 41943;
+        10: pwl_pipe2_base2 = 40330;
+        11: pwl_pipe2_base2 = 38836;
+        12: pwl_pipe2_base2 = 37449;
+        13: pwl_pipe2_base2 = 36158;
+        14: pwl_pipe2_base2 = 34953;
+        15: pwl_pipe2_base2 = 33825;
+        16: pwl_pipe2_base2 = 32768;
+        17: pwl_pipe2_base2 = 31775;
+        18: pwl_pipe2_base2 = 30840;
+        19: pwl_pipe2_base2 = 29959;
+        20: pwl_pipe2_base2 = 29127;
+        21: pwl_pipe2_base2 = 28340;
+        22: pwl_pipe2_base2 = 27594;
+        23: pwl_pipe2_base2 = 26887;
+        24: pwl_pipe2_base2 = 26214;
+        25: pwl_pipe2_base2 = 25575;
+        26: pwl_pipe2_base2 = 24966;
+        27: pwl_pipe2_base2 = 24385;
+        28: pwl_pipe2_base2 = 23831;
+        29: pwl_pipe2_base2 = 23302;
+        30: pwl_pipe2_base2 = 22795;
+        31: pwl_pipe2_base2 = 22310;
+        32: pwl_pipe2_base2 = 21845;
+        33: pwl_pipe2_base2 = 21400;
+        34: pwl_pipe2_base2 = 20972;
+        35: pwl_pipe2_base2 = 20560;
+        36: pwl_pipe2_base2 = 20165;
+        37: pwl_pipe2_base2 = 19784;
+        38: pwl_pipe2_base2 = 19418;
+        39: pwl_pipe2_base2 = 19065;
+        40: pwl_pipe2_base2 = 18725;
+        41: pwl_pipe2_base2 = 18396;
+        42: pwl_pipe2_base2 = 18079;
+        43: pwl_pipe2_base2 = 17772;
+        44: pwl_pipe2_base2 = 17476;
+        45: pwl_pipe2_base2 = 17190;
+        46: pwl_pipe2_base2 = 16913;
+        47: pwl_pipe2_base2 = 16644;
+        48: pwl_pipe2_base2 = 16384;
+        49: pwl_pipe2_base2 = 16132;
+        50: pwl_pipe2_base2 = 15888;
+        51: pwl_pipe2_base2 = 15650;
+        52: pwl_pipe2_base2 = 15420;
+        53: pwl_pipe2_base2 = 15197;
+        54: pwl_pipe2_base2 = 14980;
+        55: pwl_pipe2_base2 = 14769;
+        56: pwl_pipe2_base2 = 14564;
+        57: pwl_pipe2_base2 = 14364;
+        58: pwl_pipe2_base2 = 14170;
+        59: pwl_pipe2_base2 = 13981;
+        60: pwl_pipe2_base2 = 13797;
+        61: pwl_pipe2_base2 = 13618;
+        62: pwl_pipe2_base2 = 13443;
+        63: pwl_pipe2_base2 = 13273;
+        64: pwl_pipe2_base2 = 13107;
+        65: pwl_pipe2_base2 = 12945;
+        66: pwl_pipe2_base2 = 12788;
+        67: pwl_pipe2_base2 = 12633;
+        68: pwl_pipe2_base2 = 12483;
+        69: pwl_pipe2_base2 = 12336;
+        70: pwl_pipe2_base2 = 12193;
+        71: pwl_pipe2_base2 = 12053;
+        72: pwl_pipe2_base2 = 11916;
+        73: pwl_pipe2_base2 = 11782;
+        74: pwl_pipe2_base2 = 11651;
+        75: pwl_pipe2_base2 = 11523;
+        76: pwl_pipe2_base2 = 11398;
+        77: pwl_pipe2_base2 = 11275;
+        78: pwl_pipe2_base2 = 11155;
+        79: pwl_pipe2_base2 = 11038;
+        80: pwl_pipe2_base2 = 10923;
+        81: pwl_pipe2_base2 = 10810;
+        82: pwl_pipe2_base2 = 10700;
+        83: pwl_pipe2_base2 = 10592;
+        84: pwl_pipe2_base2 = 10486;
+        85: pwl_pipe2_base2 = 10382;
+        86: pwl_pipe2_base2 = 10280;
+        87: pwl_pipe2_base2 = 10180;
+        88: pwl_pipe2_base2 = 10082;
+        89: pwl_pipe2_base2 = 9986;
+        90: pwl_pipe2_base2 = 9892;
+        91: pwl_pipe2_base2 = 9800;
+        92: pwl_pipe2_base2 = 9709;
+        93: pwl_pipe2_base2 = 9620;
+        94: pwl_pipe2_base2 = 9533;
+        95: pwl_pipe2_base2 = 9447;
+        96: pwl_pipe2_base2 = 9362;
+        97: pwl_pipe2_base2 = 9279;
+        98: pwl_pipe2_base2 = 9198;
+        99: pwl_pipe2_base2 = 9118;
+        100: pwl_pipe2_base2 = 9039;
+        101: pwl_pipe2_base2 = 8962;
+        102: pwl_pipe2_base2 = 8886;
+        103: pwl_pipe2_base2 = 8812;
+        104: pwl_pipe2_base2 = 8738;
+        105: pwl_pipe2_base2 = 8666;
+        106: pwl_pipe2_base2 = 8595;
+        107: pwl_pipe2_base2 = 8525;
+        108: pwl_pipe2_base2 = 8456;
+        109: pwl_pipe2_base2 = 8389;
+        110: pwl_pipe2_base2 = 8322;
+        111: pwl_pipe2_base2 = 8257;
+        112: pwl_pipe2_base2 = 8192;
+        113: pwl_pipe2_base2 = 8128;
+        114: pwl_pipe2_base2 = 8066;
+        115: pwl_pipe2_base2 = 8004;
+        116: pwl_pipe2_base2 = 7944;
+        117: pwl_pipe2_base2 = 7884;
+        118: pwl_pipe2_base2 = 7825;
+        119: pwl_pipe2_base2 = 7767;
+        120: pwl_pipe2_base2 = 7710;
+        121: pwl_pipe2_base2 = 7654;
+        122: pwl_pipe2_base2 = 7598;
+        123: pwl_pipe2_base2 = 7544;
+        124: pwl_pipe2_base2 = 7490;
+        125: pwl_pipe2_base2 = 7437;
+        126: pwl_pipe2_base2 = 7384;
+        127: pwl_pipe2_base2 = 7333;
+        128: pwl_pipe2_base2 = 7282;
+        129: pwl_pipe2_base2 = 7232;
+        130: pwl_pipe2_base2 = 7182;
+        131: pwl_pipe2_base2 = 7133;
+        132: pwl_pipe2_base2 = 7085;
+        133: pwl_pipe2_base2 = 7037;
+        134: pwl_pipe2_base2 = 6991;
+        135: pwl_pipe2_base2 = 6944;
+        136: pwl_pipe2_base2 = 6899;
+        137: pwl_pipe2_base2 = 6853;
+        138: pwl_pipe2_base2 = 6809;
+        139: pwl_pipe2_base2 = 6765;
+        140: pwl_pipe2_base2 = 6722;
+        141: pwl_pipe2_base2 = 6679;
+        142: pwl_pipe2_base2 = 6637;
+        143: pwl_pipe2_base2 = 6595;
+        144: pwl_pipe2_base2 = 6554;
+        145: pwl_pipe2_base2 = 6513;
+        146: pwl_pipe2_base2 = 6473;
+        147: pwl_pipe2_base2 = 6433;
+        148: pwl_pipe2_base2 = 6394;
+        149: pwl_pipe2_base2 = 6355;
+        150: pwl_pipe2_base2 = 6317;
+        151: pwl_pipe2_base2 = 6279;
+        152: pwl_pipe2_base2 = 6242;
+        153: pwl_pipe2_base2 = 6205;
+        154: pwl_pipe2_base2 = 6168;
+        155: pwl_pipe2_base2 = 6132;
+        156: pwl_pipe2_base2 = 6096;
+        157: pwl_pipe2_base2 = 6061;
+        158: pwl_pipe2_base2 = 6026;
+        159: pwl_pipe2_base2 = 5992;
+        160: pwl_pipe2_base2 = 5958;
+        161: pwl_pipe2_base2 = 5924;
+        162: pwl_pipe2_base2 = 5891;
+        163: pwl_pipe2_base2 = 5858;
+        164: pwl_pipe2_base2 = 5825;
+        165: pwl_pipe2_base2 = 5793;
+        166: pwl_pipe2_base2 = 5761;
+        167: pwl_pipe2_base2 = 5730;
+        168: pwl_pipe2_base2 = 5699;
+        169: pwl_pipe2_base2 = 5668;
+        170: pwl_pipe2_base2 = 5638;
+        171: pwl_pipe2_base2 = 5607;
+        172: pwl_pipe2_base2 = 5578;
+        173: pwl_pipe2_base2 = 5548;
+        174: pwl_pipe2_base2 = 5519;
+        175: pwl_pipe2_base2 = 5490;
+        176: pwl_pipe2_base2 = 5461;
+        177: pwl_pipe2_base2 = 5433;
+        178: pwl_pipe2_base2 = 5405;
+        179: pwl_pipe2_base2 = 5377;
+        180: pwl_pipe2_base2 = 5350;
+        181: pwl_pipe2_base2 = 5323;
+        182: pwl_pipe2_base2 = 5296;
+        183: pwl_pipe2_base2 = 5269;
+        184: pwl_pipe2_base2 = 5243;
+        185: pwl_pipe2_base2 = 5217;
+        186: pwl_pipe2_base2 = 5191;
+        187: pwl_pipe2_base2 = 5165;
+        188: pwl_pipe2_base2 = 5140;
+        189: pwl_pipe2_base2 = 5115;
+        190: pwl_pipe2_base2 = 5090;
+        191: pwl_pipe2_base2 = 5066;
+        192: pwl_pipe2_base2 = 5041;
+        193: pwl_pipe2_base2 = 5017;
+        194: pwl_pipe2_base2 = 4993;
+        195: pwl_pipe2_base2 = 4970;
+        196: pwl_pipe2_base2 = 4946;
+        197: pwl_pipe2_base2 = 4923;
+        198: pwl_pipe2_base2 = 4900;
+        199: pwl_pipe2_base2 = 4877;
+        200: pwl_pipe2_base2 = 4855;
+        201: pwl_pipe2_base2 = 4832;
+        202: pwl_pipe2_base2 = 4810;
+        203: pwl_pipe2_base2 = 4788;
+        204: pwl_pipe2_base2 = 4766;
+        205: pwl_pipe2_base2 = 4745;
+        206: pwl_pipe2_base2 = 4723;
+        207: pwl_pipe2_base2 = 4702;
+        208: pwl_pipe2_base2 = 4681;
+        209: pwl_pipe2_base2 = 4660;
+        210: pwl_pipe2_base2 = 4640;
+        211: pwl_pipe2_base2 = 4619;
+        212: pwl_pipe2_base2 = 4599;
+        213: pwl_pipe2_base2 = 4579;
+        214: pwl_pipe2_base2 = 4559;
+        215: pwl_pipe2_base2 = 4539;
+        216: pwl_pipe2_base2 = 4520;
+        217: pwl_pipe2_base2 = 4500;
+        218: pwl_pipe2_base2 = 4481;
+        219: pwl_pipe2_base2 = 4462;
+        220: pwl_pipe2_base2 = 4443;
+        221: pwl_pipe2_base2 = 4424;
+        222: pwl_pipe2_base2 = 4406;
+        223: pwl_pipe2_base2 = 4387;
+        224: pwl_pipe2_base2 = 4369;
+        225: pwl_pipe2_base2 = 4351;
+        226: pwl_pipe2_base2 = 4333;
+        227: pwl_pipe2_base2 = 4315;
+        228: pwl_pipe2_base2 = 4297;
+        229: pwl_pipe2_base2 = 4280;
+        230: pwl_pipe2_base2 = 4263;
+        231: pwl_pipe2_base2 = 4245;
+        232: pwl_pipe2_base2 = 4228;
+        233: pwl_pipe2_base2 = 4211;
+        234: pwl_pipe2_base2 = 4194;
+        235: pwl_pipe2_base2 = 4178;
+        236: pwl_pipe2_base2 = 4161;
+        237: pwl_pipe2_base2 = 4145;
+        238: pwl_pipe2_base2 = 4128;
+        239: pwl_pipe2_base2 = 4112;
+        240: pwl_pipe2_base2 = 4096;
+        241: pwl_pipe2_base2 = 4080;
+        242: pwl_pipe2_base2 = 4064;
+        243: pwl_pipe2_base2 = 4049;
+        244: pwl_pipe2_base2 = 4033;
+        245: pwl_pipe2_base2 = 4018;
+        246: pwl_pipe2_base2 = 4002;
+        247: pwl_pipe2_base2 = 3987;
+        248: pwl_pipe2_base2 = 3972;
+        249: pwl_pipe2_base2 = 3957;
+        250: pwl_pipe2_base2 = 3942;
+        251: pwl_pipe2_base2 = 3927;
+        252: pwl_pipe2_base2 = 3913;
+        253: pwl_pipe2_base2 = 3898;
+        254: pwl_pipe2_base2 = 3884;
+        default: pwl_pipe2_base2 = 3869;
+    endcase
+end
+
+
+always @(pwl_pipe2_slope_r, pwl_pipe2_lt1) begin: pwl_pipe2_p2z
+    if (pwl_pipe2_lt1) begin
+        pwl_pipe2_slope2 = 0;
+    end
+    else begin
+        pwl_pipe2_slope2 = pwl_pipe2_slope_r;
+    end
 end
 
 
 always @(posedge clk) begin: pwl_pipe2_p2
     if (rst == 1) begin
-        pwl_pipe2_idx3 <= 0;
-        pwl_pipe2_prod3 <= 0;
+        pwl_pipe2_base3 <= 0;
+        pwl_pipe2_slope3 <= 0;
+        pwl_pipe2_off3 <= 0;
     end
     else begin
-        pwl_pipe2_prod3 <= (pwl_pipe2_slope2 * pwl_pipe2_off2);
-        pwl_pipe2_idx3 <= pwl_pipe2_idx2;
+        pwl_pipe2_slope3 <= pwl_pipe2_slope2;
+        pwl_pipe2_off3 <= pwl_pipe2_off2;
+        pwl_pipe2_base3 <= pwl_pipe2_base2;
     end
 end
 
 
 
-assign pwl_pipe2_round_sat_fast2_round_sat2_t = $signed(pwl_pipe2_prod3 >>> 16);
-assign pwl_pipe2_round_sat_fast2_round_sat2_rb = $signed({32'h0, pwl_pipe2_prod3[(16 - 1)]});
-
-
-
-assign pwl_pipe2_round_sat_fast2_round_sat2_r = (pwl_pipe2_round_sat_fast2_round_sat2_t + pwl_pipe2_round_sat_fast2_round_sat2_rb);
-
-
-
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi = pwl_pipe2_round_sat_fast2_round_sat2_r[33-1:(32 - 1)];
-
-
-
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_hin = (~pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi);
-
-
-
-assign pwl_pipe2_round_sat_fast2_round_sat2_sat6_nsign = (!pwl_pipe2_round_sat_fast2_round_sat2_r[(33 - 1)]);
-
-
-always @(pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill, pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi, pwl_pipe2_round_sat_fast2_round_sat2_r, pwl_pipe2_round_sat_fast2_round_sat2_sat6_hin) begin: pwl_pipe2_round_sat_fast2_round_sat2_sat6_clamp
-    if (((pwl_pipe2_round_sat_fast2_round_sat2_sat6_hi == 0) || (pwl_pipe2_round_sat_fast2_round_sat2_sat6_hin == 0))) begin
-        pwl_pipe2_rnd_c = $signed(pwl_pipe2_round_sat_fast2_round_sat2_r[32-1:0]);
-    end
-    else begin
-        pwl_pipe2_rnd_c = $signed({pwl_pipe2_round_sat_fast2_round_sat2_r[(33 - 1)], pwl_pipe2_round_sat_fast2_round_sat2_sat6_fill});
-    end
-end
+assign pwl_pipe2_off3s = $signed({1'h0, pwl_pipe2_off3});
 
 
 always @(posedge clk) begin: pwl_pipe2_p3
     if (rst == 1) begin
-        pwl_pipe2_rnd4 <= 0;
-        pwl_pipe2_idx4 <= 0;
+        pwl_pipe2_base4 <= 0;
+        pwl_pipe2_prod4 <= 0;
     end
     else begin
-        pwl_pipe2_rnd4 <= pwl_pipe2_rnd_c;
-        pwl_pipe2_idx4 <= pwl_pipe2_idx3;
+        pwl_pipe2_prod4 <= (pwl_pipe2_slope3 * pwl_pipe2_off3s);
+        pwl_pipe2_base4 <= pwl_pipe2_base3;
     end
 end
 
 
-always @(pwl_pipe2_idx4) begin: pwl_pipe2_p4rom
-    case (pwl_pipe2_idx4)
-        0: pwl_pipe2_base4 = 65536;
-        1: pwl_pipe2_base4 = 61681;
-        2: pwl_pipe2_base4 = 58254;
-        3: pwl_pipe2_base4 = 55188;
-        4: pwl_pipe2_base4 = 52429;
-        5: pwl_pipe2_base4 = 49932;
-        6: pwl_pipe2_base4 = 47663;
-        7: pwl_pipe2_base4 = 45590;
-        8: pwl_pipe2_base4 = 43691;
-        9: pwl_pipe2_base4 = 41943;
-        10: pwl_pipe2_base4 = 40330;
-        11: pwl_pipe2_base4 = 38836;
-        12: pwl_pipe2_base4 = 37449;
-        13: pwl_pipe2_base4 = 36158;
-        14: pwl_pipe2_base4 = 34953;
-        15: pwl_pipe2_base4 = 33825;
-        16: pwl_pipe2_base4 = 32768;
-        17: pwl_pipe2_base4 = 31775;
-        18: pwl_pipe2_base4 = 30840;
-        19: pwl_pipe2_base4 = 29959;
-        20: pwl_pipe2_base4 = 29127;
-        21: pwl_pipe2_base4 = 28340;
-        22: pwl_pipe2_base4 = 27594;
-        23: pwl_pipe2_base4 = 26887;
-        24: pwl_pipe2_base4 = 26214;
-        25: pwl_pipe2_base4 = 25575;
-        26: pwl_pipe2_base4 = 24966;
-        27: pwl_pipe2_base4 = 24385;
-        28: pwl_pipe2_base4 = 23831;
-        29: pwl_pipe2_base4 = 23302;
-        30: pwl_pipe2_base4 = 22795;
-        31: pwl_pipe2_base4 = 22310;
-        32: pwl_pipe2_base4 = 21845;
-        33: pwl_pipe2_base4 = 21400;
-        34: pwl_pipe2_base4 = 20972;
-        35: pwl_pipe2_base4 = 20560;
-        36: pwl_pipe2_base4 = 20165;
-        37: pwl_pipe2_base4 = 19784;
-        38: pwl_pipe2_base4 = 19418;
-        39: pwl_pipe2_base4 = 19065;
-        40: pwl_pipe2_base4 = 18725;
-        41: pwl_pipe2_base4 = 18396;
-        42: pwl_pipe2_base4 = 18079;
-        43: pwl_pipe2_base4 = 17772;
-        44: pwl_pipe2_base4 = 17476;
-        45: pwl_pipe2_base4 = 17190;
-        46: pwl_pipe2_base4 = 16913;
-        47: pwl_pipe2_base4 = 16644;
-        48: pwl_pipe2_base4 = 16384;
-        49: pwl_pipe2_base4 = 16132;
-        50: pwl_pipe2_base4 = 15888;
-        51: pwl_pipe2_base4 = 15650;
-        52: pwl_pipe2_base4 = 15420;
-        53: pwl_pipe2_base4 = 15197;
-        54: pwl_pipe2_base4 = 14980;
-        55: pwl_pipe2_base4 = 14769;
-        56: pwl_pipe2_base4 = 14564;
-        57: pwl_pipe2_base4 = 14364;
-        58: pwl_pipe2_base4 = 14170;
-        59: pwl_pipe2_base4 = 13981;
-        60: pwl_pipe2_base4 = 13797;
-        61: pwl_pipe2_base4 = 13618;
-        62: pwl_pipe2_base4 = 13443;
-        63: pwl_pipe2_base4 = 13273;
-        64: pwl_pipe2_base4 = 13107;
-        65: pwl_pipe2_base4 = 12945;
-        66: pwl_pipe2_base4 = 12788;
-        67: pwl_pipe2_base4 = 12633;
-        68: pwl_pipe2_base4 = 12483;
-        69: pwl_pipe2_base4 = 12336;
-        70: pwl_pipe2_base4 = 12193;
-        71: pwl_pipe2_base4 = 12053;
-        72: pwl_pipe2_base4 = 11916;
-        73: pwl_pipe2_base4 = 11782;
-        74: pwl_pipe2_base4 = 11651;
-        75: pwl_pipe2_base4 = 11523;
-        76: pwl_pipe2_base4 = 11398;
-        77: pwl_pipe2_base4 = 11275;
-        78: pwl_pipe2_base4 = 11155;
-        79: pwl_pipe2_base4 = 11038;
-        80: pwl_pipe2_base4 = 10923;
-        81: pwl_pipe2_base4 = 10810;
-        82: pwl_pipe2_base4 = 10700;
-        83: pwl_pipe2_base4 = 10592;
-        84: pwl_pipe2_base4 = 10486;
-        85: pwl_pipe2_base4 = 10382;
-        86: pwl_pipe2_base4 = 10280;
-        87: pwl_pipe2_base4 = 10180;
-        88: pwl_pipe2_base4 = 10082;
-        89: pwl_pipe2_base4 = 9986;
-        90: pwl_pipe2_base4 = 9892;
-        91: pwl_pipe2_base4 = 9800;
-        92: pwl_pipe2_base4 = 9709;
-        93: pwl_pipe2_base4 = 9620;
-        94: pwl_pipe2_base4 = 9533;
-        95: pwl_pipe2_base4 = 9447;
-        96: pwl_pipe2_base4 = 9362;
-        97: pwl_pipe2_base4 = 9279;
-        98: pwl_pipe2_base4 = 9198;
-        99: pwl_pipe2_base4 = 9118;
-        100: pwl_pipe2_base4 = 9039;
-        101: pwl_pipe2_base4 = 8962;
-        102: pwl_pipe2_base4 = 8886;
-        103: pwl_pipe2_base4 = 8812;
-        104: pwl_pipe2_base4 = 8738;
-        105: pwl_pipe2_base4 = 8666;
-        106: pwl_pipe2_base4 = 8595;
-        107: pwl_pipe2_base4 = 8525;
-        108: pwl_pipe2_base4 = 8456;
-        109: pwl_pipe2_base4 = 8389;
-        110: pwl_pipe2_base4 = 8322;
-        111: pwl_pipe2_base4 = 8257;
-        112: pwl_pipe2_base4 = 8192;
-        113: pwl_pipe2_base4 = 8128;
-        114: pwl_pipe2_base4 = 8066;
-        115: pwl_pipe2_base4 = 8004;
-        116: pwl_pipe2_base4 = 7944;
-        117: pwl_pipe2_base4 = 7884;
-        118: pwl_pipe2_base4 = 7825;
-        119: pwl_pipe2_base4 = 7767;
-        120: pwl_pipe2_base4 = 7710;
-        121: pwl_pipe2_base4 = 7654;
-        122: pwl_pipe2_base4 = 7598;
-        123: pwl_pipe2_base4 = 7544;
-        124: pwl_pipe2_base4 = 7490;
-        125: pwl_pipe2_base4 = 7437;
-        126: pwl_pipe2_base4 = 7384;
-        127: pwl_pipe2_base4 = 7333;
-        128: pwl_pipe2_base4 = 7282;
-        129: pwl_pipe2_base4 = 7232;
-        130: pwl_pipe2_base4 = 7182;
-        131: pwl_pipe2_base4 = 7133;
-        132: pwl_pipe2_base4 = 7085;
-        133: pwl_pipe2_base4 = 7037;
-        134: pwl_pipe2_base4 = 6991;
-        135: pwl_pipe2_base4 = 6944;
-        136: pwl_pipe2_base4 = 6899;
-        137: pwl_pipe2_base4 = 6853;
-        138: pwl_pipe2_base4 = 6809;
-        139: pwl_pipe2_base4 = 6765;
-        140: pwl_pipe2_base4 = 6722;
-        141: pwl_pipe2_base4 = 6679;
-        142: pwl_pipe2_base4 = 6637;
-        143: pwl_pipe2_base4 = 6595;
-        144: pwl_pipe2_base4 = 6554;
-        145: pwl_pipe2_base4 = 6513;
-        146: pwl_pipe2_base4 = 6473;
-        147: pwl_pipe2_base4 = 6433;
-        148: pwl_pipe2_base4 = 6394;
-        149: pwl_pipe2_base4 = 6355;
-        150: pwl_pipe2_base4 = 6317;
-        151: pwl_pipe2_base4 = 6279;
-        152: pwl_pipe2_base4 = 6242;
-        153: pwl_pipe2_base4 = 6205;
-        154: pwl_pipe2_base4 = 6168;
-        155: pwl_pipe2_base4 = 6132;
-        156: pwl_pipe2_base4 = 6096;
-        157: pwl_pipe2_base4 = 6061;
-        158: pwl_pipe2_base4 = 6026;
-        159: pwl_pipe2_base4 = 5992;
-        160: pwl_pipe2_base4 = 5958;
-        161: pwl_pipe2_base4 = 5924;
-        162: pwl_pipe2_base4 = 5891;
-        163: pwl_pipe2_base4 = 5858;
-        164: pwl_pipe2_base4 = 5825;
-        165: pwl_pipe2_base4 = 5793;
-        166: pwl_pipe2_base4 = 5761;
-        167: pwl_pipe2_base4 = 5730;
-        168: pwl_pipe2_base4 = 5699;
-        169: pwl_pipe2_base4 = 5668;
-        170: pwl_pipe2_base4 = 5638;
-        171: pwl_pipe2_base4 = 5607;
-        172: pwl_pipe2_base4 = 5578;
-        173: pwl_pipe2_base4 = 5548;
-        174: pwl_pipe2_base4 = 5519;
-        175: pwl_pipe2_base4 = 5490;
-        176: pwl_pipe2_base4 = 5461;
-        177: pwl_pipe2_base4 = 5433;
-        178: pwl_pipe2_base4 = 5405;
-        179: pwl_pipe2_base4 = 5377;
-        180: pwl_pipe2_base4 = 5350;
-        181: pwl_pipe2_base4 = 5323;
-        182: pwl_pipe2_base4 = 5296;
-        183: pwl_pipe2_base4 = 5269;
-        184: pwl_pipe2_base4 = 5243;
-        185: pwl_pipe2_base4 = 5217;
-        186: pwl_pipe2_base4 = 5191;
-        187: pwl_pipe2_base4 = 5165;
-        188: pwl_pipe2_base4 = 5140;
-        189: pwl_pipe2_base4 = 5115;
-        190: pwl_pipe2_base4 = 5090;
-        191: pwl_pipe2_base4 = 5066;
-        192: pwl_pipe2_base4 = 5041;
-        193: pwl_pipe2_base4 = 5017;
-        194: pwl_pipe2_base4 = 4993;
-        195: pwl_pipe2_base4 = 4970;
-        196: pwl_pipe2_base4 = 4946;
-        197: pwl_pipe2_base4 = 4923;
-        198: pwl_pipe2_base4 = 4900;
-        199: pwl_pipe2_base4 = 4877;
-        200: pwl_pipe2_base4 = 4855;
-        201: pwl_pipe2_base4 = 4832;
-        202: pwl_pipe2_base4 = 4810;
-        203: pwl_pipe2_base4 = 4788;
-        204: pwl_pipe2_base4 = 4766;
-        205: pwl_pipe2_base4 = 4745;
-        206: pwl_pipe2_base4 = 4723;
-        207: pwl_pipe2_base4 = 4702;
-        208: pwl_pipe2_base4 = 4681;
-        209: pwl_pipe2_base4 = 4660;
-        210: pwl_pipe2_base4 = 4640;
-        211: pwl_pipe2_base4 = 4619;
-        212: pwl_pipe2_base4 = 4599;
-        213: pwl_pipe2_base4 = 4579;
-        214: pwl_pipe2_base4 = 4559;
-        215: pwl_pipe2_base4 = 4539;
-        216: pwl_pipe2_base4 = 4520;
-        217: pwl_pipe2_base4 = 4500;
-        218: pwl_pipe2_base4 = 4481;
-        219: pwl_pipe2_base4 = 4462;
-        220: pwl_pipe2_base4 = 4443;
-        221: pwl_pipe2_base4 = 4424;
-        222: pwl_pipe2_base4 = 4406;
-        223: pwl_pipe2_base4 = 4387;
-        224: pwl_pipe2_base4 = 4369;
-        225: pwl_pipe2_base4 = 4351;
-        226: pwl_pipe2_base4 = 4333;
-        227: pwl_pipe2_base4 = 4315;
-        228: pwl_pipe2_base4 = 4297;
-        229: pwl_pipe2_base4 = 4280;
-        230: pwl_pipe2_base4 = 4263;
-        231: pwl_pipe2_base4 = 4245;
-        232: pwl_pipe2_base4 = 4228;
-        233: pwl_pipe2_base4 = 4211;
-        234: pwl_pipe2_base4 = 4194;
-        235: pwl_pipe2_base4 = 4178;
-        236: pwl_pipe2_base4 = 4161;
-        237: pwl_pipe2_base4 = 4145;
-        238: pwl_pipe2_base4 = 4128;
-        239: pwl_pipe2_base4 = 4112;
-        240: pwl_pipe2_base4 = 4096;
-        241: pwl_pipe2_base4 = 4080;
-        242: pwl_pipe2_base4 = 4064;
-        243: pwl_pipe2_base4 = 4049;
-        244: pwl_pipe2_base4 = 4033;
-        245: pwl_pipe2_base4 = 4018;
-        246: pwl_pipe2_base4 = 4002;
-        247: pwl_pipe2_base4 = 3987;
-        248: pwl_pipe2_base4 = 3972;
-        249: pwl_pipe2_base4 = 3957;
-        250: pwl_pipe2_base4 = 3942;
-        251: pwl_pipe2_base4 = 3927;
-        252: pwl_pipe2_base4 = 3913;
-        253: pwl_pipe2_base4 = 3898;
-        254: pwl_pipe2_base4 = 3884;
-        default: pwl_pipe2_base4 = 3869;
-    endcase
-end
+
+assign pwl_pipe2_q4 = $signed(pwl_pipe2_prod4[33-1:16]);
+assign pwl_pipe2_rb4 = pwl_pipe2_prod4[(16 - 1)];
 
 
-
-assign pwl_pipe2_sumv = (pwl_pipe2_base4 + pwl_pipe2_rnd4);
-
-
-
-assign pwl_pipe2_sat7_hi = pwl_pipe2_sumv[33-1:(32 - 1)];
-
-
-
-assign pwl_pipe2_sat7_hin = (~pwl_pipe2_sat7_hi);
-
-
-
-assign pwl_pipe2_sat7_nsign = (!pwl_pipe2_sumv[(33 - 1)]);
-
-
-always @(pwl_pipe2_sat7_fill, pwl_pipe2_sat7_hi, pwl_pipe2_sumv, pwl_pipe2_sat7_hin) begin: pwl_pipe2_sat7_clamp
-    if (((pwl_pipe2_sat7_hi == 0) || (pwl_pipe2_sat7_hin == 0))) begin
-        pwl_pipe2_ys = $signed(pwl_pipe2_sumv[32-1:0]);
+always @(pwl_pipe2_q4) begin: pwl_pipe2_sext4_fill
+    if (pwl_pipe2_q4[(17 - 1)]) begin
+        pwl_pipe2_sext4_sgn = 65535;
     end
     else begin
-        pwl_pipe2_ys = $signed({pwl_pipe2_sumv[(33 - 1)], pwl_pipe2_sat7_fill});
+        pwl_pipe2_sext4_sgn = 0;
     end
 end
 
 
-always @(pwl_pipe2_idx4) begin: pwl_pipe2_p4romh
-    case (pwl_pipe2_idx4)
-        0: pwl_pipe2_limh = 0;
-        1: pwl_pipe2_limh = 3855;
-        2: pwl_pipe2_limh = 7282;
-        3: pwl_pipe2_limh = 10348;
-        4: pwl_pipe2_limh = 13107;
-        5: pwl_pipe2_limh = 15604;
-        6: pwl_pipe2_limh = 17873;
-        7: pwl_pipe2_limh = 19946;
-        8: pwl_pipe2_limh = 21845;
-        9: pwl_pipe2_limh = 23593;
-        10: pwl_pipe2_limh = 25206;
-        11: pwl_pipe2_limh = 26700;
-        12: pwl_pipe2_limh = 28087;
-        13: pwl_pipe2_limh = 29378;
-        14: pwl_pipe2_limh = 30583;
-        15: pwl_pipe2_limh = 31711;
-        16: pwl_pipe2_limh = 32768;
-        17: pwl_pipe2_limh = 33761;
-        18: pwl_pipe2_limh = 34696;
-        19: pwl_pipe2_limh = 35577;
-        20: pwl_pipe2_limh = 36409;
-        21: pwl_pipe2_limh = 37196;
-        22: pwl_pipe2_limh = 37942;
-        23: pwl_pipe2_limh = 38649;
-        24: pwl_pipe2_limh = 39322;
-        25: pwl_pipe2_limh = 39961;
-        26: pwl_pipe2_limh = 40570;
-        27: pwl_pipe2_limh = 41151;
-        28: pwl_pipe2_limh = 41705;
-        29: pwl_pipe2_limh = 42234;
-        30: pwl_pipe2_limh = 42741;
-        31: pwl_pipe2_limh = 43226;
-        32: pwl_pipe2_limh = 43691;
-        33: pwl_pipe2_limh = 44136;
-        34: pwl_pipe2_limh = 44564;
-        35: pwl_pipe2_limh = 44976;
-        36: pwl_pipe2_limh = 45371;
-        37: pwl_pipe2_limh = 45752;
-        38: pwl_pipe2_limh = 46118;
-        39: pwl_pipe2_limh = 46471;
-        40: pwl_pipe2_limh = 46811;
-        41: pwl_pipe2_limh = 47140;
-        42: pwl_pipe2_limh = 47457;
-        43: pwl_pipe2_limh = 47764;
-        44: pwl_pipe2_limh = 48060;
-        45: pwl_pipe2_limh = 48346;
-        46: pwl_pipe2_limh = 48623;
-        47: pwl_pipe2_limh = 48892;
-        48: pwl_pipe2_limh = 49152;
-        49: pwl_pipe2_limh = 49404;
-        50: pwl_pipe2_limh = 49648;
-        51: pwl_pipe2_limh = 49886;
-        52: pwl_pipe2_limh = 50116;
-        53: pwl_pipe2_limh = 50339;
-        54: pwl_pipe2_limh = 50556;
-        55: pwl_pipe2_limh = 50767;
-        56: pwl_pipe2_limh = 50972;
-        57: pwl_pipe2_limh = 51172;
-        58: pwl_pipe2_limh = 51366;
-        59: pwl_pipe2_limh = 51555;
-        60: pwl_pipe2_limh = 51739;
-        61: pwl_pipe2_limh = 51918;
-        62: pwl_pipe2_limh = 52093;
-        63: pwl_pipe2_limh = 52263;
-        64: pwl_pipe2_limh = 52429;
-        65: pwl_pipe2_limh = 52591;
-        66: pwl_pipe2_limh = 52748;
-        67: pwl_pipe2_limh = 52903;
-        68: pwl_pipe2_limh = 53053;
-        69: pwl_pipe2_limh = 53200;
-        70: pwl_pipe2_limh = 53343;
-        71: pwl_pipe2_limh = 53483;
-        72: pwl_pipe2_limh = 53620;
-        73: pwl_pipe2_limh = 53754;
-        74: pwl_pipe2_limh = 53885;
-        75: pwl_pipe2_limh = 54013;
-        76: pwl_pipe2_limh = 54138;
-        77: pwl_pipe2_limh = 54261;
-        78: pwl_pipe2_limh = 54381;
-        79: pwl_pipe2_limh = 54498;
-        80: pwl_pipe2_limh = 54613;
-        81: pwl_pipe2_limh = 54726;
-        82: pwl_pipe2_limh = 54836;
-        83: pwl_pipe2_limh = 54944;
-        84: pwl_pipe2_limh = 55050;
-        85: pwl_pipe2_limh = 55154;
-        86: pwl_pipe2_limh = 55256;
-        87: pwl_pipe2_limh = 55356;
-        88: pwl_pipe2_limh = 55454;
-        89: pwl_pipe2_limh = 55550;
-        90: pwl_pipe2_limh = 55644;
-        91: pwl_pipe2_limh = 55736;
-        92: pwl_pipe2_limh = 55827;
-        93: pwl_pipe2_limh = 55916;
-        94: pwl_pipe2_limh = 56003;
-        95: pwl_pipe2_limh = 56089;
-        96: pwl_pipe2_limh = 56174;
-        97: pwl_pipe2_limh = 56257;
-        98: pwl_pipe2_limh = 56338;
-        99: pwl_pipe2_limh = 56418;
-        100: pwl_pipe2_limh = 56497;
-        101: pwl_pipe2_limh = 56574;
-        102: pwl_pipe2_limh = 56650;
-        103: pwl_pipe2_limh = 56724;
-        104: pwl_pipe2_limh = 56798;
-        105: pwl_pipe2_limh = 56870;
-        106: pwl_pipe2_limh = 56941;
-        107: pwl_pipe2_limh = 57011;
-        108: pwl_pipe2_limh = 57080;
-        109: pwl_pipe2_limh = 57147;
-        110: pwl_pipe2_limh = 57214;
-        111: pwl_pipe2_limh = 57279;
-        112: pwl_pipe2_limh = 57344;
-        113: pwl_pipe2_limh = 57408;
-        114: pwl_pipe2_limh = 57470;
-        115: pwl_pipe2_limh = 57532;
-        116: pwl_pipe2_limh = 57592;
-        117: pwl_pipe2_limh = 57652;
-        118: pwl_pipe2_limh = 57711;
-        119: pwl_pipe2_limh = 57769;
-        120: pwl_pipe2_limh = 57826;
-        121: pwl_pipe2_limh = 57882;
-        122: pwl_pipe2_limh = 57938;
-        123: pwl_pipe2_limh = 57992;
-        124: pwl_pipe2_limh = 58046;
-        125: pwl_pipe2_limh = 58099;
-        126: pwl_pipe2_limh = 58152;
-        127: pwl_pipe2_limh = 58203;
-        128: pwl_pipe2_limh = 58254;
-        129: pwl_pipe2_limh = 58304;
-        130: pwl_pipe2_limh = 58354;
-        131: pwl_pipe2_limh = 58403;
-        132: pwl_pipe2_limh = 58451;
-        133: pwl_pipe2_limh = 58499;
-        134: pwl_pipe2_limh = 58545;
-        135: pwl_pipe2_limh = 58592;
-        136: pwl_pipe2_limh = 58637;
-        137: pwl_pipe2_limh = 58683;
-        138: pwl_pipe2_limh = 58727;
-        139: pwl_pipe2_limh = 58771;
-        140: pwl_pipe2_limh = 58814;
-        141: pwl_pipe2_limh = 58857;
-        142: pwl_pipe2_limh = 58899;
-        143: pwl_pipe2_limh = 58941;
-        144: pwl_pipe2_limh = 58982;
-        145: pwl_pipe2_limh = 59023;
-        146: pwl_pipe2_limh = 59063;
-        147: pwl_pipe2_limh = 59103;
-        148: pwl_pipe2_limh = 59142;
-        149: pwl_pipe2_limh = 59181;
-        150: pwl_pipe2_limh = 59219;
-        151: pwl_pipe2_limh = 59257;
-        152: pwl_pipe2_limh = 59294;
-        153: pwl_pipe2_limh = 59331;
-        154: pwl_pipe2_limh = 59368;
-        155: pwl_pipe2_limh = 59404;
-        156: pwl_pipe2_limh = 59440;
-        157: pwl_pipe2_limh = 59475;
-        158: pwl_pipe2_limh = 59510;
-        159: pwl_pipe2_limh = 59544;
-        160: pwl_pipe2_limh = 59578;
-        161: pwl_pipe2_limh = 59612;
-        162: pwl_pipe2_limh = 59645;
-        163: pwl_pipe2_limh = 59678;
-        164: pwl_pipe2_limh = 59711;
-        165: pwl_pipe2_limh = 59743;
-        166: pwl_pipe2_limh = 59775;
-        167: pwl_pipe2_limh = 59806;
-        168: pwl_pipe2_limh = 59837;
-        169: pwl_pipe2_limh = 59868;
-        170: pwl_pipe2_limh = 59898;
-        171: pwl_pipe2_limh = 59929;
-        172: pwl_pipe2_limh = 59958;
-        173: pwl_pipe2_limh = 59988;
-        174: pwl_pipe2_limh = 60017;
-        175: pwl_pipe2_limh = 60046;
-        176: pwl_pipe2_limh = 60075;
-        177: pwl_pipe2_limh = 60103;
-        178: pwl_pipe2_limh = 60131;
-        179: pwl_pipe2_limh = 60159;
-        180: pwl_pipe2_limh = 60186;
-        181: pwl_pipe2_limh = 60213;
-        182: pwl_pipe2_limh = 60240;
-        183: pwl_pipe2_limh = 60267;
-        184: pwl_pipe2_limh = 60293;
-        185: pwl_pipe2_limh = 60319;
-        186: pwl_pipe2_limh = 60345;
-        187: pwl_pipe2_limh = 60371;
-        188: pwl_pipe2_limh = 60396;
-        189: pwl_pipe2_limh = 60421;
-        190: pwl_pipe2_limh = 60446;
-        191: pwl_pipe2_limh = 60470;
-        192: pwl_pipe2_limh = 60495;
-        193: pwl_pipe2_limh = 60519;
-        194: pwl_pipe2_limh = 60543;
-        195: pwl_pipe2_limh = 60566;
-        196: pwl_pipe2_limh = 60590;
-        197: pwl_pipe2_limh = 60613;
-        198: pwl_pipe2_limh = 60636;
-        199: pwl_pipe2_limh = 60659;
-        200: pwl_pipe2_limh = 60681;
-        201: pwl_pipe2_limh = 60704;
-        202: pwl_pipe2_limh = 60726;
-        203: pwl_pipe2_limh = 60748;
-        204: pwl_pipe2_limh = 60770;
-        205: pwl_pipe2_limh = 60791;
-        206: pwl_pipe2_limh = 60813;
-        207: pwl_pipe2_limh = 60834;
-        208: pwl_pipe2_limh = 60855;
-        209: pwl_pipe2_limh = 60876;
-        210: pwl_pipe2_limh = 60896;
-        211: pwl_pipe2_limh = 60917;
-        212: pwl_pipe2_limh = 60937;
-        213: pwl_pipe2_limh = 60957;
-        214: pwl_pipe2_limh = 60977;
-        215: pwl_pipe2_limh = 60997;
-        216: pwl_pipe2_limh = 61016;
-        217: pwl_pipe2_limh = 61036;
-        218: pwl_pipe2_limh = 61055;
-        219: pwl_pipe2_limh = 61074;
-        220: pwl_pipe2_limh = 61093;
-        221: pwl_pipe2_limh = 61112;
-        222: pwl_pipe2_limh = 61130;
-        223: pwl_pipe2_limh = 61149;
-        224: pwl_pipe2_limh = 61167;
-        225: pwl_pipe2_limh = 61185;
-        226: pwl_pipe2_limh = 61203;
-        227: pwl_pipe2_limh = 61221;
-        228: pwl_pipe2_limh = 61239;
-        229: pwl_pipe2_limh = 61256;
-        230: pwl_pipe2_limh = 61273;
-        231: pwl_pipe2_limh = 61291;
-        232: pwl_pipe2_limh = 61308;
-        233: pwl_pipe2_limh = 61325;
-        234: pwl_pipe2_limh = 61342;
-        235: pwl_pipe2_limh = 61358;
-        236: pwl_pipe2_limh = 61375;
-        237: pwl_pipe2_limh = 61391;
-        238: pwl_pipe2_limh = 61408;
-        239: pwl_pipe2_limh = 61424;
-        240: pwl_pipe2_limh = 61440;
-        241: pwl_pipe2_limh = 61456;
-        242: pwl_pipe2_limh = 61472;
-        243: pwl_pipe2_limh = 61487;
-        244: pwl_pipe2_limh = 61503;
-        245: pwl_pipe2_limh = 61518;
-        246: pwl_pipe2_limh = 61534;
-        247: pwl_pipe2_limh = 61549;
-        248: pwl_pipe2_limh = 61564;
-        249: pwl_pipe2_limh = 61579;
-        250: pwl_pipe2_limh = 61594;
-        251: pwl_pipe2_limh = 61609;
-        252: pwl_pipe2_limh = 61623;
-        253: pwl_pipe2_limh = 61638;
-        254: pwl_pipe2_limh = 61652;
-        default: pwl_pipe2_limh = 61667;
-    endcase
-end
+
+assign pwl_pipe2_qe = $signed({pwl_pipe2_sext4_sgn, pwl_pipe2_q4});
 
 
-always @(pwl_pipe2_idx4) begin: pwl_pipe2_p4roml
-    case (pwl_pipe2_idx4)
-        0: pwl_pipe2_liml = (-65536);
-        1: pwl_pipe2_liml = (-61681);
-        2: pwl_pipe2_liml = (-58254);
-        3: pwl_pipe2_liml = (-55188);
-        4: pwl_pipe2_liml = (-52429);
-        5: pwl_pipe2_liml = (-49932);
-        6: pwl_pipe2_liml = (-47663);
-        7: pwl_pipe2_liml = (-45590);
-        8: pwl_pipe2_liml = (-43691);
-        9: pwl_pipe2_liml = (-41943);
-        10: pwl_pipe2_liml = (-40330);
-        11: pwl_pipe2_liml = (-38836);
-        12: pwl_pipe2_liml = (-37449);
-        13: pwl_pipe2_liml = (-36158);
-        14: pwl_pipe2_liml = (-34953);
-        15: pwl_pipe2_liml = (-33825);
-        16: pwl_pipe2_liml = (-32768);
-        17: pwl_pipe2_liml = (-31775);
-        18: pwl_pipe2_liml = (-30840);
-        19: pwl_pipe2_liml = (-29959);
-        20: pwl_pipe2_liml = (-29127);
-        21: pwl_pipe2_liml = (-28340);
-        22: pwl_pipe2_liml = (-27594);
-        23: pwl_pipe2_liml = (-26887);
-        24: pwl_pipe2_liml = (-26214);
-        25: pwl_pipe2_liml = (-25575);
-        26: pwl_pipe2_liml = (-24966);
-        27: pwl_pipe2_liml = (-24385);
-        28: pwl_pipe2_liml = (-23831);
-        29: pwl_pipe2_liml = (-23302);
-        30: pwl_pipe2_liml = (-22795);
-        31: pwl_pipe2_liml = (-22310);
-        32: pwl_pipe2_liml = (-21845);
-        33: pwl_pipe2_liml = (-21400);
-        34: pwl_pipe2_liml = (-20972);
-        35: pwl_pipe2_liml = (-20560);
-        36: pwl_pipe2_liml = (-20165);
-        37: pwl_pipe2_liml = (-19784);
-        38: pwl_pipe2_liml = (-19418);
-        39: pwl_pipe2_liml = (-19065);
-        40: pwl_pipe2_liml = (-18725);
-        41: pwl_pipe2_liml = (-18396);
-        42: pwl_pipe2_liml = (-18079);
-        43: pwl_pipe2_liml = (-17772);
-        44: pwl_pipe2_liml = (-17476);
-        45: pwl_pipe2_liml = (-17190);
-        46: pwl_pipe2_liml = (-16913);
-        47: pwl_pipe2_liml = (-16644);
-        48: pwl_pipe2_liml = (-16384);
-        49: pwl_pipe2_liml = (-16132);
-        50: pwl_pipe2_liml = (-15888);
-        51: pwl_pipe2_liml = (-15650);
-        52: pwl_pipe2_liml = (-15420);
-        53: pwl_pipe2_liml = (-15197);
-        54: pwl_pipe2_liml = (-14980);
-        55: pwl_pipe2_liml = (-14769);
-        56: pwl_pipe2_liml = (-14564);
-        57: pwl_pipe2_liml = (-14364);
-        58: pwl_pipe2_liml = (-14170);
-        59: pwl_pipe2_liml = (-13981);
-        60: pwl_pipe2_liml = (-13797);
-        61: pwl_pipe2_liml = (-13618);
-        62: pwl_pipe2_liml = (-13443);
-        63: pwl_pipe2_liml = (-13273);
-        64: pwl_pipe2_liml = (-13107);
-        65: pwl_pipe2_liml = (-12945);
-        66: pwl_pipe2_liml = (-12788);
-        67: pwl_pipe2_liml = (-12633);
-        68: pwl_pipe2_liml = (-12483);
-        69: pwl_pipe2_liml = (-12336);
-        70: pwl_pipe2_liml = (-12193);
-        71: pwl_pipe2_liml = (-12053);
-        72: pwl_pipe2_liml = (-11916);
-        73: pwl_pipe2_liml = (-11782);
-        74: pwl_pipe2_liml = (-11651);
-        75: pwl_pipe2_liml = (-11523);
-        76: pwl_pipe2_liml = (-11398);
-        77: pwl_pipe2_liml = (-11275);
-        78: pwl_pipe2_liml = (-11155);
-        79: pwl_pipe2_liml = (-11038);
-        80: pwl_pipe2_liml = (-10923);
-        81: pwl_pipe2_liml = (-10810);
-        82: pwl_pipe2_liml = (-10700);
-        83: pwl_pipe2_liml = (-10592);
-        84: pwl_pipe2_liml = (-10486);
-        85: pwl_pipe2_liml = (-10382);
-        86: pwl_pipe2_liml = (-10280);
-        87: pwl_pipe2_liml = (-10180);
-        88: pwl_pipe2_liml = (-10082);
-        89: pwl_pipe2_liml = (-9986);
-        90: pwl_pipe2_liml = (-9892);
-        91: pwl_pipe2_liml = (-9800);
-        92: pwl_pipe2_liml = (-9709);
-        93: pwl_pipe2_liml = (-9620);
-        94: pwl_pipe2_liml = (-9533);
-        95: pwl_pipe2_liml = (-9447);
-        96: pwl_pipe2_liml = (-9362);
-        97: pwl_pipe2_liml = (-9279);
-        98: pwl_pipe2_liml = (-9198);
-        99: pwl_pipe2_liml = (-9118);
-        100: pwl_pipe2_liml = (-9039);
-        101: pwl_pipe2_liml = (-8962);
-        102: pwl_pipe2_liml = (-8886);
-        103: pwl_pipe2_liml = (-8812);
-        104: pwl_pipe2_liml = (-8738);
-        105: pwl_pipe2_liml = (-8666);
-        106: pwl_pipe2_liml = (-8595);
-        107: pwl_pipe2_liml = (-8525);
-        108: pwl_pipe2_liml = (-8456);
-        109: pwl_pipe2_liml = (-8389);
-        110: pwl_pipe2_liml = (-8322);
-        111: pwl_pipe2_liml = (-8257);
-        112: pwl_pipe2_liml = (-8192);
-        113: pwl_pipe2_liml = (-8128);
-        114: pwl_pipe2_liml = (-8066);
-        115: pwl_pipe2_liml = (-8004);
-        116: pwl_pipe2_liml = (-7944);
-        117: pwl_pipe2_liml = (-7884);
-        118: pwl_pipe2_liml = (-7825);
-        119: pwl_pipe2_liml = (-7767);
-        120: pwl_pipe2_liml = (-7710);
-        121: pwl_pipe2_liml = (-7654);
-        122: pwl_pipe2_liml = (-7598);
-        123: pwl_pipe2_liml = (-7544);
-        124: pwl_pipe2_liml = (-7490);
-        125: pwl_pipe2_liml = (-7437);
-        126: pwl_pipe2_liml = (-7384);
-        127: pwl_pipe2_liml = (-7333);
-        128: pwl_pipe2_liml = (-7282);
-        129: pwl_pipe2_liml = (-7232);
-        130: pwl_pipe2_liml = (-7182);
-        131: pwl_pipe2_liml = (-7133);
-        132: pwl_pipe2_liml = (-7085);
-        133: pwl_pipe2_liml = (-7037);
-        134: pwl_pipe2_liml = (-6991);
-        135: pwl_pipe2_liml = (-6944);
-        136: pwl_pipe2_liml = (-6899);
-        137: pwl_pipe2_liml = (-6853);
-        138: pwl_pipe2_liml = (-6809);
-        139: pwl_pipe2_liml = (-6765);
-        140: pwl_pipe2_liml = (-6722);
-        141: pwl_pipe2_liml = (-6679);
-        142: pwl_pipe2_liml = (-6637);
-        143: pwl_pipe2_liml = (-6595);
-        144: pwl_pipe2_liml = (-6554);
-        145: pwl_pipe2_liml = (-6513);
-        146: pwl_pipe2_liml = (-6473);
-        147: pwl_pipe2_liml = (-6433);
-        148: pwl_pipe2_liml = (-6394);
-        149: pwl_pipe2_liml = (-6355);
-        150: pwl_pipe2_liml = (-6317);
-        151: pwl_pipe2_liml = (-6279);
-        152: pwl_pipe2_liml = (-6242);
-        153: pwl_pipe2_liml = (-6205);
-        154: pwl_pipe2_liml = (-6168);
-        155: pwl_pipe2_liml = (-6132);
-        156: pwl_pipe2_liml = (-6096);
-        157: pwl_pipe2_liml = (-6061);
-        158: pwl_pipe2_liml = (-6026);
-        159: pwl_pipe2_liml = (-5992);
-        160: pwl_pipe2_liml = (-5958);
-        161: pwl_pipe2_liml = (-5924);
-        162: pwl_pipe2_liml = (-5891);
-        163: pwl_pipe2_liml = (-5858);
-        164: pwl_pipe2_liml = (-5825);
-        165: pwl_pipe2_liml = (-5793);
-        166: pwl_pipe2_liml = (-5761);
-        167: pwl_pipe2_liml = (-5730);
-        168: pwl_pipe2_liml = (-5699);
-        169: pwl_pipe2_liml = (-5668);
-        170: pwl_pipe2_liml = (-5638);
-        171: pwl_pipe2_liml = (-5607);
-        172: pwl_pipe2_liml = (-5578);
-        173: pwl_pipe2_liml = (-5548);
-        174: pwl_pipe2_liml = (-5519);
-        175: pwl_pipe2_liml = (-5490);
-        176: pwl_pipe2_liml = (-5461);
-        177: pwl_pipe2_liml = (-5433);
-        178: pwl_pipe2_liml = (-5405);
-        179: pwl_pipe2_liml = (-5377);
-        180: pwl_pipe2_liml = (-5350);
-        181: pwl_pipe2_liml = (-5323);
-        182: pwl_pipe2_liml = (-5296);
-        183: pwl_pipe2_liml = (-5269);
-        184: pwl_pipe2_liml = (-5243);
-        185: pwl_pipe2_liml = (-5217);
-        186: pwl_pipe2_liml = (-5191);
-        187: pwl_pipe2_liml = (-5165);
-        188: pwl_pipe2_liml = (-5140);
-        189: pwl_pipe2_liml = (-5115);
-        190: pwl_pipe2_liml = (-5090);
-        191: pwl_pipe2_liml = (-5066);
-        192: pwl_pipe2_liml = (-5041);
-        193: pwl_pipe2_liml = (-5017);
-        194: pwl_pipe2_liml = (-4993);
-        195: pwl_pipe2_liml = (-4970);
-        196: pwl_pipe2_liml = (-4946);
-        197: pwl_pipe2_liml = (-4923);
-        198: pwl_pipe2_liml = (-4900);
-        199: pwl_pipe2_liml = (-4877);
-        200: pwl_pipe2_liml = (-4855);
-        201: pwl_pipe2_liml = (-4832);
-        202: pwl_pipe2_liml = (-4810);
-        203: pwl_pipe2_liml = (-4788);
-        204: pwl_pipe2_liml = (-4766);
-        205: pwl_pipe2_liml = (-4745);
-        206: pwl_pipe2_liml = (-4723);
-        207: pwl_pipe2_liml = (-4702);
-        208: pwl_pipe2_liml = (-4681);
-        209: pwl_pipe2_liml = (-4660);
-        210: pwl_pipe2_liml = (-4640);
-        211: pwl_pipe2_liml = (-4619);
-        212: pwl_pipe2_liml = (-4599);
-        213: pwl_pipe2_liml = (-4579);
-        214: pwl_pipe2_liml = (-4559);
-        215: pwl_pipe2_liml = (-4539);
-        216: pwl_pipe2_liml = (-4520);
-        217: pwl_pipe2_liml = (-4500);
-        218: pwl_pipe2_liml = (-4481);
-        219: pwl_pipe2_liml = (-4462);
-        220: pwl_pipe2_liml = (-4443);
-        221: pwl_pipe2_liml = (-4424);
-        222: pwl_pipe2_liml = (-4406);
-        223: pwl_pipe2_liml = (-4387);
-        224: pwl_pipe2_liml = (-4369);
-        225: pwl_pipe2_liml = (-4351);
-        226: pwl_pipe2_liml = (-4333);
-        227: pwl_pipe2_liml = (-4315);
-        228: pwl_pipe2_liml = (-4297);
-        229: pwl_pipe2_liml = (-4280);
-        230: pwl_pipe2_liml = (-4263);
-        231: pwl_pipe2_liml = (-4245);
-        232: pwl_pipe2_liml = (-4228);
-        233: pwl_pipe2_liml = (-4211);
-        234: pwl_pipe2_liml = (-4194);
-        235: pwl_pipe2_liml = (-4178);
-        236: pwl_pipe2_liml = (-4161);
-        237: pwl_pipe2_liml = (-4145);
-        238: pwl_pipe2_liml = (-4128);
-        239: pwl_pipe2_liml = (-4112);
-        240: pwl_pipe2_liml = (-4096);
-        241: pwl_pipe2_liml = (-4080);
-        242: pwl_pipe2_liml = (-4064);
-        243: pwl_pipe2_liml = (-4049);
-        244: pwl_pipe2_liml = (-4033);
-        245: pwl_pipe2_liml = (-4018);
-        246: pwl_pipe2_liml = (-4002);
-        247: pwl_pipe2_liml = (-3987);
-        248: pwl_pipe2_liml = (-3972);
-        249: pwl_pipe2_liml = (-3957);
-        250: pwl_pipe2_liml = (-3942);
-        251: pwl_pipe2_liml = (-3927);
-        252: pwl_pipe2_liml = (-3913);
-        253: pwl_pipe2_liml = (-3898);
-        254: pwl_pipe2_liml = (-3884);
-        default: pwl_pipe2_liml = (-3869);
-    endcase
-end
+
+assign pwl_pipe2_ta = $signed({pwl_pipe2_base4[(32 - 1)], pwl_pipe2_base4, pwl_pipe2_rb4});
+assign pwl_pipe2_tb = $signed({pwl_pipe2_qe, pwl_pipe2_rb4});
 
 
-always @(pwl_pipe2_limh, pwl_pipe2_liml, pwl_pipe2_rnd4, pwl_pipe2_ys) begin: pwl_pipe2_outc
-    if ((pwl_pipe2_rnd4 > pwl_pipe2_limh)) begin
-        y_rec = 65536;
-    end
-    else if ((pwl_pipe2_rnd4 < pwl_pipe2_liml)) begin
-        y_rec = 0;
-    end
-    else begin
-        y_rec = pwl_pipe2_ys;
-    end
-end
+
+assign pwl_pipe2_t4 = (pwl_pipe2_ta + pwl_pipe2_tb);
+
+
+
+assign pwl_pipe2_unused = {pwl_pipe2_t4[(32 + 1)], pwl_pipe2_prod4[(16 - 1)-1:0], pwl_pipe2_t4[0]};
+
+
+
+assign y_rec = $signed(pwl_pipe2_t4[(32 + 1)-1:1]);
 
 
 
 assign pwl_pipe3_zl = (fa - 32768);
 
 
-always @(pwl_pipe3_zl, fa) begin: pwl_pipe3_clampz
-    if ((fa >= 1081344)) begin
-        pwl_pipe3_u_c = 1048575;
-    end
-    else if ((fa < 32768)) begin
-        pwl_pipe3_u_c = 0;
-    end
-    else begin
-        pwl_pipe3_u_c = pwl_pipe3_zl[20-1:0];
-    end
-end
+
+assign pwl_pipe3_zl_unused = pwl_pipe3_zl[(32 + 1)-1:20];
 
 
 always @(posedge clk) begin: pwl_pipe3_p1
     if (rst == 1) begin
-        pwl_pipe3_u1 <= 0;
+        pwl_pipe3_ge1 <= 0;
+        pwl_pipe3_lt1 <= 0;
+        pwl_pipe3_zl1 <= 0;
     end
     else begin
-        pwl_pipe3_u1 <= pwl_pipe3_u_c;
+        pwl_pipe3_zl1 <= pwl_pipe3_zl[20-1:0];
+        pwl_pipe3_ge1 <= (fa >= 1081344);
+        pwl_pipe3_lt1 <= (fa < 32768);
     end
 end
 
 
+always @(pwl_pipe3_ge1, pwl_pipe3_zl1, pwl_pipe3_lt1) begin: pwl_pipe3_clampz
+    if (pwl_pipe3_ge1) begin
+        pwl_pipe3_idx_s = 255;
+        pwl_pipe3_idx_b = 255;
+        pwl_pipe3_off2 = 4095;
+    end
+    else if (pwl_pipe3_lt1) begin
+        pwl_pipe3_idx_s = pwl_pipe3_zl1[20-1:12];
+        pwl_pipe3_idx_b = 0;
+        pwl_pipe3_off2 = pwl_pipe3_zl1[12-1:0];
+    end
+    else begin
+        pwl_pipe3_idx_s = pwl_pipe3_zl1[20-1:12];
+        pwl_pipe3_idx_b = pwl_pipe3_zl1[20-1:12];
+        pwl_pipe3_off2 = pwl_pipe3_zl1[12-1:0];
+    end
+end
 
-assign pwl_pipe3_idx2 = pwl_pipe3_u1[20-1:12];
-assign pwl_pipe3_off2 = $signed({1'h0, pwl_pipe3_u1[12-1:0]});
 
-
-always @(pwl_pipe3_idx2) begin: pwl_pipe3_p2rom
-    case (pwl_pipe3_idx2)
-        0: pwl_pipe3_slope2 = 123504;
-        1: pwl_pipe3_slope2 = 110479;
-        2: pwl_pipe3_slope2 = 99940;
-        3: pwl_pipe3_slope2 = 91238;
-        4: pwl_pipe3_slope2 = 83931;
-        5: pwl_pipe3_slope2 = 77708;
-        6: pwl_pipe3_slope2 = 72344;
-        7: pwl_pipe3_slope2 = 67674;
-        8: pwl_pipe3_slope2 = 63570;
-        9: pwl_pipe3_slope2 = 59935;
-        10: pwl_pipe3_slope2 = 56694;
-        11: pwl_pipe3_slope2 = 53785;
-        12: pwl_pipe3_slope2 = 51160;
-        13: pwl_pipe3_slope2 = 48780;
-        14: pwl_pipe3_slope2 = 46611;
-        15: pwl_pipe3_slope2 = 44627;
-        16: pwl_pipe3_slope2 = 42805;
-        17: pwl_pipe3_slope2 = 41126;
-        18: pwl_pipe3_slope2 = 39574;
-        19: pwl_pipe3_slope2 = 38134;
-        20: pwl_pipe3_slope2 = 36796;
-        21: pwl_pipe3_slope2 = 35548;
-        22: pwl_pipe3_slope2 = 34383;
-        23: pwl_pipe3_slope2 = 33291;
-        24: pwl_pipe3_slope2 = 32266;
-        25: pwl_pipe3_slope2 = 31303;
-        26: pwl_pipe3_slope2 = 30396;
-        27: pwl_pipe3_slope2 = 29539;
-        28: pwl_pipe3_slope2 = 28730;
-        29: pwl_pipe3_slope2 = 27964;
-        30: pwl_pipe3_slope2 = 27237;
-        31: pwl_pipe3_slope2 = 26548;
-        32: pwl_pipe3_slope2 = 25892;
-        33: pwl_pipe3_slope2 = 25268;
-        34: pwl_pipe3_slope2 = 24674;
-        35: pwl_pipe3_slope2 = 24106;
-        36: pwl_pipe3_slope2 = 23564;
-        37: pwl_pipe3_slope2 = 23047;
-        38: pwl_pipe3_slope2 = 22551;
-        39: pwl_pipe3_slope2 = 22076;
-        40: pwl_pipe3_slope2 = 21621;
-        41: pwl_pipe3_slope2 = 21184;
-        42: pwl_pipe3_slope2 = 20765;
-        43: pwl_pipe3_slope2 = 20361;
-        44: pwl_pipe3_slope2 = 19973;
-        45: pwl_pipe3_slope2 = 19600;
-        46: pwl_pipe3_slope2 = 19240;
-        47: pwl_pipe3_slope2 = 18894;
-        48: pwl_pipe3_slope2 = 18559;
-        49: pwl_pipe3_slope2 = 18237;
-        50: pwl_pipe3_slope2 = 17925;
-        51: pwl_pipe3_slope2 = 17624;
-        52: pwl_pipe3_slope2 = 17332;
-        53: pwl_pipe3_slope2 = 17050;
-        54: pwl_pipe3_slope2 = 16778;
-        55: pwl_pipe3_slope2 = 16513;
-        56: pwl_pipe3_slope2 = 16257;
-        57: pwl_pipe3_slope2 = 16009;
-        58: pwl_pipe3_slope2 = 15768;
-        59: pwl_pipe3_slope2 = 15535;
-        60: pwl_pipe3_slope2 = 15308;
-        61: pwl_pipe3_slope2 = 15088;
-        62: pwl_pipe3_slope2 = 14874;
-        63: pwl_pipe3_slope2 = 14666;
-        64: pwl_pipe3_slope2 = 14463;
-        65: pwl_pipe3_slope2 = 14267;
-        66: pwl_pipe3_slope2 = 14075;
-        67: pwl_pipe3_slope2 = 13889;
-        68: pwl_pipe3_slope2 = 13707;
-        69: pwl_pipe3_slope2 = 13530;
-        70: pwl_pipe3_slope2 = 13358;
-        71: pwl_pipe3_slope2 = 13190;
-        72: pwl_pipe3_slope2 = 13026;
-        73: pwl_pipe3_slope2 = 12866;
-        74: pwl_pipe3_slope2 = 12710;
-        75: pwl_pipe3_slope2 = 12558;
-        76: pwl_pipe3_slope2 = 12409;
-        77: pwl_pipe3_slope2 = 12264;
-        78: pwl_pipe3_slope2 = 12122;
-        79: pwl_pipe3_slope2 = 11984;
-        80: pwl_pipe3_slope2 = 11848;
-        81: pwl_pipe3_slope2 = 11716;
-        82: pwl_pipe3_slope2 = 11587;
-        83: pwl_pipe3_slope2 = 11460;
-        84: pwl_pipe3_slope2 = 11336;
-        85: pwl_pipe3_slope2 = 11215;
-        86: pwl_pipe3_slope2 = 11096;
-        87: pwl_pipe3_slope2 = 10980;
-        88: pwl_pipe3_slope2 = 10866;
-        89: pwl_pipe3_slope2 = 10755;
-        90: pwl_pipe3_slope2 = 10646;
-        91: pwl_pipe3_slope2 = 10539;
-        92: pwl_pipe3_slope2 = 10434;
-        93: pwl_pipe3_slope2 = 10331;
-        94: pwl_pipe3_slope2 = 10230;
-        95: pwl_pipe3_slope2 = 10131;
-        96: pwl_pipe3_slope2 = 10034;
-        97: pwl_pipe3_slope2 = 9939;
-        98: pwl_pipe3_slope2 = 9846;
-        99: pwl_pipe3_slope2 = 9754;
-        100: pwl_pipe3_slope2 = 9664;
-        101: pwl_pipe3_slope2 = 9576;
-        102: pwl_pipe3_slope2 = 9489;
-        103: pwl_pipe3_slope2 = 9404;
-        104: pwl_pipe3_slope2 = 9321;
-        105: pwl_pipe3_slope2 = 9239;
-        106: pwl_pipe3_slope2 = 9158;
-        107: pwl_pipe3_slope2 = 9079;
-        108: pwl_pipe3_slope2 = 9001;
-        109: pwl_pipe3_slope2 = 8924;
-        110: pwl_pipe3_slope2 = 8849;
-        111: pwl_pipe3_slope2 = 8775;
-        112: pwl_pipe3_slope2 = 8702;
-        113: pwl_pipe3_slope2 = 8630;
-        114: pwl_pipe3_slope2 = 8560;
-        115: pwl_pipe3_slope2 = 8491;
-        116: pwl_pipe3_slope2 = 8422;
-        117: pwl_pipe3_slope2 = 8355;
-        118: pwl_pipe3_slope2 = 8289;
-        119: pwl_pipe3_slope2 = 8224;
-        120: pwl_pipe3_slope2 = 8160;
-        121: pwl_pipe3_slope2 = 8097;
-        122: pwl_pipe3_slope2 = 8035;
-        123: pwl_pipe3_slope2 = 7974;
-        124: pwl_pipe3_slope2 = 7914;
-        125: pwl_pipe3_slope2 = 7855;
-        126: pwl_pipe3_slope2 = 7796;
-        127: pwl_pipe3_slope2 = 7739;
-        128: pwl_pipe3_slope2 = 7682;
-        129: pwl_pipe3_slope2 = 7626;
-        130: pwl_pipe3_slope2 = 7571;
-        131: pwl_pipe3_slope2 = 7517;
-        132: pwl_pipe3_slope2 = 7463;
-        133: pwl_pipe3_slope2 = 7410;
-        134: pwl_pipe3_slope2 = 7358;
-        135: pwl_pipe3_slope2 = 7307;
-        136: pwl_pipe3_slope2 = 7257;
-        137: pwl_pipe3_slope2 = 7207;
-        138: pwl_pipe3_slope2 = 7158;
-        139: pwl_pipe3_slope2 = 7109;
-        140: pwl_pipe3_slope2 = 7061;
-        141: pwl_pipe3_slope2 = 7014;
-        142: pwl_pipe3_slope2 = 6967;
-        143: pwl_pipe3_slope2 = 6921;
-        144: pwl_pipe3_slope2 = 6876;
-        145: pwl_pipe3_slope2 = 6831;
-        146: pwl_pipe3_slope2 = 6787;
-        147: pwl_pipe3_slope2 = 6743;
-        148: pwl_pipe3_slope2 = 6700;
-        149: pwl_pipe3_slope2 = 6658;
-        150: pwl_pipe3_slope2 = 6616;
-        151: pwl_pipe3_slope2 = 6574;
-        152: pwl_pipe3_slope2 = 6533;
-        153: pwl_pipe3_slope2 = 6493;
-        154: pwl_pipe3_slope2 = 6453;
-        155: pwl_pipe3_slope2 = 6413;
-        156: pwl_pipe3_slope2 = 6374;
-        157: pwl_pipe3_slope2 = 6336;
-        158: pwl_pipe3_slope2 = 6298;
-        159: pwl_pipe3_slope2 = 6260;
-        160: pwl_pipe3_slope2 = 6223;
-        161: pwl_pipe3_slope2 = 6186;
-        162: pwl_pipe3_slope2 = 6150;
-        163: pwl_pipe3_slope2 = 6114;
-        164: pwl_pipe3_slope2 = 6079;
-        165: pwl_pipe3_slope2 = 6044;
-        166: pwl_pipe3_slope2 = 6009;
-        167: pwl_pipe3_slope2 = 5975;
-        168: pwl_pipe3_slope2 = 5941;
-        169: pwl_pipe3_slope2 = 5907;
-        170: pwl_pipe3_slope2 = 5874;
-        171: pwl_pipe3_slope2 = 5842;
-        172: pwl_pipe3_slope2 = 5809;
-        173: pwl_pipe3_slope2 = 5777;
-        174: pwl_pipe3_slope2 = 5746;
-        175: pwl_pipe3_slope2 = 5714;
-        176: pwl_pipe3_slope2 = 5683;
-        177: pwl_pipe3_slope2 = 5653;
-        178: pwl_pipe3_slope2 = 5622;
-        179: pwl_pipe3_slope2 = 5592;
-        180: pwl_pipe3_slope2 = 5563;
-        181: pwl_pipe3_slope2 = 5533;
-        182: pwl_pipe3_slope2 = 5504;
-        183: pwl_pipe3_slope2 = 5476;
-        184: pwl_pipe3_slope2 = 5447;
-        185: pwl_pipe3_slope2 = 5419;
-        186: pwl_pipe3_slope2 = 5391;
-        187: pwl_pipe3_slope2 = 5364;
-        188: pwl_pipe3_slope2 = 5336;
-        189: pwl_pipe3_slope2 = 5309;
-        190: pwl_pipe3_slope2 = 5283;
-        191: pwl_pipe3_slope2 = 5256;
-        192: pwl_pipe3_slope2 = 5230;
-        193: pwl_pipe3_slope2 = 5204;
-        194: pwl_pipe3_slope2 = 5178;
-        195: pwl_pipe3_slope2 = 5153;
-        196: pwl_pipe3_slope2 = 5128;
-        197: pwl_pipe3_slope2 = 5103;
-        198: pwl_pipe3_slope2 = 5078;
-        199: pwl_pipe3_slope2 = 5053;
-        200: pwl_pipe3_slope2 = 5029;
-        201: pwl_pipe3_slope2 = 5005;
-        202: pwl_pipe3_slope2 = 4981;
-        203: pwl_pipe3_slope2 = 4958;
-        204: pwl_pipe3_slope2 = 4934;
-        205: pwl_pipe3_slope2 = 4911;
-        206: pwl_pipe3_slope2 = 4888;
-        207: pwl_pipe3_slope2 = 4866;
-        208: pwl_pipe3_slope2 = 4843;
-        209: pwl_pipe3_slope2 = 4821;
-        210: pwl_pipe3_slope2 = 4799;
-        211: pwl_pipe3_slope2 = 4777;
-        212: pwl_pipe3_slope2 = 4755;
-        213: pwl_pipe3_slope2 = 4734;
-        214: pwl_pipe3_slope2 = 4713;
-        215: pwl_pipe3_slope2 = 4692;
-        216: pwl_pipe3_slope2 = 4671;
-        217: pwl_pipe3_slope2 = 4650;
-        218: pwl_pipe3_slope2 = 4629;
-        219: pwl_pipe3_slope2 = 4609;
-        220: pwl_pipe3_slope2 = 4589;
-        221: pwl_pipe3_slope2 = 4569;
-        222: pwl_pipe3_slope2 = 4549;
-        223: pwl_pipe3_slope2 = 4529;
-        224: pwl_pipe3_slope2 = 4510;
-        225: pwl_pipe3_slope2 = 4491;
-        226: pwl_pipe3_slope2 = 4472;
-        227: pwl_pipe3_slope2 = 4453;
-        228: pwl_pipe3_slope2 = 4434;
-        229: pwl_pipe3_slope2 = 4415;
-        230: pwl_pipe3_slope2 = 4397;
-        231: pwl_pipe3_slope2 = 4378;
-        232: pwl_pipe3_slope2 = 4360;
-        233: pwl_pipe3_slope2 = 4342;
-        234: pwl_pipe3_slope2 = 4324;
-        235: pwl_pipe3_slope2 = 4306;
-        236: pwl_pipe3_slope2 = 4289;
-        237: pwl_pipe3_slope2 = 4271;
-        238: pwl_pipe3_slope2 = 4254;
-        239: pwl_pipe3_slope2 = 4237;
-        240: pwl_pipe3_slope2 = 4220;
-        241: pwl_pipe3_slope2 = 4203;
-        242: pwl_pipe3_slope2 = 4186;
-        243: pwl_pipe3_slope2 = 4169;
-        244: pwl_pipe3_slope2 = 4153;
-        245: pwl_pipe3_slope2 = 4136;
-        246: pwl_pipe3_slope2 = 4120;
-        247: pwl_pipe3_slope2 = 4104;
-        248: pwl_pipe3_slope2 = 4088;
-        249: pwl_pipe3_slope2 = 4072;
-        250: pwl_pipe3_slope2 = 4056;
-        251: pwl_pipe3_slope2 = 4041;
-        252: pwl_pipe3_slope2 = 4025;
-        253: pwl_pipe3_slope2 = 4010;
-        254: pwl_pipe3_slope2 = 3995;
-        default: pwl_pipe3_slope2 = 3979;
+always @(pwl_pipe3_idx_s) begin: pwl_pipe3_p2rom
+    case (pwl_pipe3_idx_s)
+        0: pwl_pipe3_slope_r = 123504;
+        1: pwl_pipe3_slope_r = 110479;
+        2: pwl_pipe3_slope_r = 99940;
+        3: pwl_pipe3_slope_r = 91238;
+        4: pwl_pipe3_slope_r = 83931;
+        5: pwl_pipe3_slope_r = 77708;
+        6: pwl_pipe3_slope_r = 72344;
+        7: pwl_pipe3_slope_r = 67674;
+        8: pwl_pipe3_slope_r = 63570;
+        9: pwl_pipe3_slope_r = 59935;
+        10: pwl_pipe3_slope_r = 56694;
+        11: pwl_pipe3_slope_r = 53785;
+        12: pwl_pipe3_slope_r = 51160;
+        13: pwl_pipe3_slope_r = 48780;
+        14: pwl_pipe3_slope_r = 46611;
+        15: pwl_pipe3_slope_r = 44627;
+        16: pwl_pipe3_slope_r = 42805;
+        17: pwl_pipe3_slope_r = 41126;
+        18: pwl_pipe3_slope_r = 39574;
+        19: pwl_pipe3_slope_r = 38134;
+        20: pwl_pipe3_slope_r = 36796;
+        21: pwl_pipe3_slope_r = 35548;
+        22: pwl_pipe3_slope_r = 34383;
+        23: pwl_pipe3_slope_r = 33291;
+        24: pwl_pipe3_slope_r = 32266;
+        25: pwl_pipe3_slope_r = 31303;
+        26: pwl_pipe3_slope_r = 30396;
+        27: pwl_pipe3_slope_r = 29539;
+        28: pwl_pipe3_slope_r = 28730;
+        29: pwl_pipe3_slope_r = 27964;
+        30: pwl_pipe3_slope_r = 27237;
+        31: pwl_pipe3_slope_r = 26548;
+        32: pwl_pipe3_slope_r = 25892;
+        33: pwl_pipe3_slope_r = 25268;
+        34: pwl_pipe3_slope_r = 24674;
+        35: pwl_pipe3_slope_r = 24106;
+        36: pwl_pipe3_slope_r = 23564;
+        37: pwl_pipe3_slope_r = 23047;
+        38: pwl_pipe3_slope_r = 22551;
+        39: pwl_pipe3_slope_r = 22076;
+        40: pwl_pipe3_slope_r = 21621;
+        41: pwl_pipe3_slope_r = 21184;
+        42: pwl_pipe3_slope_r = 20765;
+        43: pwl_pipe3_slope_r = 20361;
+        44: pwl_pipe3_slope_r = 19973;
+        45: pwl_pipe3_slope_r = 19600;
+        46: pwl_pipe3_slope_r = 19240;
+        47: pwl_pipe3_slope_r = 18894;
+        48: pwl_pipe3_slope_r = 18559;
+        49: pwl_pipe3_slope_r = 18237;
+        50: pwl_pipe3_slope_r = 17925;
+        51: pwl_pipe3_slope_r = 17624;
+        52: pwl_pipe3_slope_r = 17332;
+        53: pwl_pipe3_slope_r = 17050;
+        54: pwl_pipe3_slope_r = 16778;
+        55: pwl_pipe3_slope_r = 16513;
+        56: pwl_pipe3_slope_r = 16257;
+        57: pwl_pipe3_slope_r = 16009;
+        58: pwl_pipe3_slope_r = 15768;
+        59: pwl_pipe3_slope_r = 15535;
+        60: pwl_pipe3_slope_r = 15308;
+        61: pwl_pipe3_slope_r = 15088;
+        62: pwl_pipe3_slope_r = 14874;
+        63: pwl_pipe3_slope_r = 14666;
+        64: pwl_pipe3_slope_r = 14463;
+        65: pwl_pipe3_slope_r = 14267;
+        66: pwl_pipe3_slope_r = 14075;
+        67: pwl_pipe3_slope_r = 13889;
+        68: pwl_pipe3_slope_r = 13707;
+        69: pwl_pipe3_slope_r = 13530;
+        70: pwl_pipe3_slope_r = 13358;
+        71: pwl_pipe3_slope_r = 13190;
+        72: pwl_pipe3_slope_r = 13026;
+        73: pwl_pipe3_slope_r = 12866;
+        74: pwl_pipe3_slope_r = 12710;
+        75: pwl_pipe3_slope_r = 12558;
+        76: pwl_pipe3_slope_r = 12409;
+        77: pwl_pipe3_slope_r = 12264;
+        78: pwl_pipe3_slope_r = 12122;
+        79: pwl_pipe3_slope_r = 11984;
+        80: pwl_pipe3_slope_r = 11848;
+        81: pwl_pipe3_slope_r = 11716;
+        82: pwl_pipe3_slope_r = 11587;
+        83: pwl_pipe3_slope_r = 11460;
+        84: pwl_pipe3_slope_r = 11336;
+        85: pwl_pipe3_slope_r = 11215;
+        86: pwl_pipe3_slope_r = 11096;
+        87: pwl_pipe3_slope_r = 10980;
+        88: pwl_pipe3_slope_r = 10866;
+        89: pwl_pipe3_slope_r = 10755;
+        90: pwl_pipe3_slope_r = 10646;
+        91: pwl_pipe3_slope_r = 10539;
+        92: pwl_pipe3_slope_r = 10434;
+        93: pwl_pipe3_slope_r = 10331;
+        94: pwl_pipe3_slope_r = 10230;
+        95: pwl_pipe3_slope_r = 10131;
+        96: pwl_pipe3_slope_r = 10034;
+        97: pwl_pipe3_slope_r = 9939;
+        98: pwl_pipe3_slope_r = 9846;
+        99: pwl_pipe3_slope_r = 9754;
+        100: pwl_pipe3_slope_r = 9664;
+        101: pwl_pipe3_slope_r = 9576;
+        102: pwl_pipe3_slope_r = 9489;
+        103: pwl_pipe3_slope_r = 9404;
+        104: pwl_pipe3_slope_r = 9321;
+        105: pwl_pipe3_slope_r = 9239;
+        106: pwl_pipe3_slope_r = 9158;
+        107: pwl_pipe3_slope_r = 9079;
+        108: pwl_pipe3_slope_r = 9001;
+        109: pwl_pipe3_slope_r = 8924;
+        110: pwl_pipe3_slope_r = 8849;
+        111: pwl_pipe3_slope_r = 8775;
+        112: pwl_pipe3_slope_r = 8702;
+        113: pwl_pipe3_slope_r = 8630;
+        114: pwl_pipe3_slope_r = 8560;
+        115: pwl_pipe3_slope_r = 8491;
+        116: pwl_pipe3_slope_r = 8422;
+        117: pwl_pipe3_slope_r = 8355;
+        118: pwl_pipe3_slope_r = 8289;
+        119: pwl_pipe3_slope_r = 8224;
+        120: pwl_pipe3_slope_r = 8160;
+        121: pwl_pipe3_slope_r = 8097;
+        122: pwl_pipe3_slope_r = 8035;
+        123: pwl_pipe3_slope_r = 7974;
+        124: pwl_pipe3_slope_r = 7914;
+        125: pwl_pipe3_slope_r = 7855;
+        126: pwl_pipe3_slope_r = 7796;
+        127: pwl_pipe3_slope_r = 7739;
+        128: pwl_pipe3_slope_r = 7682;
+        129: pwl_pipe3_slope_r = 7626;
+        130: pwl_pipe3_slope_r = 7571;
+        131: pwl_pipe3_slope_r = 7517;
+        132: pwl_pipe3_slope_r = 7463;
+        133: pwl_pipe3_slope_r = 7410;
+        134: pwl_pipe3_slope_r = 7358;
+        135: pwl_pipe3_slope_r = 7307;
+        136: pwl_pipe3_slope_r = 7257;
+        137: pwl_pipe3_slope_r = 7207;
+        138: pwl_pipe3_slope_r = 7158;
+        139: pwl_pipe3_slope_r = 7109;
+        140: pwl_pipe3_slope_r = 7061;
+        141: pwl_pipe3_slope_r = 7014;
+        142: pwl_pipe3_slope_r = 6967;
+        143: pwl_pipe3_slope_r = 6921;
+        144: pwl_pipe3_slope_r = 6876;
+        145: pwl_pipe3_slope_r = 6831;
+        146: pwl_pipe3_slope_r = 6787;
+        147: pwl_pipe3_slope_r = 6743;
+        148: pwl_pipe3_slope_r = 6700;
+        149: pwl_pipe3_slope_r = 6658;
+        150: pwl_pipe3_slope_r = 6616;
+        151: pwl_pipe3_slope_r = 6574;
+        152: pwl_pipe3_slope_r = 6533;
+        153: pwl_pipe3_slope_r = 6493;
+        154: pwl_pipe3_slope_r = 6453;
+        155: pwl_pipe3_slope_r = 6413;
+        156: pwl_pipe3_slope_r = 6374;
+        157: pwl_pipe3_slope_r = 6336;
+        158: pwl_pipe3_slope_r = 6298;
+        159: pwl_pipe3_slope_r = 6260;
+        160: pwl_pipe3_slope_r = 6223;
+        161: pwl_pipe3_slope_r = 6186;
+        162: pwl_pipe3_slope_r = 6150;
+        163: pwl_pipe3_slope_r = 6114;
+        164: pwl_pipe3_slope_r = 6079;
+        165: pwl_pipe3_slope_r = 6044;
+        166: pwl_pipe3_slope_r = 6009;
+        167: pwl_pipe3_slope_r = 5975;
+        168: pwl_pipe3_slope_r = 5941;
+        169: pwl_pipe3_slope_r = 5907;
+        170: pwl_pipe3_slope_r = 5874;
+        171: pwl_pipe3_slope_r = 5842;
+        172: pwl_pipe3_slope_r = 5809;
+        173: pwl_pipe3_slope_r = 5777;
+        174: pwl_pipe3_slope_r = 5746;
+        175: pwl_pipe3_slope_r = 5714;
+        176: pwl_pipe3_slope_r = 5683;
+        177: pwl_pipe3_slope_r = 5653;
+        178: pwl_pipe3_slope_r = 5622;
+        179: pwl_pipe3_slope_r = 5592;
+        180: pwl_pipe3_slope_r = 5563;
+        181: pwl_pipe3_slope_r = 5533;
+        182: pwl_pipe3_slope_r = 5504;
+        183: pwl_pipe3_slope_r = 5476;
+        184: pwl_pipe3_slope_r = 5447;
+        185: pwl_pipe3_slope_r = 5419;
+        186: pwl_pipe3_slope_r = 5391;
+        187: pwl_pipe3_slope_r = 5364;
+        188: pwl_pipe3_slope_r = 5336;
+        189: pwl_pipe3_slope_r = 5309;
+        190: pwl_pipe3_slope_r = 5283;
+        191: pwl_pipe3_slope_r = 5256;
+        192: pwl_pipe3_slope_r = 5230;
+        193: pwl_pipe3_slope_r = 5204;
+        194: pwl_pipe3_slope_r = 5178;
+        195: pwl_pipe3_slope_r = 5153;
+        196: pwl_pipe3_slope_r = 5128;
+        197: pwl_pipe3_slope_r = 5103;
+        198: pwl_pipe3_slope_r = 5078;
+        199: pwl_pipe3_slope_r = 5053;
+        200: pwl_pipe3_slope_r = 5029;
+        201: pwl_pipe3_slope_r = 5005;
+        202: pwl_pipe3_slope_r = 4981;
+        203: pwl_pipe3_slope_r = 4958;
+        204: pwl_pipe3_slope_r = 4934;
+        205: pwl_pipe3_slope_r = 4911;
+        206: pwl_pipe3_slope_r = 4888;
+        207: pwl_pipe3_slope_r = 4866;
+        208: pwl_pipe3_slope_r = 4843;
+        209: pwl_pipe3_slope_r = 4821;
+        210: pwl_pipe3_slope_r = 4799;
+        211: pwl_pipe3_slope_r = 4777;
+        212: pwl_pipe3_slope_r = 4755;
+        213: pwl_pipe3_slope_r = 4734;
+        214: pwl_pipe3_slope_r = 4713;
+        215: pwl_pipe3_slope_r = 4692;
+        216: pwl_pipe3_slope_r = 4671;
+        217: pwl_pipe3_slope_r = 4650;
+        218: pwl_pipe3_slope_r = 4629;
+        219: pwl_pipe3_slope_r = 4609;
+        220: pwl_pipe3_slope_r = 4589;
+        221: pwl_pipe3_slope_r = 4569;
+        222: pwl_pipe3_slope_r = 4549;
+        223: pwl_pipe3_slope_r = 4529;
+        224: pwl_pipe3_slope_r = 4510;
+        225: pwl_pipe3_slope_r = 4491;
+        226: pwl_pipe3_slope_r = 4472;
+        227: pwl_pipe3_slope_r = 4453;
+        228: pwl_pipe3_slope_r = 4434;
+        229: pwl_pipe3_slope_r = 4415;
+        230: pwl_pipe3_slope_r = 4397;
+        231: pwl_pipe3_slope_r = 4378;
+        232: pwl_pipe3_slope_r = 4360;
+        233: pwl_pipe3_slope_r = 4342;
+        234: pwl_pipe3_slope_r = 4324;
+        235: pwl_pipe3_slope_r = 4306;
+        236: pwl_pipe3_slope_r = 4289;
+        237: pwl_pipe3_slope_r = 4271;
+        238: pwl_pipe3_slope_r = 4254;
+        239: pwl_pipe3_slope_r = 4237;
+        240: pwl_pipe3_slope_r = 4220;
+        241: pwl_pipe3_slope_r = 4203;
+        242: pwl_pipe3_slope_r = 4186;
+        243: pwl_pipe3_slope_r = 4169;
+        244: pwl_pipe3_slope_r = 4153;
+        245: pwl_pipe3_slope_r = 4136;
+        246: pwl_pipe3_slope_r = 4120;
+        247: pwl_pipe3_slope_r = 4104;
+        248: pwl_pipe3_slope_r = 4088;
+        249: pwl_pipe3_slope_r = 4072;
+        250: pwl_pipe3_slope_r = 4056;
+        251: pwl_pipe3_slope_r = 4041;
+        252: pwl_pipe3_slope_r = 4025;
+        253: pwl_pipe3_slope_r = 4010;
+        254: pwl_pipe3_slope_r = 3995;
+        default: pwl_pipe3_slope_r = 3979;
     endcase
+end
+
+
+always @(pwl_pipe3_idx_b) begin: pwl_pipe3_p2romb
+    case (pwl_pipe3_idx_b)
+        0: pwl_pipe3_base2 = (-45426);
+        1: pwl_pipe3_base2 = (-37707);
+        2: pwl_pipe3_base2 = (-30802);
+        3: pwl_pipe3_base2 = (-24556);
+        4: pwl_pipe3_base2 = (-18854);
+        5: pwl_pipe3_base2 = (-13608);
+        6: pwl_pipe3_base2 = (-8751);
+        7: pwl_pipe3_base2 = (-4230);
+        8: pwl_pipe3_base2 = 0;
+        9: pwl_pipe3_base2 = 3973;
+        10: pwl_pipe3_base2 = 7719;
+        11: pwl_pipe3_base2 = 11262;
+        12: pwl_pipe3_base2 = 14624;
+        13: pwl_pipe3_base2 = 17821;
+        14: pwl_pipe3_base2 = 20870;
+        15: pwl_pipe3_base2 = 23783;
+        16: pwl_pipe3_base2 = 26573;
+        17: pwl_pipe3_base2 = 29248;
+        18: pwl_pipe3_base2 = 31818;
+        19: pwl_pipe3_base2 = 34292;
+        20: pwl_pipe3_base2 = 36675;
+        21: pwl_pipe3_base2 = 38975;
+        22: pwl_pipe3_base2 = 41196;
+        23: pwl_pipe3_base2 = 43345;
+        24: pwl_pipe3_base2 = 45426;
+        25: pwl_pipe3_base2 = 47443;
+        26: pwl_pipe3_base2 = 49399;
+        27: pwl_pipe3_base2 = 51299;
+        28: pwl_pipe3_base2 = 53145;
+        29: pwl_pipe3_base2 = 54941;
+        30: pwl_pipe3_base2 = 56688;
+        31: pwl_pipe3_base2 = 58391;
+        32: pwl_pipe3_base2 = 60050;
+        33: pwl_pipe3_base2 = 61668;
+        34: pwl_pipe3_base2 = 63248;
+        35: pwl_pipe3_base2 = 64790;
+        36: pwl_pipe3_base2 = 66296;
+        37: pwl_pipe3_base2 = 67769;
+        38: pwl_pipe3_base2 = 69209;
+        39: pwl_pipe3_base2 = 70619;
+        40: pwl_pipe3_base2 = 71999;
+        41: pwl_pipe3_base2 = 73350;
+        42: pwl_pipe3_base2 = 74674;
+        43: pwl_pipe3_base2 = 75972;
+        44: pwl_pipe3_base2 = 77244;
+        45: pwl_pipe3_base2 = 78493;
+        46: pwl_pipe3_base2 = 79718;
+        47: pwl_pipe3_base2 = 80920;
+        48: pwl_pipe3_base2 = 82101;
+        49: pwl_pipe3_base2 = 83261;
+        50: pwl_pipe3_base2 = 84401;
+        51: pwl_pipe3_base2 = 85521;
+        52: pwl_pipe3_base2 = 86623;
+        53: pwl_pipe3_base2 = 87706;
+        54: pwl_pipe3_base2 = 88772;
+        55: pwl_pipe3_base2 = 89820;
+        56: pwl_pipe3_base2 = 90852;
+        57: pwl_pipe3_base2 = 91868;
+        58: pwl_pipe3_base2 = 92869;
+        59: pwl_pipe3_base2 = 93854;
+        60: pwl_pipe3_base2 = 94825;
+        61: pwl_pipe3_base2 = 95782;
+        62: pwl_pipe3_base2 = 96725;
+        63: pwl_pipe3_base2 = 97655;
+        64: pwl_pipe3_base2 = 98571;
+        65: pwl_pipe3_base2 = 99475;
+        66: pwl_pipe3_base2 = 100367;
+        67: pwl_pipe3_base2 = 101247;
+        68: pwl_pipe3_base2 = 102115;
+        69: pwl_pipe3_base2 = 102971;
+        70: pwl_pipe3_base2 = 103817;
+        71: pwl_pipe3_base2 = 104652;
+        72: pwl_pipe3_base2 = 105476;
+        73: pwl_pipe3_base2 = 106290;
+        74: pwl_pipe3_base2 = 107094;
+        75: pwl_pipe3_base2 = 107889;
+        76: pwl_pipe3_base2 = 108674;
+        77: pwl_pipe3_base2 = 109449;
+        78: pwl_pipe3_base2 = 110216;
+        79: pwl_pipe3_base2 = 110973;
+        80: pwl_pipe3_base2 = 111722;
+        81: pwl_pipe3_base2 = 112463;
+        82: pwl_pipe3_base2 = 113195;
+        83: pwl_pipe3_base2 = 113919;
+        84: pwl_pipe3_base2 = 114636;
+        85: pwl_pipe3_base2 = 115344;
+        86: pwl_pipe3_base2 = 116045;
+        87: pwl_pipe3_base2 = 116739;
+        88: pwl_pipe3_base2 = 117425;
+        89: pwl_pipe3_base2 = 118104;
+        90: pwl_pipe3_base2 = 118776;
+        91: pwl_pipe3_base2 = 119441;
+        92: pwl_pipe3_base2 = 120100;
+        93: pwl_pipe3_base2 = 120752;
+        94: pwl_pipe3_base2 = 121398;
+        95: pwl_pipe3_base2 = 122037;
+        96: pwl_pipe3_base2 = 122670;
+        97: pwl_pipe3_base2 = 123298;
+        98: pwl_pipe3_base2 = 123919;
+        99: pwl_pipe3_base2 = 124534;
+        100: pwl_pipe3_base2 = 125144;
+        101: pwl_pipe3_base2 = 125748;
+        102: pwl_pipe3_base2 = 126346;
+        103: pwl_pipe3_base2 = 126939;
+        104: pwl_pipe3_base2 = 127527;
+        105: pwl_pipe3_base2 = 128110;
+        106: pwl_pipe3_base2 = 128687;
+        107: pwl_pipe3_base2 = 129259;
+        108: pwl_pipe3_base2 = 129827;
+        109: pwl_pipe3_base2 = 130389;
+        110: pwl_pipe3_base2 = 130947;
+        111: pwl_pipe3_base2 = 131500;
+        112: pwl_pipe3_base2 = 132049;
+        113: pwl_pipe3_base2 = 132593;
+        114: pwl_pipe3_base2 = 133132;
+        115: pwl_pipe3_base2 = 133667;
+        116: pwl_pipe3_base2 = 134198;
+        117: pwl_pipe3_base2 = 134724;
+        118: pwl_pipe3_base2 = 135246;
+        119: pwl_pipe3_base2 = 135764;
+        120: pwl_pipe3_base2 = 136278;
+        121: pwl_pipe3_base2 = 136788;
+        122: pwl_pipe3_base2 = 137294;
+        123: pwl_pipe3_base2 = 137797;
+        124: pwl_pipe3_base2 = 138295;
+        125: pwl_pipe3_base2 = 138790;
+        126: pwl_pipe3_base2 = 139280;
+        127: pwl_pipe3_base2 = 139768;
+        128: pwl_pipe3_base2 = 140251;
+        129: pwl_pipe3_base2 = 140731;
+        130: pwl_pipe3_base2 = 141208;
+        131: pwl_pipe3_base2 = 141681;
+        132: pwl_pipe3_base2 = 142151;
+        133: pwl_pipe3_base2 = 142618;
+        134: pwl_pipe3_base2 = 143081;
+        135: pwl_pipe3_base2 = 143541;
+        136: pwl_pipe3_base2 = 143997;
+        137: pwl_pipe3_base2 = 144451;
+        138: pwl_pipe3_base2 = 144901;
+        139: pwl_pipe3_base2 = 145349;
+        140: pwl_pipe3_base2 = 145793;
+        141: pwl_pipe3_base2 = 146234;
+        142: pwl_pipe3_base2 = 146673;
+        143: pwl_pipe3_base2 = 147108;
+        144: pwl_pipe3_base2 = 147541;
+        145: pwl_pipe3_base2 = 147970;
+        146: pwl_pipe3_base2 = 148397;
+        147: pwl_pipe3_base2 = 148822;
+        148: pwl_pipe3_base2 = 149243;
+        149: pwl_pipe3_base2 = 149662;
+        150: pwl_pipe3_base2 = 150078;
+        151: pwl_pipe3_base2 = 150491;
+        152: pwl_pipe3_base2 = 150902;
+        153: pwl_pipe3_base2 = 151311;
+        154: pwl_pipe3_base2 = 151716;
+        155: pwl_pipe3_base2 = 152120;
+        156: pwl_pipe3_base2 = 152520;
+        157: pwl_pipe3_base2 = 152919;
+        158: pwl_pipe3_base2 = 153315;
+        159: pwl_pipe3_base2 = 153708;
+        160: pwl_pipe3_base2 = 154100;
+        161: pwl_pipe3_base2 = 154489;
+        162: pwl_pipe3_base2 = 154875;
+        163: pwl_pipe3_base2 = 155260;
+        164: pwl_pipe3_base2 = 155642;
+        165: pwl_pipe3_base2 = 156022;
+        166: pwl_pipe3_base2 = 156399;
+        167: pwl_pipe3_base2 = 156775;
+        168: pwl_pipe3_base2 = 157148;
+        169: pwl_pipe3_base2 = 157520;
+        170: pwl_pipe3_base2 = 157889;
+        171: pwl_pipe3_base2 = 158256;
+        172: pwl_pipe3_base2 = 158621;
+        173: pwl_pipe3_base2 = 158984;
+        174: pwl_pipe3_base2 = 159345;
+        175: pwl_pipe3_base2 = 159705;
+        176: pwl_pipe3_base2 = 160062;
+        177: pwl_pipe3_base2 = 160417;
+        178: pwl_pipe3_base2 = 160770;
+        179: pwl_pipe3_base2 = 161122;
+        180: pwl_pipe3_base2 = 161471;
+        181: pwl_pipe3_base2 = 161819;
+        182: pwl_pipe3_base2 = 162165;
+        183: pwl_pipe3_base2 = 162509;
+        184: pwl_pipe3_base2 = 162851;
+        185: pwl_pipe3_base2 = 163191;
+        186: pwl_pipe3_base2 = 163530;
+        187: pwl_pipe3_base2 = 163867;
+        188: pwl_pipe3_base2 = 164202;
+        189: pwl_pipe3_base2 = 164536;
+        190: pwl_pipe3_base2 = 164867;
+        191: pwl_pipe3_base2 = 165198;
+        192: pwl_pipe3_base2 = 165526;
+        193: pwl_pipe3_base2 = 165853;
+        194: pwl_pipe3_base2 = 166178;
+        195: pwl_pipe3_base2 = 166502;
+        196: pwl_pipe3_base2 = 166824;
+        197: pwl_pipe3_base2 = 167144;
+        198: pwl_pipe3_base2 = 167463;
+        199: pwl_pipe3_base2 = 167781;
+        200: pwl_pipe3_base2 = 168097;
+        201: pwl_pipe3_base2 = 168411;
+        202: pwl_pipe3_base2 = 168724;
+        203: pwl_pipe3_base2 = 169035;
+        204: pwl_pipe3_base2 = 169345;
+        205: pwl_pipe3_base2 = 169653;
+        206: pwl_pipe3_base2 = 169960;
+        207: pwl_pipe3_base2 = 170266;
+        208: pwl_pipe3_base2 = 170570;
+        209: pwl_pipe3_base2 = 170873;
+        210: pwl_pipe3_base2 = 171174;
+        211: pwl_pipe3_base2 = 171474;
+        212: pwl_pipe3_base2 = 171772;
+        213: pwl_pipe3_base2 = 172070;
+        214: pwl_pipe3_base2 = 172365;
+        215: pwl_pipe3_base2 = 172660;
+        216: pwl_pipe3_base2 = 172953;
+        217: pwl_pipe3_base2 = 173245;
+        218: pwl_pipe3_base2 = 173536;
+        219: pwl_pipe3_base2 = 173825;
+        220: pwl_pipe3_base2 = 174113;
+        221: pwl_pipe3_base2 = 174400;
+        222: pwl_pipe3_base2 = 174686;
+        223: pwl_pipe3_base2 = 174970;
+        224: pwl_pipe3_base2 = 175253;
+        225: pwl_pipe3_base2 = 175535;
+        226: pwl_pipe3_base2 = 175816;
+        227: pwl_pipe3_base2 = 176095;
+        228: pwl_pipe3_base2 = 176373;
+        229: pwl_pipe3_base2 = 176650;
+        230: pwl_pipe3_base2 = 176926;
+        231: pwl_pipe3_base2 = 177201;
+        232: pwl_pipe3_base2 = 177475;
+        233: pwl_pipe3_base2 = 177747;
+        234: pwl_pipe3_base2 = 178019;
+        235: pwl_pipe3_base2 = 178289;
+        236: pwl_pipe3_base2 = 178558;
+        237: pwl_pipe3_base2 = 178826;
+        238: pwl_pipe3_base2 = 179093;
+        239: pwl_pipe3_base2 = 179359;
+        240: pwl_pipe3_base2 = 179624;
+        241: pwl_pipe3_base2 = 179887;
+        242: pwl_pipe3_base2 = 180150;
+        243: pwl_pipe3_base2 = 180412;
+        244: pwl_pipe3_base2 = 180672;
+        245: pwl_pipe3_base2 = 180932;
+        246: pwl_pipe3_base2 = 181190;
+        247: pwl_pipe3_base2 = 181448;
+        248: pwl_pipe3_base2 = 181704;
+        249: pwl_pipe3_base2 = 181960;
+        250: pwl_pipe3_base2 = 182214;
+        251: pwl_pipe3_base2 = 182468;
+        252: pwl_pipe3_base2 = 182720;
+        253: pwl_pipe3_base2 = 182972;
+        254: pwl_pipe3_base2 = 183223;
+        default: pwl_pipe3_base2 = 183472;
+    endcase
+end
+
+
+always @(pwl_pipe3_slope_r, pwl_pipe3_lt1) begin: pwl_pipe3_p2z
+    if (pwl_pipe3_lt1) begin
+        pwl_pipe3_slope2 = 0;
+    end
+    else begin
+        pwl_pipe3_slope2 = pwl_pipe3_slope_r;
+    end
 end
 
 
 always @(posedge clk) begin: pwl_pipe3_p2
     if (rst == 1) begin
-        pwl_pipe3_idx3 <= 0;
-        pwl_pipe3_prod3 <= 0;
+        pwl_pipe3_base3 <= 0;
+        pwl_pipe3_slope3 <= 0;
+        pwl_pipe3_off3 <= 0;
     end
     else begin
-        pwl_pipe3_prod3 <= (pwl_pipe3_slope2 * pwl_pipe3_off2);
-        pwl_pipe3_idx3 <= pwl_pipe3_idx2;
+        pwl_pipe3_slope3 <= pwl_pipe3_slope2;
+        pwl_pipe3_off3 <= pwl_pipe3_off2;
+        pwl_pipe3_base3 <= pwl_pipe3_base2;
     end
 end
 
 
 
-assign pwl_pipe3_round_sat_fast3_round_sat3_t = $signed(pwl_pipe3_prod3 >>> 16);
-assign pwl_pipe3_round_sat_fast3_round_sat3_rb = $signed({32'h0, pwl_pipe3_prod3[(16 - 1)]});
-
-
-
-assign pwl_pipe3_round_sat_fast3_round_sat3_r = (pwl_pipe3_round_sat_fast3_round_sat3_t + pwl_pipe3_round_sat_fast3_round_sat3_rb);
-
-
-
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi = pwl_pipe3_round_sat_fast3_round_sat3_r[33-1:(32 - 1)];
-
-
-
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_hin = (~pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi);
-
-
-
-assign pwl_pipe3_round_sat_fast3_round_sat3_sat8_nsign = (!pwl_pipe3_round_sat_fast3_round_sat3_r[(33 - 1)]);
-
-
-always @(pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill, pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi, pwl_pipe3_round_sat_fast3_round_sat3_r, pwl_pipe3_round_sat_fast3_round_sat3_sat8_hin) begin: pwl_pipe3_round_sat_fast3_round_sat3_sat8_clamp
-    if (((pwl_pipe3_round_sat_fast3_round_sat3_sat8_hi == 0) || (pwl_pipe3_round_sat_fast3_round_sat3_sat8_hin == 0))) begin
-        pwl_pipe3_rnd_c = $signed(pwl_pipe3_round_sat_fast3_round_sat3_r[32-1:0]);
-    end
-    else begin
-        pwl_pipe3_rnd_c = $signed({pwl_pipe3_round_sat_fast3_round_sat3_r[(33 - 1)], pwl_pipe3_round_sat_fast3_round_sat3_sat8_fill});
-    end
-end
+assign pwl_pipe3_off3s = $signed({1'h0, pwl_pipe3_off3});
 
 
 always @(posedge clk) begin: pwl_pipe3_p3
     if (rst == 1) begin
-        pwl_pipe3_rnd4 <= 0;
-        pwl_pipe3_idx4 <= 0;
+        pwl_pipe3_base4 <= 0;
+        pwl_pipe3_prod4 <= 0;
     end
     else begin
-        pwl_pipe3_rnd4 <= pwl_pipe3_rnd_c;
-        pwl_pipe3_idx4 <= pwl_pipe3_idx3;
+        pwl_pipe3_prod4 <= (pwl_pipe3_slope3 * pwl_pipe3_off3s);
+        pwl_pipe3_base4 <= pwl_pipe3_base3;
     end
 end
 
 
-always @(pwl_pipe3_idx4) begin: pwl_pipe3_p4rom
-    case (pwl_pipe3_idx4)
-        0: pwl_pipe3_base4 = (-45426);
-        1: pwl_pipe3_base4 = (-37707);
-        2: pwl_pipe3_base4 = (-30802);
-        3: pwl_pipe3_base4 = (-24556);
-        4: pwl_pipe3_base4 = (-18854);
-        5: pwl_pipe3_base4 = (-13608);
-        6: pwl_pipe3_base4 = (-8751);
-        7: pwl_pipe3_base4 = (-4230);
-        8: pwl_pipe3_base4 = 0;
-        9: pwl_pipe3_base4 = 3973;
-        10: pwl_pipe3_base4 = 7719;
-        11: pwl_pipe3_base4 = 11262;
-        12: pwl_pipe3_base4 = 14624;
-        13: pwl_pipe3_base4 = 17821;
-        14: pwl_pipe3_base4 = 20870;
-        15: pwl_pipe3_base4 = 23783;
-        16: pwl_pipe3_base4 = 26573;
-        17: pwl_pipe3_base4 = 29248;
-        18: pwl_pipe3_base4 = 31818;
-        19: pwl_pipe3_base4 = 34292;
-        20: pwl_pipe3_base4 = 36675;
-        21: pwl_pipe3_base4 = 38975;
-        22: pwl_pipe3_base4 = 41196;
-        23: pwl_pipe3_base4 = 43345;
-        24: pwl_pipe3_base4 = 45426;
-        25: pwl_pipe3_base4 = 47443;
-        26: pwl_pipe3_base4 = 49399;
-        27: pwl_pipe3_base4 = 51299;
-        28: pwl_pipe3_base4 = 53145;
-        29: pwl_pipe3_base4 = 54941;
-        30: pwl_pipe3_base4 = 56688;
-        31: pwl_pipe3_base4 = 58391;
-        32: pwl_pipe3_base4 = 60050;
-        33: pwl_pipe3_base4 = 61668;
-        34: pwl_pipe3_base4 = 63248;
-        35: pwl_pipe3_base4 = 64790;
-        36: pwl_pipe3_base4 = 66296;
-        37: pwl_pipe3_base4 = 67769;
-        38: pwl_pipe3_base4 = 69209;
-        39: pwl_pipe3_base4 = 70619;
-        40: pwl_pipe3_base4 = 71999;
-        41: pwl_pipe3_base4 = 73350;
-        42: pwl_pipe3_base4 = 74674;
-        43: pwl_pipe3_base4 = 75972;
-        44: pwl_pipe3_base4 = 77244;
-        45: pwl_pipe3_base4 = 78493;
-        46: pwl_pipe3_base4 = 79718;
-        47: pwl_pipe3_base4 = 80920;
-        48: pwl_pipe3_base4 = 82101;
-        49: pwl_pipe3_base4 = 83261;
-        50: pwl_pipe3_base4 = 84401;
-        51: pwl_pipe3_base4 = 85521;
-        52: pwl_pipe3_base4 = 86623;
-        53: pwl_pipe3_base4 = 87706;
-        54: pwl_pipe3_base4 = 88772;
-        55: pwl_pipe3_base4 = 89820;
-        56: pwl_pipe3_base4 = 90852;
-        57: pwl_pipe3_base4 = 91868;
-        58: pwl_pipe3_base4 = 92869;
-        59: pwl_pipe3_base4 = 93854;
-        60: pwl_pipe3_base4 = 94825;
-        61: pwl_pipe3_base4 = 95782;
-        62: pwl_pipe3_base4 = 96725;
-        63: pwl_pipe3_base4 = 97655;
-        64: pwl_pipe3_base4 = 98571;
-        65: pwl_pipe3_base4 = 99475;
-        66: pwl_pipe3_base4 = 100367;
-        67: pwl_pipe3_base4 = 101247;
-        68: pwl_pipe3_base4 = 102115;
-        69: pwl_pipe3_base4 = 102971;
-        70: pwl_pipe3_base4 = 103817;
-        71: pwl_pipe3_base4 = 104652;
-        72: pwl_pipe3_base4 = 105476;
-        73: pwl_pipe3_base4 = 106290;
-        74: pwl_pipe3_base4 = 107094;
-        75: pwl_pipe3_base4 = 107889;
-        76: pwl_pipe3_base4 = 108674;
-        77: pwl_pipe3_base4 = 109449;
-        78: pwl_pipe3_base4 = 110216;
-        79: pwl_pipe3_base4 = 110973;
-        80: pwl_pipe3_base4 = 111722;
-        81: pwl_pipe3_base4 = 112463;
-        82: pwl_pipe3_base4 = 113195;
-        83: pwl_pipe3_base4 = 113919;
-        84: pwl_pipe3_base4 = 114636;
-        85: pwl_pipe3_base4 = 115344;
-        86: pwl_pipe3_base4 = 116045;
-        87: pwl_pipe3_base4 = 116739;
-        88: pwl_pipe3_base4 = 117425;
-        89: pwl_pipe3_base4 = 118104;
-        90: pwl_pipe3_base4 = 118776;
-        91: pwl_pipe3_base4 = 119441;
-        92: pwl_pipe3_base4 = 120100;
-        93: pwl_pipe3_base4 = 120752;
-        94: pwl_pipe3_base4 = 121398;
-        95: pwl_pipe3_base4 = 122037;
-        96: pwl_pipe3_base4 = 122670;
-        97: pwl_pipe3_base4 = 123298;
-        98: pwl_pipe3_base4 = 123919;
-        99: pwl_pipe3_base4 = 124534;
-        100: pwl_pipe3_base4 = 125144;
-        101: pwl_pipe3_base4 = 125748;
-        102: pwl_pipe3_base4 = 126346;
-        103: pwl_pipe3_base4 = 126939;
-        104: pwl_pipe3_base4 = 127527;
-        105: pwl_pipe3_base4 = 128110;
-        106: pwl_pipe3_base4 = 128687;
-        107: pwl_pipe3_base4 = 129259;
-        108: pwl_pipe3_base4 = 129827;
-        109: pwl_pipe3_base4 = 130389;
-        110: pwl_pipe3_base4 = 130947;
-        111: pwl_pipe3_base4 = 131500;
-        112: pwl_pipe3_base4 = 132049;
-        113: pwl_pipe3_base4 = 132593;
-        114: pwl_pipe3_base4 = 133132;
-        115: pwl_pipe3_base4 = 133667;
-        116: pwl_pipe3_base4 = 134198;
-        117: pwl_pipe3_base4 = 134724;
-        118: pwl_pipe3_base4 = 135246;
-        119: pwl_pipe3_base4 = 135764;
-        120: pwl_pipe3_base4 = 136278;
-        121: pwl_pipe3_base4 = 136788;
-        122: pwl_pipe3_base4 = 137294;
-        123: pwl_pipe3_base4 = 137797;
-        124: pwl_pipe3_base4 = 138295;
-        125: pwl_pipe3_base4 = 138790;
-        126: pwl_pipe3_base4 = 139280;
-        127: pwl_pipe3_base4 = 139768;
-        128: pwl_pipe3_base4 = 140251;
-        129: pwl_pipe3_base4 = 140731;
-        130: pwl_pipe3_base4 = 141208;
-        131: pwl_pipe3_base4 = 141681;
-        132: pwl_pipe3_base4 = 142151;
-        133: pwl_pipe3_base4 = 142618;
-        134: pwl_pipe3_base4 = 143081;
-        135: pwl_pipe3_base4 = 143541;
-        136: pwl_pipe3_base4 = 143997;
-        137: pwl_pipe3_base4 = 144451;
-        138: pwl_pipe3_base4 = 144901;
-        139: pwl_pipe3_base4 = 145349;
-        140: pwl_pipe3_base4 = 145793;
-        141: pwl_pipe3_base4 = 146234;
-        142: pwl_pipe3_base4 = 146673;
-        143: pwl_pipe3_base4 = 147108;
-        144: pwl_pipe3_base4 = 147541;
-        145: pwl_pipe3_base4 = 147970;
-        146: pwl_pipe3_base4 = 148397;
-        147: pwl_pipe3_base4 = 148822;
-        148: pwl_pipe3_base4 = 149243;
-        149: pwl_pipe3_base4 = 149662;
-        150: pwl_pipe3_base4 = 150078;
-        151: pwl_pipe3_base4 = 150491;
-        152: pwl_pipe3_base4 = 150902;
-        153: pwl_pipe3_base4 = 151311;
-        154: pwl_pipe3_base4 = 151716;
-        155: pwl_pipe3_base4 = 152120;
-        156: pwl_pipe3_base4 = 152520;
-        157: pwl_pipe3_base4 = 152919;
-        158: pwl_pipe3_base4 = 153315;
-        159: pwl_pipe3_base4 = 153708;
-        160: pwl_pipe3_base4 = 154100;
-        161: pwl_pipe3_base4 = 154489;
-        162: pwl_pipe3_base4 = 154875;
-        163: pwl_pipe3_base4 = 155260;
-        164: pwl_pipe3_base4 = 155642;
-        165: pwl_pipe3_base4 = 156022;
-        166: pwl_pipe3_base4 = 156399;
-        167: pwl_pipe3_base4 = 156775;
-        168: pwl_pipe3_base4 = 157148;
-        169: pwl_pipe3_base4 = 157520;
-        170: pwl_pipe3_base4 = 157889;
-        171: pwl_pipe3_base4 = 158256;
-        172: pwl_pipe3_base4 = 158621;
-        173: pwl_pipe3_base4 = 158984;
-        174: pwl_pipe3_base4 = 159345;
-        175: pwl_pipe3_base4 = 159705;
-        176: pwl_pipe3_base4 = 160062;
-        177: pwl_pipe3_base4 = 160417;
-        178: pwl_pipe3_base4 = 160770;
-        179: pwl_pipe3_base4 = 161122;
-        180: pwl_pipe3_base4 = 161471;
-        181: pwl_pipe3_base4 = 161819;
-        182: pwl_pipe3_base4 = 162165;
-        183: pwl_pipe3_base4 = 162509;
-        184: pwl_pipe3_base4 = 162851;
-        185: pwl_pipe3_base4 = 163191;
-        186: pwl_pipe3_base4 = 163530;
-        187: pwl_pipe3_base4 = 163867;
-        188: pwl_pipe3_base4 = 164202;
-        189: pwl_pipe3_base4 = 164536;
-        190: pwl_pipe3_base4 = 164867;
-        191: pwl_pipe3_base4 = 165198;
-        192: pwl_pipe3_base4 = 165526;
-        193: pwl_pipe3_base4 = 165853;
-        194: pwl_pipe3_base4 = 166178;
-        195: pwl_pipe3_base4 = 166502;
-        196: pwl_pipe3_base4 = 166824;
-        197: pwl_pipe3_base4 = 167144;
-        198: pwl_pipe3_base4 = 167463;
-        199: pwl_pipe3_base4 = 167781;
-        200: pwl_pipe3_base4 = 168097;
-        201: pwl_pipe3_base4 = 168411;
-        202: pwl_pipe3_base4 = 168724;
-        203: pwl_pipe3_base4 = 169035;
-        204: pwl_pipe3_base4 = 169345;
-        205: pwl_pipe3_base4 = 169653;
-        206: pwl_pipe3_base4 = 169960;
-        207: pwl_pipe3_base4 = 170266;
-        208: pwl_pipe3_base4 = 170570;
-        209: pwl_pipe3_base4 = 170873;
-        210: pwl_pipe3_base4 = 171174;
-        211: pwl_pipe3_base4 = 171474;
-        212: pwl_pipe3_base4 = 171772;
-        213: pwl_pipe3_base4 = 172070;
-        214: pwl_pipe3_base4 = 172365;
-        215: pwl_pipe3_base4 = 172660;
-        216: pwl_pipe3_base4 = 172953;
-        217: pwl_pipe3_base4 = 173245;
-        218: pwl_pipe3_base4 = 173536;
-        219: pwl_pipe3_base4 = 173825;
-        220: pwl_pipe3_base4 = 174113;
-        221: pwl_pipe3_base4 = 174400;
-        222: pwl_pipe3_base4 = 174686;
-        223: pwl_pipe3_base4 = 174970;
-        224: pwl_pipe3_base4 = 175253;
-        225: pwl_pipe3_base4 = 175535;
-        226: pwl_pipe3_base4 = 175816;
-        227: pwl_pipe3_base4 = 176095;
-        228: pwl_pipe3_base4 = 176373;
-        229: pwl_pipe3_base4 = 176650;
-        230: pwl_pipe3_base4 = 176926;
-        231: pwl_pipe3_base4 = 177201;
-        232: pwl_pipe3_base4 = 177475;
-        233: pwl_pipe3_base4 = 177747;
-        234: pwl_pipe3_base4 = 178019;
-        235: pwl_pipe3_base4 = 178289;
-        236: pwl_pipe3_base4 = 178558;
-        237: pwl_pipe3_base4 = 178826;
-        238: pwl_pipe3_base4 = 179093;
-        239: pwl_pipe3_base4 = 179359;
-        240: pwl_pipe3_base4 = 179624;
-        241: pwl_pipe3_base4 = 179887;
-        242: pwl_pipe3_base4 = 180150;
-        243: pwl_pipe3_base4 = 180412;
-        244: pwl_pipe3_base4 = 180672;
-        245: pwl_pipe3_base4 = 180932;
-        246: pwl_pipe3_base4 = 181190;
-        247: pwl_pipe3_base4 = 181448;
-        248: pwl_pipe3_base4 = 181704;
-        249: pwl_pipe3_base4 = 181960;
-        250: pwl_pipe3_base4 = 182214;
-        251: pwl_pipe3_base4 = 182468;
-        252: pwl_pipe3_base4 = 182720;
-        253: pwl_pipe3_base4 = 182972;
-        254: pwl_pipe3_base4 = 183223;
-        default: pwl_pipe3_base4 = 183472;
-    endcase
-end
+
+assign pwl_pipe3_q4 = $signed(pwl_pipe3_prod4[33-1:16]);
+assign pwl_pipe3_rb4 = pwl_pipe3_prod4[(16 - 1)];
 
 
-
-assign pwl_pipe3_sumv = (pwl_pipe3_base4 + pwl_pipe3_rnd4);
-
-
-
-assign pwl_pipe3_sat9_hi = pwl_pipe3_sumv[33-1:(32 - 1)];
-
-
-
-assign pwl_pipe3_sat9_hin = (~pwl_pipe3_sat9_hi);
-
-
-
-assign pwl_pipe3_sat9_nsign = (!pwl_pipe3_sumv[(33 - 1)]);
-
-
-always @(pwl_pipe3_sat9_fill, pwl_pipe3_sat9_hi, pwl_pipe3_sumv, pwl_pipe3_sat9_hin) begin: pwl_pipe3_sat9_clamp
-    if (((pwl_pipe3_sat9_hi == 0) || (pwl_pipe3_sat9_hin == 0))) begin
-        pwl_pipe3_ys = $signed(pwl_pipe3_sumv[32-1:0]);
+always @(pwl_pipe3_q4) begin: pwl_pipe3_sext5_fill
+    if (pwl_pipe3_q4[(17 - 1)]) begin
+        pwl_pipe3_sext5_sgn = 65535;
     end
     else begin
-        pwl_pipe3_ys = $signed({pwl_pipe3_sumv[(33 - 1)], pwl_pipe3_sat9_fill});
+        pwl_pipe3_sext5_sgn = 0;
     end
 end
 
 
 
-assign y_log = pwl_pipe3_ys;
+assign pwl_pipe3_qe = $signed({pwl_pipe3_sext5_sgn, pwl_pipe3_q4});
+
+
+
+assign pwl_pipe3_ta = $signed({pwl_pipe3_base4[(32 - 1)], pwl_pipe3_base4, pwl_pipe3_rb4});
+assign pwl_pipe3_tb = $signed({pwl_pipe3_qe, pwl_pipe3_rb4});
+
+
+
+assign pwl_pipe3_t4 = (pwl_pipe3_ta + pwl_pipe3_tb);
+
+
+
+assign pwl_pipe3_unused = {pwl_pipe3_t4[(32 + 1)], pwl_pipe3_prod4[(16 - 1)-1:0], pwl_pipe3_t4[0]};
+
+
+
+assign y_log = $signed(pwl_pipe3_t4[(32 + 1)-1:1]);
 
 
 always @(posedge clk) begin: pipe
@@ -4749,18 +3536,18 @@ always @(posedge clk) begin: pipe
 end
 
 
-always @(mul2_csa0_p) begin: sext2_fill
+always @(mul2_csa0_p) begin: sext6_fill
     if (mul2_csa0_p[(64 - 1)]) begin
-        sext2_sgn = 255;
+        sext6_sgn = 255;
     end
     else begin
-        sext2_sgn = 0;
+        sext6_sgn = 0;
     end
 end
 
 
 
-assign sext2_xe = $signed({sext2_sgn, mul2_csa0_p});
+assign sext6_xe = $signed({sext6_sgn, mul2_csa0_p});
 
 
 always @(clr6, acc) begin: acc_csel0_gate
@@ -4775,9 +3562,9 @@ end
 
 
 assign acc_csel0_al = acc_csel0_ai[36-1:0];
-assign acc_csel0_pl = sext2_xe[36-1:0];
+assign acc_csel0_pl = sext6_xe[36-1:0];
 assign acc_csel0_ah = $signed(acc_csel0_ai[72-1:36]);
-assign acc_csel0_ph = $signed(sext2_xe[72-1:36]);
+assign acc_csel0_ph = $signed(sext6_xe[72-1:36]);
 
 
 
@@ -4801,75 +3588,75 @@ assign acc_csel0_full = $signed({acc_csel0_hs, acc_csel0_slo[36-1:0]});
 
 
 
-assign acc_csel0_sat10_hi = acc_csel0_full[73-1:(72 - 1)];
+assign acc_csel0_sat2_hi = acc_csel0_full[73-1:(72 - 1)];
 
 
 
-assign acc_csel0_sat10_hin = (~acc_csel0_sat10_hi);
+assign acc_csel0_sat2_hin = (~acc_csel0_sat2_hi);
 
 
 
-assign acc_csel0_sat10_nsign = (!acc_csel0_full[(73 - 1)]);
+assign acc_csel0_sat2_nsign = (!acc_csel0_full[(73 - 1)]);
 
 
-always @(acc_csel0_sat10_fill, acc_csel0_sat10_hi, acc_csel0_full, acc_csel0_sat10_hin) begin: acc_csel0_sat10_clamp
-    if (((acc_csel0_sat10_hi == 0) || (acc_csel0_sat10_hin == 0))) begin
+always @(acc_csel0_sat2_fill, acc_csel0_sat2_hi, acc_csel0_full, acc_csel0_sat2_hin) begin: acc_csel0_sat2_clamp
+    if (((acc_csel0_sat2_hi == 0) || (acc_csel0_sat2_hin == 0))) begin
         acc_new = $signed(acc_csel0_full[72-1:0]);
     end
     else begin
-        acc_new = $signed({acc_csel0_full[(73 - 1)], acc_csel0_sat10_fill});
+        acc_new = $signed({acc_csel0_full[(73 - 1)], acc_csel0_sat2_fill});
     end
 end
 
 
 
-assign round_sat_fast4_lo = mul2_csa0_p[16+:32];
-assign round_sat_fast4_rb = mul2_csa0_p[(16 - 1)];
-assign round_sat_fast4_hi = mul2_csa0_p[64-1:(16 + 32)];
-assign round_sat_fast4_neg = mul2_csa0_p[(64 - 1)];
-assign round_sat_fast4_nneg = (!mul2_csa0_p[(64 - 1)]);
+assign round_sat_fast0_lo = mul2_csa0_p[16+:32];
+assign round_sat_fast0_rb = mul2_csa0_p[(16 - 1)];
+assign round_sat_fast0_hi = mul2_csa0_p[64-1:(16 + 32)];
+assign round_sat_fast0_neg = mul2_csa0_p[(64 - 1)];
+assign round_sat_fast0_nneg = (!mul2_csa0_p[(64 - 1)]);
 
 
 
-assign round_sat_fast4_hin = (~round_sat_fast4_hi);
+assign round_sat_fast0_hin = (~round_sat_fast0_hi);
 
 
 
-assign round_sat_fast4_s = (round_sat_fast4_lo + round_sat_fast4_rb);
+assign round_sat_fast0_s = (round_sat_fast0_lo + round_sat_fast0_rb);
 
 
-always @(round_sat_fast4_s, round_sat_fast4_hin, round_sat_fast4_hi, round_sat_fast4_neg, round_sat_fast4_fill) begin: round_sat_fast4_outc
-    if (((round_sat_fast4_s[32] && (round_sat_fast4_hin == 0)) || ((!round_sat_fast4_s[32]) && (((round_sat_fast4_hi == 0) && (!round_sat_fast4_s[(32 - 1)])) || ((round_sat_fast4_hin == 0) && round_sat_fast4_s[(32 - 1)]))))) begin
-        mul_s = $signed(round_sat_fast4_s[32-1:0]);
+always @(round_sat_fast0_s, round_sat_fast0_hin, round_sat_fast0_hi, round_sat_fast0_neg, round_sat_fast0_fill) begin: round_sat_fast0_outc
+    if (((round_sat_fast0_s[32] && (round_sat_fast0_hin == 0)) || ((!round_sat_fast0_s[32]) && (((round_sat_fast0_hi == 0) && (!round_sat_fast0_s[(32 - 1)])) || ((round_sat_fast0_hin == 0) && round_sat_fast0_s[(32 - 1)]))))) begin
+        mul_s = $signed(round_sat_fast0_s[32-1:0]);
     end
     else begin
-        mul_s = $signed({round_sat_fast4_neg, round_sat_fast4_fill});
+        mul_s = $signed({round_sat_fast0_neg, round_sat_fast0_fill});
     end
 end
 
 
 
-assign round_sat_fast5_lo = acc[16+:32];
-assign round_sat_fast5_rb = acc[(16 - 1)];
-assign round_sat_fast5_hi = acc[72-1:(16 + 32)];
-assign round_sat_fast5_neg = acc[(72 - 1)];
-assign round_sat_fast5_nneg = (!acc[(72 - 1)]);
+assign round_sat_fast1_lo = acc[16+:32];
+assign round_sat_fast1_rb = acc[(16 - 1)];
+assign round_sat_fast1_hi = acc[72-1:(16 + 32)];
+assign round_sat_fast1_neg = acc[(72 - 1)];
+assign round_sat_fast1_nneg = (!acc[(72 - 1)]);
 
 
 
-assign round_sat_fast5_hin = (~round_sat_fast5_hi);
+assign round_sat_fast1_hin = (~round_sat_fast1_hi);
 
 
 
-assign round_sat_fast5_s = (round_sat_fast5_lo + round_sat_fast5_rb);
+assign round_sat_fast1_s = (round_sat_fast1_lo + round_sat_fast1_rb);
 
 
-always @(round_sat_fast5_s, round_sat_fast5_hin, round_sat_fast5_hi, round_sat_fast5_neg, round_sat_fast5_fill) begin: round_sat_fast5_outc
-    if (((round_sat_fast5_s[32] && (round_sat_fast5_hin == 0)) || ((!round_sat_fast5_s[32]) && (((round_sat_fast5_hi == 0) && (!round_sat_fast5_s[(32 - 1)])) || ((round_sat_fast5_hin == 0) && round_sat_fast5_s[(32 - 1)]))))) begin
-        mac_s = $signed(round_sat_fast5_s[32-1:0]);
+always @(round_sat_fast1_s, round_sat_fast1_hin, round_sat_fast1_hi, round_sat_fast1_neg, round_sat_fast1_fill) begin: round_sat_fast1_outc
+    if (((round_sat_fast1_s[32] && (round_sat_fast1_hin == 0)) || ((!round_sat_fast1_s[32]) && (((round_sat_fast1_hi == 0) && (!round_sat_fast1_s[(32 - 1)])) || ((round_sat_fast1_hin == 0) && round_sat_fast1_s[(32 - 1)]))))) begin
+        mac_s = $signed(round_sat_fast1_s[32-1:0]);
     end
     else begin
-        mac_s = $signed({round_sat_fast5_neg, round_sat_fast5_fill});
+        mac_s = $signed({round_sat_fast1_neg, round_sat_fast1_fill});
     end
 end
 
