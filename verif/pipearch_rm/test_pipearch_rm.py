@@ -714,6 +714,29 @@ async def load_context_state_trace(dut):
     await tb.finish()
 
 
+@sim_test(timeout_us={"default": 60, "*": 480})
+async def resume_restores_every_register(dut):
+    """A resumed context with R1..R15 all distinct and nonzero (context words 3..17, the
+    words after them 0): the run ends and stores its context, which must equal the ISS's
+    (whole memory compared), i.e. every register was restored from its own word."""
+    tb = TB(dut)
+    await tb.reset()
+    p = Program(tb.cfg)
+    p.li(1, 5)
+    p.yield_()
+    p.addi(1, 1, 1)
+    p.end()
+    p.load_context()
+    p.resume()
+    a = p.assemble()
+    regs = [int(tb.rng.integers(1, 1 << 27)) << 4 | k for k in range(1, 16)]   # distinct, nonzero
+    tb.put_ctx([I.CTX_SUSPENDED, 2, 0] + regs + [0] * 14)
+    await tb.run(a.image)
+    c = tb.ctx_words()
+    assert c[0] == I.CTX_FINISHED and c[3] == (regs[0] + 1) & 0xFFFFFFFF and c[4:18] == regs[1:], (c, regs)
+    await tb.finish()
+
+
 def bad_instrs(tb: TB):
     """(name, words, expected code) for every decode-time error class."""
     cfg = tb.cfg
