@@ -244,17 +244,28 @@ def test_bound_holds_for_random_configurations(seed):
 
 
 def test_fixed_point_violation_measures_convergence(data):
-    A, b, _, rng = data
-    co = corder(rng, 150, 1)
+    A, b, _, _ = data
     kw = dict(loss="lasso", alpha=3 / M, lam1=0.05, partition=M)
-    early = scd(A, b, fmt=DEFAULT, epochs=2, coord_order=co[:2], **kw)
-    late = scd(A, b, fmt=DEFAULT, epochs=150, coord_order=co, **kw)
-    v_early = fixed_point_violation(A, b, early, loss="lasso", alpha=3 / M, lam1=0.05)
-    v_late = fixed_point_violation(A, b, late, loss="lasso", alpha=3 / M, lam1=0.05)
-    assert np.max(v_early) > 100 and np.max(v_late) == 0
-    # at a fixed point one more epoch (any order) changes nothing
-    more = scd(A, b, fmt=DEFAULT, epochs=151, coord_order=np.concatenate([co, co[:1, :, ::-1]]), **kw)
-    assert np.array_equal(more.x, late.x)
+    # Coordinate orders from their own generators: the module fixture's shared rng would
+    # make them depend on which tests ran before in this worker (xdist order).  Six orders:
+    # after 150 epochs some end at a fixed point (violation 0), others in a 1-LSB limit
+    # cycle (fixed_point_violation's docstring); both kinds are among these seeds.
+    fixed = []
+    for seed in range(6):
+        co = corder(np.random.default_rng(seed), 150, 1)
+        early = scd(A, b, fmt=DEFAULT, epochs=2, coord_order=co[:2], **kw)
+        late = scd(A, b, fmt=DEFAULT, epochs=150, coord_order=co, **kw)
+        v_early = fixed_point_violation(A, b, early, loss="lasso", alpha=3 / M, lam1=0.05)
+        v_late = fixed_point_violation(A, b, late, loss="lasso", alpha=3 / M, lam1=0.05)
+        assert np.max(v_early) > 100 and np.max(v_late) <= 2
+        # violation 0 exactly when one more epoch (here: a reversed order) changes nothing
+        more = scd(A, b, fmt=DEFAULT, epochs=151, coord_order=np.concatenate([co, co[:1, :, ::-1]]),
+                   **kw)
+        assert np.array_equal(more.x, late.x) == (np.max(v_late) == 0)
+        if np.max(v_late) == 0:
+            fixed.append((co, early, late))
+    assert 0 < len(fixed) < 6   # both outcomes exercised, so the equivalence is tested both ways
+    co, early, late = fixed[0]
     # the violation enters the bound: far from convergence the bound is much larger
     mu = np.linalg.eigvalsh(A.T @ A / M)[0]
     assert tracking_bound(A, b, early, loss="lasso", alpha=3 / M, lam1=0.05, mu=mu) > \
