@@ -306,19 +306,32 @@ def test_scd_stream_bit_exact_and_preemptable(lanes, loss, m, n, P, depth):
     """The streamed SCD program (``stream=True``) equals golden.scd (model and stored z)
     uninterrupted and suspended at every YIELD (a resume restarts the rings at line 0),
     also with rings that wrap inside a partition (DEPTH 32/64) and a single coordinate."""
+    _scd_stream_equals_golden(lanes, loss, m, n, P, depth, interleave=1, x0_seed=SEED + 3)
+
+
+def _scd_stream_equals_golden(lanes, loss, m, n, P, depth, *, interleave, x0_seed):
+    """A streamed SCD job (3 epochs) equals golden.scd in model and stored z, run to the end
+    and suspended at every YIELD (one per partition, or per pair with interleave=2, whose
+    partitions then share their coordinate order)."""
     A, b, co = scd_data(loss, m=m, n=n, P=P)
-    x0 = np.random.default_rng(SEED + 3).uniform(-0.3, 0.3, n)
+    if interleave == 2:
+        co[:, 1::2] = co[:, 0::2]
+    x0 = np.random.default_rng(x0_seed).uniform(-0.3, 0.3, n)
     gold = scd_mod.scd(A, b, loss=loss, alpha=0.3, lam1=0.02, epochs=3, partition=P,
                        coord_order=co, x0=x0, fmt=FMT)
     assert not np.array_equal(gold.x, FMT.to_fixed(x0))
     cfg = stream_cfg(lanes, depth=depth)
+    yields = m // P // interleave
     for switch in (None, 1):
         job = scd_job(m=m, n=n, loss=loss, alpha=0.3, lam1=0.02, epochs=3, partition=P, cfg=cfg,
-                      stream=True)
-        assert job.info["stream"] and job.name.endswith("_stream")
+                      stream=True, interleave=interleave)
+        if interleave == 1:
+            assert job.info["stream"] and job.name.endswith("_stream")
+        else:
+            assert job.name.endswith("_stream2") and job.yields_per_epoch == yields
         mach, mem = machine(job, lanes, A, b, co, x0=x0)
         rs = run_to_end(job, mach) if switch is None else run_to_end(job, mach, switch_at_yield=switch)
-        assert len(rs) == (1 if switch is None else 1 + 3 * m // P)
+        assert len(rs) == (1 if switch is None else 1 + 3 * yields)
         assert np.array_equal(job.model(mem), gold.x), job.model(mem) - gold.x
         assert np.array_equal(job.z(mem), gold.z)
 
@@ -352,22 +365,7 @@ def test_scd_pair_stream_bit_exact_and_preemptable(lanes, loss, m, n, P, depth):
     partitions 2i and 2i+1 alternate) equals golden.scd (model and stored z) when each
     pair shares its coordinate order, uninterrupted and suspended at every YIELD (one
     per pair), also with rings that wrap inside a pair (DEPTH 16/64) and one coordinate."""
-    A, b, co = scd_data(loss, m=m, n=n, P=P)
-    co[:, 1::2] = co[:, 0::2]
-    x0 = np.random.default_rng(SEED + 4).uniform(-0.3, 0.3, n)
-    gold = scd_mod.scd(A, b, loss=loss, alpha=0.3, lam1=0.02, epochs=3, partition=P,
-                       coord_order=co, x0=x0, fmt=FMT)
-    assert not np.array_equal(gold.x, FMT.to_fixed(x0))
-    cfg = stream_cfg(lanes, depth=depth)
-    for switch in (None, 1):
-        job = scd_job(m=m, n=n, loss=loss, alpha=0.3, lam1=0.02, epochs=3, partition=P, cfg=cfg,
-                      stream=True, interleave=2)
-        assert job.name.endswith("_stream2") and job.yields_per_epoch == m // P // 2
-        mach, mem = machine(job, lanes, A, b, co, x0=x0)
-        rs = run_to_end(job, mach) if switch is None else run_to_end(job, mach, switch_at_yield=switch)
-        assert len(rs) == (1 if switch is None else 1 + 3 * m // P // 2)
-        assert np.array_equal(job.model(mem), gold.x), job.model(mem) - gold.x
-        assert np.array_equal(job.z(mem), gold.z)
+    _scd_stream_equals_golden(lanes, loss, m, n, P, depth, interleave=2, x0_seed=SEED + 4)
 
 
 def test_scd_pair_stream_requirements():
